@@ -1,0 +1,4 @@
+// Command storectl inspects and repairs RocketMQ and RabbitMQ store files.
+package main
+
+func main() {}

@@ -1,0 +1,201 @@
+// Package scan turns store files into records and findings. The
+// store-specific scanners live in the rocketmq and rabbitmq sub-packages;
+// this package holds the vocabulary they share: Finding, File, Result and
+// Options.
+//
+// Corruption is data, failure is an error: a damaged record becomes a
+// Finding and the scan goes on; a scanner returns an error only when it
+// could not look (and then marks the Result incomplete).
+package scan
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Severity ranks a finding. It marshals as "info", "warning" or "error".
+type Severity int
+
+// Severities, lowest first.
+const (
+	Info Severity = iota
+	Warning
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	}
+	return fmt.Sprintf("severity(%d)", int(s))
+}
+
+// ParseSeverity parses "info", "warning" or "error".
+func ParseSeverity(s string) (Severity, error) {
+	switch s {
+	case "info":
+		return Info, nil
+	case "warning":
+		return Warning, nil
+	case "error":
+		return Error, nil
+	}
+	return Info, fmt.Errorf("unknown severity %q (want info, warning or error)", s)
+}
+
+// MarshalJSON writes the severity name.
+func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// UnmarshalJSON reads a severity name.
+func (s *Severity) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return err
+	}
+	v, err := ParseSeverity(str)
+	*s = v
+	return err
+}
+
+// Repair kinds a finding can point to (cli-contract.md).
+const (
+	RepairTruncate     = "truncate"
+	RepairRebuildIndex = "rebuild-index"
+	RepairNone         = "none"
+)
+
+// Finding is one problem at one place. Code is stable and dotted
+// (store.component.what): scripts match on it, never rename one.
+type Finding struct {
+	Code     string            `json:"code"`
+	Severity Severity          `json:"severity"`
+	Path     string            `json:"path"`   // relative to the data dir
+	Offset   int64             `json:"offset"` // byte offset in Path
+	Length   int64             `json:"length"` // bytes concerned (0 when not a range)
+	Expected string            `json:"expected,omitempty"`
+	Actual   string            `json:"actual,omitempty"`
+	Evidence map[string]string `json:"evidence,omitempty"` // check name -> "pass" | "fail" | detail
+	Repair   string            `json:"repair"`             // truncate | rebuild-index | none
+	Message  string            `json:"message"`            // one human sentence
+	MsgID    string            `json:"msg_id,omitempty"`   // the message concerned (for a misread: the victim)
+	Details  map[string]any    `json:"details,omitempty"`  // more machine-readable facts
+}
+
+// File ends (cli-contract.md, `file.end`).
+const (
+	EndBlank   = "blank"   // RocketMQ BLANK end-of-file record
+	EndZero    = "zero"    // zero fill after the last record
+	EndEOF     = "eof"     // the last record ends exactly at end of file
+	EndTorn    = "torn"    // a record cut short by end of file
+	EndGarbage = "garbage" // bytes that are not a record
+	EndShort   = "short"   // file shorter than its mapped size
+)
+
+// File summarises one scanned file.
+type File struct {
+	Path         string `json:"path"`
+	Kind         string `json:"kind,omitempty"` // commitlog, consumequeue, index, rdq, qi, qs, idx, ...
+	Size         int64  `json:"size"`
+	BytesScanned int64  `json:"bytes_scanned"`
+	Records      int    `json:"records"`
+	FirstValid   int64  `json:"first_valid"` // offset of the first valid record, -1 if none
+	LastValid    int64  `json:"last_valid"`  // offset of the last valid record, -1 if none
+	ValidEnd     int64  `json:"valid_end"`   // where the data a correct recovery keeps ends
+	End          string `json:"end"`         // blank | zero | eof | torn | garbage | short
+}
+
+// Options are shared by every scanner.
+type Options struct {
+	// Records, when non-nil, receives every decoded record in file order
+	// (one value per record, a struct with JSON tags). It is called from
+	// one goroutine at a time.
+	Records func(rec any) error
+	// Jobs is how many files are scanned at once; <= 0 means one.
+	Jobs int
+	// Progress, when non-nil, is told how many bytes were just read.
+	// It may be called from several goroutines.
+	Progress func(n int64)
+}
+
+// Result is what a scan found. Files and Findings are in a deterministic
+// order whatever Jobs is.
+type Result struct {
+	Store        string         `json:"store"`            // rocketmq | rabbitmq
+	Layout       map[string]any `json:"layout,omitempty"` // what was detected, and from which files
+	Files        []File         `json:"files"`
+	Findings     []Finding      `json:"findings"`
+	BytesScanned int64          `json:"bytes_scanned"`
+	// RecoveryEnd is, for RocketMQ, the physical offset where a correct
+	// recovery (with the rocketmq #10017 offset check) stops.
+	RecoveryEnd *int64 `json:"recovery_end,omitempty"`
+	// Extra carries store-specific summary facts (merged into `summary`).
+	Extra map[string]any `json:"extra,omitempty"`
+	// Incomplete is set when an I/O or internal error stopped part of the
+	// work; Errors says what.
+	Incomplete bool     `json:"incomplete"`
+	Errors     []string `json:"errors,omitempty"`
+
+	mu sync.Mutex
+}
+
+// Add appends findings; safe for concurrent use.
+func (r *Result) Add(f ...Finding) {
+	r.mu.Lock()
+	r.Findings = append(r.Findings, f...)
+	r.mu.Unlock()
+}
+
+// Fail marks the result incomplete with err; safe for concurrent use.
+func (r *Result) Fail(err error) {
+	r.mu.Lock()
+	r.Incomplete = true
+	r.Errors = append(r.Errors, err.Error())
+	r.mu.Unlock()
+}
+
+// SortFindings orders findings by path, offset and code, so output does
+// not depend on scheduling.
+func (r *Result) SortFindings() {
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		a, b := r.Findings[i], r.Findings[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Offset != b.Offset {
+			return a.Offset < b.Offset
+		}
+		return a.Code < b.Code
+	})
+}
+
+// Counts returns findings per severity name and per code.
+func (r *Result) Counts() (bySeverity map[string]int, byCode map[string]int) {
+	bySeverity = map[string]int{"error": 0, "warning": 0, "info": 0}
+	byCode = map[string]int{}
+	for _, f := range r.Findings {
+		bySeverity[f.Severity.String()]++
+		byCode[f.Code]++
+	}
+	return bySeverity, byCode
+}
+
+// Worst returns the highest severity present and whether any finding exists.
+func (r *Result) Worst() (Severity, bool) {
+	if len(r.Findings) == 0 {
+		return Info, false
+	}
+	w := Info
+	for _, f := range r.Findings {
+		if f.Severity > w {
+			w = f.Severity
+		}
+	}
+	return w, true
+}
