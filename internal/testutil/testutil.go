@@ -1,0 +1,133 @@
+// Package testutil holds helpers shared by tests: finding the repository's
+// testdata and unpacking fixture tarballs into a temp dir.
+package testutil
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// RepoRoot is the repository root (the directory holding go.mod).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Testdata joins elem under the repository's testdata directory.
+func Testdata(elem ...string) string {
+	return filepath.Join(append([]string{RepoRoot(), "testdata"}, elem...)...)
+}
+
+// Untar unpacks a .tar.gz into a new temp dir and returns the dir.
+func Untar(t testing.TB, tarball string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := UntarTo(tarball, dir); err != nil {
+		t.Fatalf("untar %s: %v", tarball, err)
+	}
+	return dir
+}
+
+// UntarTo unpacks a .tar.gz into dir (regular files and dirs only).
+func UntarTo(tarball, dir string) error {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := filepath.Clean(h.Name)
+		if strings.HasPrefix(name, "..") || filepath.IsAbs(name) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			out, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, tr); err != nil {
+				out.Close()
+				return err
+			}
+			if err := out.Close(); err != nil {
+				return err
+			}
+			_ = os.Chtimes(p, h.ModTime, h.ModTime)
+		}
+	}
+}
+
+// TreeHash returns path -> sha256 of every regular file under dir, so a
+// test can assert that a read-only command changed nothing.
+func TreeHash(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s := sha256.Sum256(b)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = hex.EncodeToString(s[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// SameTree fails the test when two TreeHash results differ.
+func SameTree(t testing.TB, before, after map[string]string) {
+	t.Helper()
+	var diffs []string
+	for k, v := range before {
+		if after[k] != v {
+			diffs = append(diffs, "changed or removed: "+k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, "added: "+k)
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("tree changed:\n%s", strings.Join(diffs, "\n"))
+	}
+}
