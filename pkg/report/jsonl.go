@@ -1,0 +1,63 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// jsonlEmitter writes one object per line, each beginning with the
+// schema and type fields, as soon as it gets it.
+type jsonlEmitter struct {
+	w    *bufio.Writer
+	done bool
+	buf  bytes.Buffer
+	enc  *json.Encoder
+}
+
+func newJSONL(w io.Writer) *jsonlEmitter {
+	e := &jsonlEmitter{w: bufio.NewWriterSize(w, 256<<10)}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}
+
+// line marshals v (which must marshal to a JSON object) and writes it
+// with {"schema":…,"type":…} spliced in front of its fields.
+func (e *jsonlEmitter) line(typ string, v any) error {
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return err
+	}
+	b := e.buf.Bytes()
+	if len(b) < 2 || b[0] != '{' {
+		return fmt.Errorf("report: %s does not marshal to an object", typ)
+	}
+	fmt.Fprintf(e.w, `{"schema":%q,"type":%q`, Schema, typ)
+	rest := b[1:]
+	if rest[0] != '}' {
+		e.w.WriteByte(',')
+	}
+	_, err := e.w.Write(rest) // includes the newline from Encode
+	return err
+}
+
+func (e *jsonlEmitter) Run(r Run) error              { return e.line("run", r) }
+func (e *jsonlEmitter) Record(rec any) error         { return e.line("record", rec) }
+func (e *jsonlEmitter) File(f scan.File) error       { return e.line("file", f) }
+func (e *jsonlEmitter) Finding(f scan.Finding) error { return e.line("finding", f) }
+func (e *jsonlEmitter) Queue(q any) error            { return e.line("queue", q) }
+func (e *jsonlEmitter) Action(a any) error           { return e.line("action", a) }
+func (e *jsonlEmitter) Done() bool                   { return e.done }
+
+func (e *jsonlEmitter) Summary(s Summary) error {
+	if err := e.line("summary", s); err != nil {
+		return err
+	}
+	e.done = true
+	return e.w.Flush()
+}

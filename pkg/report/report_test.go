@@ -1,0 +1,111 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+type testRecord struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Size   int    `json:"size"`
+	MsgID  string `json:"msg_id"`
+}
+
+func emitAll(t *testing.T, e Emitter) {
+	t.Helper()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Run(Run{Tool: "storectl", Command: "scan", DataDir: "/d", Store: "rocketmq"}))
+	must(e.Record(testRecord{Path: "commitlog/0", Offset: 0, Size: 92, MsgID: "AB"}))
+	must(e.Record(struct{}{}))
+	must(e.File(scan.File{Path: "commitlog/0", Kind: "commitlog", Size: 100, Records: 1, End: scan.EndBlank}))
+	must(e.Finding(scan.Finding{Code: "x.y.z", Severity: scan.Error, Path: "commitlog/0", Offset: 92, Message: "bad <thing> & more"}))
+	must(e.Summary(Summary{ExitCode: 1, Counts: map[string]int{"error": 1}, Codes: map[string]int{"x.y.z": 1}}))
+}
+
+func TestJSONLEveryLineTypedSummaryLast(t *testing.T) {
+	var buf bytes.Buffer
+	e, _ := New(&buf, JSONL, Style{})
+	emitAll(t, e)
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("got %d lines:\n%s", len(lines), buf.String())
+	}
+	var types []string
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line does not parse: %v: %s", err, l)
+		}
+		if m["schema"] != Schema {
+			t.Fatalf("schema missing: %s", l)
+		}
+		types = append(types, m["type"].(string))
+	}
+	want := "run record record file finding summary"
+	if got := strings.Join(types, " "); got != want {
+		t.Fatalf("types %q, want %q", got, want)
+	}
+	if !strings.Contains(lines[4], "bad <thing> & more") {
+		t.Fatalf("HTML escaping changed the message: %s", lines[4])
+	}
+	if !e.Done() {
+		t.Fatal("Done false after Summary")
+	}
+}
+
+func TestJSONDocument(t *testing.T) {
+	var buf bytes.Buffer
+	e, _ := New(&buf, JSON, Style{})
+	emitAll(t, e)
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"run", "files", "findings", "actions", "summary", "records"} {
+		if _, ok := doc[k]; !ok {
+			t.Fatalf("json document lacks %q", k)
+		}
+	}
+	if doc["summary"].(map[string]any)["exit_code"].(float64) != 1 {
+		t.Fatal("exit_code lost")
+	}
+}
+
+func TestTextColorOnlyWhenAsked(t *testing.T) {
+	var plain, colored bytes.Buffer
+	e, _ := New(&plain, Text, Style{Color: false})
+	emitAll(t, e)
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Fatalf("escape codes without color:\n%s", plain.String())
+	}
+	for _, want := range []string{"x.y.z", "commitlog", "problems found", "exit 1"} {
+		if !strings.Contains(plain.String(), want) {
+			t.Fatalf("text lacks %q:\n%s", want, plain.String())
+		}
+	}
+	e, _ = New(&colored, Text, Style{Color: true})
+	emitAll(t, e)
+	if !strings.Contains(colored.String(), "\x1b[") {
+		t.Fatal("no escape codes with color on")
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, f := range []string{"text", "json", "jsonl"} {
+		if _, err := ParseFormat(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ParseFormat("yaml"); err == nil {
+		t.Fatal("yaml accepted")
+	}
+}

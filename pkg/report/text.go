@@ -1,0 +1,307 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/fatih/color"
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// MaxTextRecords caps the record rows text output collects: text is for
+// people, and a store can hold millions of records (use -o jsonl).
+const MaxTextRecords = 100000
+
+// textEmitter collects everything and renders tables at Summary. Cells
+// are never colored (pipes and golden files stay clean); only the
+// verdict line and the severity legend carry color.
+type textEmitter struct {
+	w        io.Writer
+	st       Style
+	done     bool
+	run      *Run
+	records  []map[string]any
+	dropped  int
+	files    []scan.File
+	findings []scan.Finding
+	queues   []map[string]any
+	actions  []map[string]any
+}
+
+func newText(w io.Writer, st Style) *textEmitter { return &textEmitter{w: w, st: st} }
+
+func (e *textEmitter) Run(r Run) error { e.run = &r; return nil }
+
+func (e *textEmitter) Record(rec any) error {
+	if len(e.records) >= MaxTextRecords {
+		e.dropped++
+		return nil
+	}
+	m, err := toMap(rec)
+	e.records = append(e.records, m)
+	return err
+}
+
+func (e *textEmitter) File(f scan.File) error       { e.files = append(e.files, f); return nil }
+func (e *textEmitter) Finding(f scan.Finding) error { e.findings = append(e.findings, f); return nil }
+func (e *textEmitter) Done() bool                   { return e.done }
+
+func (e *textEmitter) Queue(q any) error {
+	m, err := toMap(q)
+	e.queues = append(e.queues, m)
+	return err
+}
+
+func (e *textEmitter) Action(a any) error {
+	m, err := toMap(a)
+	e.actions = append(e.actions, m)
+	return err
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(b, &m)
+}
+
+func (e *textEmitter) color(attr color.Attribute) *color.Color {
+	c := color.New(attr, color.Bold)
+	if e.st.Color {
+		c.EnableColor()
+	} else {
+		c.DisableColor()
+	}
+	return c
+}
+
+func (e *textEmitter) Summary(s Summary) error {
+	e.done = true
+	w := e.w
+	if r := e.run; r != nil {
+		fmt.Fprintf(w, "storectl %s: %s store at %s\n", r.Command, orDash(r.Store), r.DataDir)
+		if len(r.DetectedFrom) > 0 {
+			fmt.Fprintf(w, "detected from: %s\n", strings.Join(r.DetectedFrom, ", "))
+		}
+		if r.Live {
+			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(r.LiveReasons, "; "))
+		}
+	}
+	if len(e.records) > 0 {
+		fmt.Fprintln(w)
+		if err := renderRecords(w, e.records); err != nil {
+			return err
+		}
+		if e.dropped > 0 {
+			fmt.Fprintf(w, "(%d more records not shown; use -o jsonl)\n", e.dropped)
+		}
+	}
+	if len(e.files) > 0 {
+		fmt.Fprintln(w)
+		if err := renderComponents(w, e.files); err != nil {
+			return err
+		}
+	}
+	if len(e.queues) > 0 {
+		fmt.Fprintln(w)
+		if err := renderMaps(w, e.queues, []string{"vhost", "queue", "dir", "entries", "keep", "drop", "at_risk"}); err != nil {
+			return err
+		}
+	}
+	if len(e.actions) > 0 {
+		fmt.Fprintln(w)
+		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "reason", "lost"}); err != nil {
+			return err
+		}
+	}
+	if len(e.findings) > 0 {
+		fmt.Fprintln(w)
+		if err := renderFindings(w, e.findings); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	return e.verdict(s)
+}
+
+func (e *textEmitter) verdict(s Summary) error {
+	parts := []string{fmt.Sprintf("%d error(s), %d warning(s), %d info", s.Counts["error"], s.Counts["warning"], s.Counts["info"])}
+	parts = append(parts, fmt.Sprintf("%d file(s), %s scanned in %d ms", s.Files, humanBytes(s.BytesScanned), s.DurationMS))
+	if s.RecoveryEnd != nil {
+		parts = append(parts, fmt.Sprintf("recovery end %d", *s.RecoveryEnd))
+	}
+	if s.Actions > 0 {
+		parts = append(parts, fmt.Sprintf("%d action(s)", s.Actions))
+	}
+	attr := color.FgGreen
+	switch {
+	case s.ExitCode == 1 && s.Counts["error"] == 0:
+		attr = color.FgYellow
+	case s.ExitCode != 0:
+		attr = color.FgRed
+	}
+	v := s.Verdict
+	if v == "" {
+		v = "clean"
+		if s.ExitCode != 0 {
+			v = "problems found"
+		}
+	}
+	if s.Incomplete {
+		v += " (INCOMPLETE: " + strings.Join(s.Errors, "; ") + ")"
+	}
+	_, err := e.color(attr).Fprintf(e.w, "%s: %s (exit %d)\n", v, strings.Join(parts, " · "), s.ExitCode)
+	return err
+}
+
+func renderFindings(w io.Writer, fs []scan.Finding) error {
+	t := tablewriter.NewTable(w)
+	t.Header("severity", "code", "path", "offset", "message")
+	for _, f := range fs {
+		msg := f.Message
+		if f.MsgID != "" {
+			msg += " [msg " + f.MsgID + "]"
+		}
+		if err := t.Append(f.Severity.String(), f.Code, f.Path, fmt.Sprint(f.Offset), msg); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// renderComponents prints one row per component (file kind and
+// directory) with totals, then one row per file that did not end cleanly.
+func renderComponents(w io.Writer, files []scan.File) error {
+	type agg struct {
+		files, records int
+		size, scanned  int64
+		ends           map[string]int
+	}
+	byKey := map[string]*agg{}
+	var keys []string
+	for _, f := range files {
+		dir := f.Path
+		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+			dir = dir[:i]
+		} else {
+			dir = "."
+		}
+		k := orDash(f.Kind) + "\x00" + dir
+		a := byKey[k]
+		if a == nil {
+			a = &agg{ends: map[string]int{}}
+			byKey[k] = a
+			keys = append(keys, k)
+		}
+		a.files++
+		a.records += f.Records
+		a.size += f.Size
+		a.scanned += f.BytesScanned
+		a.ends[f.End]++
+	}
+	t := tablewriter.NewTable(w)
+	t.Header("component", "dir", "files", "records", "size", "ends")
+	for _, k := range keys {
+		a := byKey[k]
+		kind, dir, _ := strings.Cut(k, "\x00")
+		var ends []string
+		for e, n := range a.ends {
+			ends = append(ends, fmt.Sprintf("%s=%d", orDash(e), n))
+		}
+		sort.Strings(ends)
+		if err := t.Append(kind, dir, fmt.Sprint(a.files), fmt.Sprint(a.records), humanBytes(a.size), strings.Join(ends, " ")); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+var recordColumns = []string{"path", "offset", "size", "msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "body_size", "exchange", "routing_keys", "payload_size", "referenced_by"}
+
+func renderRecords(w io.Writer, recs []map[string]any) error {
+	var cols []string
+	for _, c := range recordColumns {
+		if _, ok := recs[0][c]; ok {
+			cols = append(cols, c)
+		}
+	}
+	return renderMaps(w, recs, cols)
+}
+
+func renderMaps(w io.Writer, rows []map[string]any, cols []string) error {
+	var use []string
+	for _, c := range cols {
+		for _, r := range rows {
+			if _, ok := r[c]; ok {
+				use = append(use, c)
+				break
+			}
+		}
+	}
+	if len(use) == 0 {
+		return nil
+	}
+	t := tablewriter.NewTable(w)
+	hdr := make([]any, len(use))
+	for i, c := range use {
+		hdr[i] = c
+	}
+	t.Header(hdr...)
+	for _, r := range rows {
+		cells := make([]any, len(use))
+		for i, c := range use {
+			cells[i] = cell(r[c])
+		}
+		if err := t.Append(cells...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return fmt.Sprintf("%.0f", x)
+	case []any:
+		s := make([]string, len(x))
+		for i, e := range x {
+			s[i] = cell(e)
+		}
+		return strings.Join(s, ",")
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
