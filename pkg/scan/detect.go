@@ -1,0 +1,220 @@
+package scan
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Store kinds.
+const (
+	RocketMQ = "rocketmq"
+	RabbitMQ = "rabbitmq"
+)
+
+// What a path given on the command line turned out to be.
+const (
+	TargetRocketStore    = "rocketmq-store"          // store root: commitlog/, consumequeue/, ...
+	TargetRocketLogDir   = "rocketmq-commitlog-dir"  // the commitlog directory itself
+	TargetRocketLogFile  = "rocketmq-commitlog-file" // one commitlog file
+	TargetRabbitNode     = "rabbitmq-node"           // node (mnesia) dir holding msg_stores/vhosts
+	TargetRabbitVHost    = "rabbitmq-vhost"          // one vhost dir
+	TargetRabbitStoreDir = "rabbitmq-store-dir"      // msg_store_persistent/ (or transient)
+	TargetRabbitRDQFile  = "rabbitmq-rdq-file"       // one .rdq file
+)
+
+// ErrNotStore means the path is not a store layout storectl knows.
+var ErrNotStore = errors.New("not a RocketMQ or RabbitMQ store")
+
+// Target is a detected store location. Detection never guesses
+// silently: Evidence lists the files that decided it.
+type Target struct {
+	Store string // RocketMQ or RabbitMQ
+	Kind  string // one of the Target* constants
+	// Root is the data dir: reported paths are relative to it.
+	Root string
+	// Path is the absolute path that was given.
+	Path string
+	// CommitLogDir is the RocketMQ commitlog directory (all kinds but a file).
+	CommitLogDir string
+	// VHostDirs are the RabbitMQ vhost directories to scan.
+	VHostDirs []string
+	// StoreDirs are RabbitMQ message store dirs to scan when no vhost dir is known.
+	StoreDirs []string
+	// Files are single files to scan (commitlog file or .rdq).
+	Files    []string
+	Evidence []string
+}
+
+var commitLogName = regexp.MustCompile(`^[0-9]{20}$`)
+
+// IsCommitLogName reports whether name is a 20-digit mapped-file name.
+func IsCommitLogName(name string) bool { return commitLogName.MatchString(name) }
+
+func isDir(p string) bool  { st, err := os.Stat(p); return err == nil && st.IsDir() }
+func isFile(p string) bool { st, err := os.Stat(p); return err == nil && st.Mode().IsRegular() }
+
+// Detect works out what path is. force ("", "rocketmq" or "rabbitmq")
+// restricts the store kind (--store). A missing path is an *os.PathError;
+// an unknown layout wraps ErrNotStore.
+func Detect(path, force string) (Target, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Target{}, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return Target{}, err
+	}
+	var cands []Target
+	if st.Mode().IsRegular() {
+		cands = detectFile(abs)
+	} else if st.IsDir() {
+		cands = detectDir(abs)
+	}
+	for _, c := range cands {
+		if force == "" || force == c.Store {
+			c.Path = abs
+			return c, nil
+		}
+	}
+	if force != "" && len(cands) > 0 {
+		return Target{}, fmt.Errorf("%s: looks like a %s %s, not --store %s: %w", path, cands[0].Store, cands[0].Kind, force, ErrNotStore)
+	}
+	return Target{}, fmt.Errorf("%s: %w (expected a RocketMQ store root, commitlog dir or file, or a RabbitMQ node, vhost or message-store dir or .rdq file)", path, ErrNotStore)
+}
+
+func detectFile(abs string) []Target {
+	dir, name := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	var out []Target
+	if IsCommitLogName(name) {
+		root := dir
+		if filepath.Base(dir) == "commitlog" {
+			root = filepath.Dir(dir)
+		}
+		out = append(out, Target{Store: RocketMQ, Kind: TargetRocketLogFile, Root: root, CommitLogDir: dir, Files: []string{abs},
+			Evidence: []string{"20-digit commitlog file name " + name}})
+	}
+	if strings.HasSuffix(name, ".rdq") {
+		root := dir
+		if v := filepath.Dir(dir); isRabbitVHost(v) {
+			root = v
+		}
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitRDQFile, Root: root, Files: []string{abs},
+			Evidence: []string{".rdq file " + name}})
+	}
+	return out
+}
+
+func isRabbitVHost(d string) bool {
+	return isDir(filepath.Join(d, "msg_store_persistent")) || (isDir(filepath.Join(d, "queues")) && isFile(filepath.Join(d, ".vhost")))
+}
+
+func detectDir(abs string) []Target {
+	var out []Target
+	// RocketMQ store root.
+	if isDir(filepath.Join(abs, "commitlog")) {
+		ev := []string{"commitlog/"}
+		for _, f := range []string{"checkpoint", "consumequeue", "index", "abort", "lock", "config/topics.json"} {
+			if _, err := os.Stat(filepath.Join(abs, f)); err == nil {
+				ev = append(ev, f)
+			}
+		}
+		out = append(out, Target{Store: RocketMQ, Kind: TargetRocketStore, Root: abs, CommitLogDir: filepath.Join(abs, "commitlog"), Evidence: ev})
+	}
+	// RocketMQ commitlog dir.
+	if names := listMatching(abs, IsCommitLogName); len(names) > 0 && !isDir(filepath.Join(abs, "commitlog")) {
+		root := abs
+		if filepath.Base(abs) == "commitlog" {
+			root = filepath.Dir(abs)
+		}
+		out = append(out, Target{Store: RocketMQ, Kind: TargetRocketLogDir, Root: root, CommitLogDir: abs,
+			Evidence: []string{fmt.Sprintf("%d file(s) with 20-digit names, first %s", len(names), names[0])}})
+	}
+	// RabbitMQ node dir, or a mnesia base holding exactly one node dir.
+	if vh := filepath.Join(abs, "msg_stores", "vhosts"); isDir(vh) {
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: abs, VHostDirs: subdirs(vh), Evidence: []string{"msg_stores/vhosts/"}})
+	} else if nodes := nodeDirsIn(abs); len(nodes) == 1 {
+		vh := filepath.Join(nodes[0], "msg_stores", "vhosts")
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: nodes[0], VHostDirs: subdirs(vh),
+			Evidence: []string{filepath.Base(nodes[0]) + "/msg_stores/vhosts/"}})
+	}
+	if isRabbitVHost(abs) {
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitVHost, Root: abs, VHostDirs: []string{abs}, Evidence: vhostEvidence(abs)})
+	}
+	if rdqs := listMatching(abs, func(n string) bool { return strings.HasSuffix(n, ".rdq") }); len(rdqs) > 0 || strings.HasPrefix(filepath.Base(abs), "msg_store_") {
+		root := abs
+		var vhosts []string
+		if v := filepath.Dir(abs); isRabbitVHost(v) {
+			root = v
+		}
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitStoreDir, Root: root, StoreDirs: []string{abs}, VHostDirs: vhosts,
+			Evidence: []string{fmt.Sprintf("%d .rdq file(s) in %s", len(rdqs), filepath.Base(abs))}})
+	}
+	return out
+}
+
+func vhostEvidence(d string) []string {
+	var ev []string
+	for _, f := range []string{".vhost", "msg_store_persistent/", "queues/", "recovery.dets"} {
+		if _, err := os.Stat(filepath.Join(d, strings.TrimSuffix(f, "/"))); err == nil {
+			ev = append(ev, f)
+		}
+	}
+	return ev
+}
+
+func nodeDirsIn(d string) []string {
+	var out []string
+	for _, s := range subdirs(d) {
+		if isDir(filepath.Join(s, "msg_stores", "vhosts")) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func subdirs(d string) []string {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, filepath.Join(d, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func listMatching(d string, ok func(string) bool) []string {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && ok(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Rel returns p relative to root with forward slashes, or p itself when
+// it is not under root.
+func Rel(root, p string) string {
+	r, err := filepath.Rel(root, p)
+	if err != nil || strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(r)
+}
