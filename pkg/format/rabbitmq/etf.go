@@ -1,0 +1,333 @@
+package rabbitmq
+
+// Erlang External Term Format (ETF), the output of term_to_binary/1, as
+// documented in erts/doc/src/erl_ext_dist.xml of erlang/otp. Every encoded
+// term starts with the version byte 131 (0x83), then one tagged value:
+//
+//	131 | Tag:8 | payload (lengths are big-endian, 1, 2 or 4 bytes by tag)
+//
+// Decoding and skipping share one walker (etfDecoder.term with build on or
+// off), so DecodeTerm and SkipTerm always agree on n and on failure.
+
+import (
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// Term is a decoded Erlang term. Its dynamic type is one of:
+//
+//	Atom         ATOM_EXT, SMALL_ATOM_EXT (Latin-1, converted to UTF-8), ATOM_UTF8_EXT, SMALL_ATOM_UTF8_EXT
+//	int64        SMALL_INTEGER_EXT, INTEGER_EXT, and SMALL_BIG/LARGE_BIG values that fit
+//	*big.Int     SMALL_BIG_EXT, LARGE_BIG_EXT values outside int64
+//	float64      NEW_FLOAT_EXT, FLOAT_EXT
+//	Binary       BINARY_EXT
+//	BitBinary    BIT_BINARY_EXT
+//	String       STRING_EXT (a list of small integers stored as bytes)
+//	List         LIST_EXT (Tail is Nil{} for a proper list)
+//	Nil          NIL_EXT ([])
+//	Tuple        SMALL_TUPLE_EXT, LARGE_TUPLE_EXT
+//	Map          MAP_EXT (entries in encoded order; order is not meaningful)
+//	Opaque       pids, ports, references, NEW_FUN_EXT and EXPORT_EXT, kept as raw bytes
+//
+// Binary, BitBinary, String and Opaque alias the input slice.
+type Term any
+
+// Atom is an Erlang atom, as UTF-8 text.
+type Atom string
+
+// Binary is an Erlang binary (<<...>>).
+type Binary []byte
+
+// BitBinary is a bitstring whose last byte holds only Bits (1..8) bits.
+type BitBinary struct {
+	Bytes []byte
+	Bits  uint8
+}
+
+// String is a STRING_EXT list: each byte is one list element 0..255.
+type String []byte
+
+// List is a non-empty list. Tail is Nil{} for a proper list and any other
+// term for an improper one ([a|b]).
+type List struct {
+	Elems []Term
+	Tail  Term
+}
+
+// Nil is the empty list [].
+type Nil struct{}
+
+// Tuple is an Erlang tuple.
+type Tuple []Term
+
+// MapEntry is one key/value pair of a Map.
+type MapEntry struct {
+	Key, Value Term
+}
+
+// Map is an Erlang map as a list of entries in encoded order.
+type Map []MapEntry
+
+// Opaque is a pid, port, reference or fun, not interpreted. Tag is the ETF
+// tag and Raw the whole encoding including the tag byte.
+type Opaque struct {
+	Tag byte
+	Raw []byte
+}
+
+// ETF tags (erl_ext_dist).
+const (
+	etfVersion        = 131
+	etfNewFloat       = 70
+	etfBitBinary      = 77
+	etfCompressed     = 80
+	etfAtomCacheRef   = 82
+	etfNewPid         = 88
+	etfNewPort        = 89
+	etfNewerReference = 90
+	etfSmallInteger   = 97
+	etfInteger        = 98
+	etfFloat          = 99
+	etfAtom           = 100
+	etfReference      = 101
+	etfPort           = 102
+	etfPid            = 103
+	etfSmallTuple     = 104
+	etfLargeTuple     = 105
+	etfNil            = 106
+	etfString         = 107
+	etfList           = 108
+	etfBinary         = 109
+	etfSmallBig       = 110
+	etfLargeBig       = 111
+	etfNewFun         = 112
+	etfExport         = 113
+	etfNewReference   = 114
+	etfSmallAtom      = 115
+	etfMap            = 116
+	etfFun            = 117
+	etfAtomUTF8       = 118
+	etfSmallAtomUTF8  = 119
+	etfV4Port         = 120
+	etfLocal          = 121
+)
+
+// MaxTermDepth bounds nesting of lists, tuples and maps. RabbitMQ message
+// terms nest fewer than 20 levels (mc record, annotations, dead-letter
+// history, nested AMQP header tables); 256 leaves room for deep client
+// header tables while keeping the recursion on a small, bounded stack.
+const MaxTermDepth = 256
+
+// etfMaxAtomChars is Erlang's atom length limit (255 characters);
+// binary_to_term rejects longer atoms, so they are corruption here too.
+const etfMaxAtomChars = 255
+
+// DecodeTerm decodes the term that starts at b[0] (the version byte 131)
+// and returns it with the number of bytes it used. Bytes after the term are
+// ignored. Errors are *format.CorruptError with Offset inside b.
+func DecodeTerm(b []byte) (t Term, n int, err error) {
+	return etfDecodeAt(b, 0, true)
+}
+
+// SkipTerm validates the term that starts at b[0] exactly as DecodeTerm
+// does and returns its length, without building Go values: on success it
+// does not allocate (FLOAT_EXT aside). The scanner calls it per candidate.
+func SkipTerm(b []byte) (n int, err error) {
+	_, n, err = etfDecodeAt(b, 0, false)
+	return n, err
+}
+
+// IsExactTerm reports whether b is exactly one complete, valid term.
+func IsExactTerm(b []byte) bool {
+	d := etfDecoder{b: b}
+	n, ok := d.run(false)
+	return ok && n == len(b)
+}
+
+// DecodeExactTerm decodes b, which must be exactly one term: trailing bytes
+// are an ErrInvalid at field "trailing".
+func DecodeExactTerm(b []byte) (Term, error) {
+	t, n, err := DecodeTerm(b)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(b) {
+		return nil, format.Corrupt(int64(n), "trailing", format.ErrInvalid)
+	}
+	return t, nil
+}
+
+// etfDecodeAt decodes like DecodeTerm and reports error offsets as base +
+// position in b, for callers that hold b inside a larger file.
+func etfDecodeAt(b []byte, base int64, build bool) (Term, int, error) {
+	d := etfDecoder{b: b, build: build}
+	if len(b) < 1 {
+		return nil, 0, format.Corrupt(base, "version", format.ErrShort)
+	}
+	if b[0] != etfVersion {
+		return nil, 0, format.Corrupt(base, "version", format.ErrMagic)
+	}
+	d.off = 1
+	if len(b) > 1 && b[1] == etfCompressed {
+		// term_to_binary/1 without the compressed option, which is what
+		// RabbitMQ uses everywhere, never writes tag 80.
+		return nil, 0, format.Corrupt(base+1, "tag", format.ErrUnsupported)
+	}
+	t := d.term(0)
+	if d.err != nil {
+		return nil, 0, format.Corrupt(base+int64(d.at), d.field, d.err)
+	}
+	return t, d.off, nil
+}
+
+// etfDecoder walks one term. The first failure is sticky; field and at say
+// where it happened. With build off nothing is allocated.
+type etfDecoder struct {
+	b     []byte
+	off   int
+	build bool
+	err   error
+	field string
+	at    int
+}
+
+// run walks a whole term after the version byte, for the bool-only API.
+func (d *etfDecoder) run(build bool) (int, bool) {
+	d.build = build
+	if len(d.b) < 2 || d.b[0] != etfVersion || d.b[1] == etfCompressed {
+		return 0, false
+	}
+	d.off = 1
+	d.term(0)
+	return d.off, d.err == nil
+}
+
+func (d *etfDecoder) fail(at int, field string, err error) {
+	if d.err == nil {
+		d.err, d.field, d.at = err, field, at
+	}
+}
+
+// take returns the next n bytes or fails with ErrShort at the current offset.
+func (d *etfDecoder) take(field string, n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b)-d.off {
+		d.fail(d.off, field, format.ErrShort)
+		return nil
+	}
+	p := d.b[d.off : d.off+n : d.off+n]
+	d.off += n
+	return p
+}
+
+func (d *etfDecoder) u8(field string) int {
+	p := d.take(field, 1)
+	if p == nil {
+		return 0
+	}
+	return int(p[0])
+}
+
+func (d *etfDecoder) u16(field string) int {
+	p := d.take(field, 2)
+	if p == nil {
+		return 0
+	}
+	return int(p[0])<<8 | int(p[1])
+}
+
+func (d *etfDecoder) u32(field string) uint32 {
+	p := d.take(field, 4)
+	if p == nil {
+		return 0
+	}
+	return uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
+}
+
+// count reads a 32-bit element count and checks that count elements of at
+// least minBytes each can still follow, so no allocation or loop is sized
+// from an unchecked length.
+func (d *etfDecoder) count(field string, minBytes int) int {
+	at := d.off
+	n := d.u32(field)
+	if d.err != nil {
+		return 0
+	}
+	if uint64(n)*uint64(minBytes) > uint64(len(d.b)-d.off) {
+		d.fail(at, field, format.ErrShort)
+		return 0
+	}
+	return int(n)
+}
+
+// term decodes one tagged value. depth counts enclosing containers.
+func (d *etfDecoder) term(depth int) Term {
+	if d.err != nil {
+		return nil
+	}
+	if depth > MaxTermDepth {
+		d.fail(d.off, "depth", format.ErrTooLarge)
+		return nil
+	}
+	at := d.off
+	tag := d.u8("tag")
+	if d.err != nil {
+		return nil
+	}
+	switch tag {
+	case etfSmallInteger:
+		v := d.u8("smallInteger")
+		if d.err != nil || !d.build {
+			return nil
+		}
+		return int64(v)
+	case etfInteger:
+		v := int32(d.u32("integer"))
+		if d.err != nil || !d.build {
+			return nil
+		}
+		return int64(v)
+	case etfSmallBig:
+		n := d.u8("bigLength")
+		return d.big(n)
+	case etfLargeBig:
+		n := d.count("bigLength", 1)
+		return d.big(n)
+	case etfNewFloat, etfFloat:
+		return d.float(tag)
+	case etfAtom, etfSmallAtom, etfAtomUTF8, etfSmallAtomUTF8:
+		return d.atom(at, tag)
+	case etfAtomCacheRef:
+		d.fail(at, "tag", format.ErrUnsupported) // only valid inside distribution messages
+		return nil
+	case etfBinary:
+		p := d.take("binary", d.count("binaryLength", 1))
+		if d.err != nil || !d.build {
+			return nil
+		}
+		return Binary(p)
+	case etfBitBinary:
+		return d.bitBinary()
+	case etfString:
+		p := d.take("string", d.u16("stringLength"))
+		if d.err != nil || !d.build {
+			return nil
+		}
+		return String(p)
+	case etfNil:
+		if !d.build {
+			return nil
+		}
+		return Nil{}
+	case etfList:
+		return d.list(depth)
+	case etfSmallTuple:
+		return d.tuple(depth, d.u8("arity"))
+	case etfLargeTuple:
+		return d.tuple(depth, d.count("arity", 1))
+	case etfMap:
+		return d.mapTerm(depth)
+	}
+	return d.opaque(at, tag)
+}

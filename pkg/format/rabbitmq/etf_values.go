@@ -1,0 +1,292 @@
+package rabbitmq
+
+// Value decoders for the ETF walker in etf.go: numbers, atoms, bitstrings,
+// containers and the opaque pid/port/reference/fun encodings.
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// big reads the sign byte and n little-endian digit bytes of a bignum.
+func (d *etfDecoder) big(n int) Term {
+	sign := d.u8("bigSign")
+	digits := d.take("bigDigits", n)
+	if d.err != nil {
+		return nil
+	}
+	if !d.build {
+		return nil
+	}
+	top := len(digits)
+	for top > 0 && digits[top-1] == 0 {
+		top--
+	}
+	if top <= 8 {
+		var mag uint64
+		for i := top - 1; i >= 0; i-- {
+			mag = mag<<8 | uint64(digits[i])
+		}
+		if sign == 0 && mag <= math.MaxInt64 {
+			return int64(mag)
+		}
+		if sign != 0 && mag <= 1<<63 {
+			return int64(-mag) // -(1<<63) wraps to MinInt64, which is right
+		}
+	}
+	be := make([]byte, top)
+	for i := 0; i < top; i++ {
+		be[top-1-i] = digits[i]
+	}
+	v := new(big.Int).SetBytes(be)
+	if sign != 0 {
+		v.Neg(v)
+	}
+	return v
+}
+
+// float reads NEW_FLOAT_EXT (IEEE 754 binary64) or the old FLOAT_EXT, a
+// 31-byte NUL-padded "%.20e" string. Erlang floats are always finite.
+func (d *etfDecoder) float(tag int) Term {
+	at := d.off
+	var v float64
+	if tag == etfNewFloat {
+		p := d.take("float", 8)
+		if d.err != nil {
+			return nil
+		}
+		var bits uint64
+		for _, c := range p {
+			bits = bits<<8 | uint64(c)
+		}
+		v = math.Float64frombits(bits)
+	} else {
+		p := d.take("float", 31)
+		if d.err != nil {
+			return nil
+		}
+		end := len(p)
+		for end > 0 && p[end-1] == 0 {
+			end--
+		}
+		f, err := strconv.ParseFloat(string(p[:end]), 64)
+		if err != nil {
+			d.fail(at, "float", format.ErrInvalid)
+			return nil
+		}
+		v = f
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		d.fail(at, "float", format.ErrInvalid)
+		return nil
+	}
+	if !d.build {
+		return nil
+	}
+	return v
+}
+
+// atom reads any of the four atom encodings. Latin-1 atoms are converted
+// to UTF-8; UTF-8 atoms must be valid and at most 255 characters, as
+// binary_to_term requires.
+func (d *etfDecoder) atom(at, tag int) Term {
+	var n int
+	if tag == etfSmallAtom || tag == etfSmallAtomUTF8 {
+		n = d.u8("atomLength")
+	} else {
+		n = d.u16("atomLength")
+	}
+	p := d.take("atom", n)
+	if d.err != nil {
+		return nil
+	}
+	latin1 := tag == etfAtom || tag == etfSmallAtom
+	if latin1 {
+		if n > etfMaxAtomChars {
+			d.fail(at, "atomLength", format.ErrTooLarge)
+			return nil
+		}
+	} else if !utf8.Valid(p) {
+		d.fail(at+1, "atom", format.ErrInvalid)
+		return nil
+	} else if utf8.RuneCount(p) > etfMaxAtomChars {
+		d.fail(at, "atomLength", format.ErrTooLarge)
+		return nil
+	}
+	if !d.build {
+		return nil
+	}
+	if !latin1 {
+		return Atom(p)
+	}
+	r := make([]rune, len(p))
+	for i, c := range p {
+		r[i] = rune(c)
+	}
+	return Atom(string(r))
+}
+
+// bitBinary reads BIT_BINARY_EXT: Len:32, Bits:8, Len bytes. Bits is the
+// number of used bits in the last byte: 1..8, and 0 only when Len is 0.
+func (d *etfDecoder) bitBinary() Term {
+	n := d.count("binaryLength", 1)
+	at := d.off
+	bits := d.u8("bits")
+	p := d.take("binary", n)
+	if d.err != nil {
+		return nil
+	}
+	if bits > 8 || (bits == 0) != (n == 0) {
+		d.fail(at, "bits", format.ErrInvalid)
+		return nil
+	}
+	if !d.build {
+		return nil
+	}
+	return BitBinary{Bytes: p, Bits: uint8(bits)}
+}
+
+// list reads LIST_EXT: Length:32, Length elements, then the tail term.
+// A length of 0 decodes as the tail itself, as binary_to_term does.
+func (d *etfDecoder) list(depth int) Term {
+	n := d.count("listLength", 1)
+	var elems []Term
+	if d.build && d.err == nil {
+		elems = make([]Term, 0, n)
+	}
+	for i := 0; i < n && d.err == nil; i++ {
+		e := d.term(depth + 1)
+		if d.build {
+			elems = append(elems, e)
+		}
+	}
+	tail := d.term(depth + 1)
+	if d.err != nil || !d.build {
+		return nil
+	}
+	if n == 0 {
+		return tail
+	}
+	return List{Elems: elems, Tail: tail}
+}
+
+// tuple reads n elements; n was already checked against the input.
+func (d *etfDecoder) tuple(depth, n int) Term {
+	var elems Tuple
+	if d.build && d.err == nil {
+		elems = make(Tuple, 0, n)
+	}
+	for i := 0; i < n && d.err == nil; i++ {
+		e := d.term(depth + 1)
+		if d.build {
+			elems = append(elems, e)
+		}
+	}
+	if d.err != nil || !d.build {
+		return nil
+	}
+	return elems
+}
+
+// mapTerm reads MAP_EXT: Arity:32, then Arity key/value pairs (each at
+// least 2 bytes). Duplicate keys are not checked.
+func (d *etfDecoder) mapTerm(depth int) Term {
+	n := d.count("mapArity", 2)
+	var m Map
+	if d.build && d.err == nil {
+		m = make(Map, 0, n)
+	}
+	for i := 0; i < n && d.err == nil; i++ {
+		k := d.term(depth + 1)
+		v := d.term(depth + 1)
+		if d.build {
+			m = append(m, MapEntry{Key: k, Value: v})
+		}
+	}
+	if d.err != nil || !d.build {
+		return nil
+	}
+	return m
+}
+
+// node reads the node-name atom of a pid, port or reference.
+func (d *etfDecoder) node() {
+	if d.err != nil {
+		return
+	}
+	at := d.off
+	tag := d.u8("node")
+	switch tag {
+	case etfAtom, etfSmallAtom, etfAtomUTF8, etfSmallAtomUTF8:
+		build := d.build
+		d.build = false
+		d.atom(at, tag)
+		d.build = build
+	default:
+		d.fail(at, "node", format.ErrInvalid)
+	}
+}
+
+// etfMaxRefWords bounds reference ID words; OTP writes at most 5.
+const etfMaxRefWords = 5
+
+// opaque validates the framing of pids, ports, references, exports and
+// new funs and returns them as raw bytes; anything else is an error.
+func (d *etfDecoder) opaque(at, tag int) Term {
+	switch tag {
+	case etfPid, etfNewPid, etfPort, etfNewPort, etfV4Port, etfReference:
+		d.node()
+		d.take("id", etfOpaqueFixed(tag))
+	case etfNewReference, etfNewerReference:
+		words := d.u16("refLength")
+		if words > etfMaxRefWords && d.err == nil {
+			d.fail(at+1, "refLength", format.ErrTooLarge)
+		}
+		d.node()
+		creation := 1
+		if tag == etfNewerReference {
+			creation = 4
+		}
+		d.take("creation", creation)
+		d.take("id", 4*words)
+	case etfExport:
+		d.node() // module and function are atoms, read like a node name
+		d.node()
+		if t := d.u8("arity"); d.err == nil && t != etfSmallInteger {
+			d.fail(d.off-1, "arity", format.ErrInvalid)
+		}
+		d.take("arity", 1)
+	case etfNewFun:
+		size := int(d.u32("funSize")) // counts itself
+		if size < 4 && d.err == nil {
+			d.fail(at+1, "funSize", format.ErrInvalid)
+		}
+		d.take("fun", size-4)
+	case etfFun, etfLocal:
+		d.fail(at, "tag", format.ErrUnsupported)
+	default:
+		d.fail(at, "tag", format.ErrInvalid)
+	}
+	if d.err != nil || !d.build {
+		return nil
+	}
+	return Opaque{Tag: byte(tag), Raw: d.b[at:d.off:d.off]}
+}
+
+// etfOpaqueFixed is the number of bytes after the node atom.
+func etfOpaqueFixed(tag int) int {
+	switch tag {
+	case etfPid:
+		return 9 // ID:4, Serial:4, Creation:1
+	case etfNewPid, etfV4Port:
+		return 12 // ID:4, Serial:4, Creation:4 / ID:8, Creation:4
+	case etfNewPort:
+		return 8 // ID:4, Creation:4
+	default:
+		return 5 // PORT_EXT, REFERENCE_EXT: ID:4, Creation:1
+	}
+}
