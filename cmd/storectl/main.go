@@ -1,4 +1,59 @@
-// Command storectl inspects and repairs RocketMQ and RabbitMQ store files.
+// Command storectl inspects and repairs RocketMQ and RabbitMQ store files
+// offline. See README.md and docs/cli-contract.md for the contract that
+// scripts rely on (commands, exit codes, JSONL schema).
 package main
 
-func main() {}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/mattn/go-isatty"
+)
+
+// Exit codes: the contract in cli-contract.md, listed in --help.
+// Precedence when several hold: 2 > 4 > 5 > 3 > 1 > 0.
+const (
+	exitOK          = 0
+	exitFindings    = 1 // findings at or above --fail-on; a dry run with actions
+	exitUsage       = 2 // bad flag, unknown layout, path missing
+	exitIncomplete  = 3 // an I/O or internal error stopped part of the work
+	exitRefused     = 4 // live broker, stale plan, --apply without --yes off a TTY
+	exitApplyFailed = 5 // apply failed part-way (rolled back)
+	exitInterrupted = 130
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], Streams{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		IsTTY:  isatty.IsTerminal(os.Stdout.Fd()) || isatty.IsCygwinTerminal(os.Stdout.Fd()),
+		InTTY:  isatty.IsTerminal(os.Stdin.Fd()),
+		ErrTTY: isatty.IsTerminal(os.Stderr.Fd()),
+		Getenv: os.Getenv,
+	})
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: tests call it with buffers.
+func run(ctx context.Context, args []string, s Streams) int {
+	env := newEnv(s)
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	code := exitCode(err)
+	if ctx.Err() != nil && code != exitOK {
+		code = exitInterrupted
+	}
+	if err != nil && !errors.Is(err, errFindings) {
+		fmt.Fprintf(s.ErrOut, "storectl: %v\n", err)
+		if code == exitUsage {
+			fmt.Fprintln(s.ErrOut, "Run 'storectl --help' for usage.")
+		}
+	}
+	env.finishAfterError(args, code, err)
+	return code
+}

@@ -92,6 +92,15 @@ func UntarTo(tarball, dir string) error {
 // test can assert that a read-only command changed nothing.
 func TreeHash(t testing.TB, dir string) map[string]string {
 	t.Helper()
+	out, err := HashTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// HashTree is TreeHash without a testing.TB.
+func HashTree(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -103,13 +112,10 @@ func TreeHash(t testing.TB, dir string) map[string]string {
 		}
 		s := sha256.Sum256(b)
 		rel, _ := filepath.Rel(dir, p)
-		out[rel] = hex.EncodeToString(s[:])
+		out[filepath.ToSlash(rel)] = hex.EncodeToString(s[:])
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, err
 }
 
 // SameTree fails the test when two TreeHash results differ.

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress reports bytes read on stderr: a bar on a TTY (--progress
+// auto), periodic plain lines for logs (--progress plain), or nothing.
+type progress struct {
+	mode  string
+	w     io.Writer
+	total int64
+	done  atomic.Int64
+	bar   *progressbar.ProgressBar
+	mu    sync.Mutex
+	last  time.Time
+	every time.Duration
+}
+
+func (e *Env) newProgress(total int64) *progress {
+	mode := e.Config.GetString("progress")
+	p := &progress{mode: mode, w: e.Streams.ErrOut, total: total, every: 5 * time.Second, last: time.Now()}
+	switch {
+	case mode == "auto" && e.Streams.ErrTTY && total > 0:
+		p.bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(e.Streams.ErrOut),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetDescription("scanning"),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	case mode == "plain":
+	default:
+		p.mode = "none"
+	}
+	return p
+}
+
+// add is safe for concurrent use (scanners call it from workers).
+func (p *progress) add(n int64) {
+	if p == nil || p.mode == "none" {
+		return
+	}
+	d := p.done.Add(n)
+	if p.bar != nil {
+		p.mu.Lock()
+		_ = p.bar.Add64(n)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) >= p.every {
+		p.last = time.Now()
+		p.line(d)
+	}
+}
+
+func (p *progress) line(d int64) {
+	if p.total > 0 {
+		fmt.Fprintf(p.w, "storectl: progress %d/%d bytes (%.0f%%)\n", d, p.total, 100*float64(d)/float64(p.total))
+	} else {
+		fmt.Fprintf(p.w, "storectl: progress %d bytes\n", d)
+	}
+}
+
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	switch {
+	case p.bar != nil:
+		_ = p.bar.Finish()
+	case p.mode == "plain":
+		p.line(p.done.Load())
+	}
+}
+
+// treeSize sums regular file sizes under paths (for the progress total).
+func treeSize(paths ...string) int64 {
+	var n int64
+	for _, root := range paths {
+		_ = filepath.Walk(root, func(_ string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				n += info.Size()
+			}
+			return nil
+		})
+	}
+	return n
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/storectl/storectl/pkg/report"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// session is one command's report: it counts what goes through the
+// emitter so the summary and the exit code always agree.
+type session struct {
+	env         *Env
+	em          report.Emitter
+	start       time.Time
+	failOn      scan.Severity
+	counts      map[string]int
+	codes       map[string]int
+	bytes       int64
+	files       int
+	records     int
+	actions     int
+	recoveryEnd *int64
+	incomplete  bool
+	errors      []string
+	extra       map[string]any
+	applied     *bool
+	verdict     string
+}
+
+// startSession creates the emitter for the command's --output and
+// writes the run record.
+func (e *Env) startSession(run report.Run) (*session, error) {
+	f, err := e.outputFormat()
+	if err != nil {
+		return nil, err
+	}
+	failOn, err := scan.ParseSeverity(e.Config.GetString("fail-on"))
+	if err != nil {
+		return nil, usagef(fmt.Errorf("--fail-on: %w", err))
+	}
+	st := report.Style{Color: f == report.Text && e.colorOn()}
+	em, err := report.New(e.Streams.Out, f, st)
+	if err != nil {
+		return nil, usagef(err)
+	}
+	s := &session{env: e, em: em, start: time.Now(), failOn: failOn,
+		counts: map[string]int{"error": 0, "warning": 0, "info": 0}, codes: map[string]int{}}
+	e.session = s
+	run.Tool = "storectl"
+	run.Version = version
+	return s, em.Run(run)
+}
+
+func (s *session) record(rec any) error {
+	s.records++
+	return s.em.Record(rec)
+}
+
+func (s *session) finding(f scan.Finding) error {
+	s.counts[f.Severity.String()]++
+	s.codes[f.Code]++
+	return s.em.Finding(f)
+}
+
+func (s *session) action(a any) error {
+	s.actions++
+	return s.em.Action(a)
+}
+
+// result emits a scan result's files and findings and takes its totals.
+func (s *session) result(res *scan.Result) error {
+	res.SortFindings()
+	for _, f := range res.Files {
+		s.files++
+		if err := s.em.File(f); err != nil {
+			return err
+		}
+	}
+	for _, f := range res.Findings {
+		if err := s.finding(f); err != nil {
+			return err
+		}
+	}
+	s.bytes += res.BytesScanned
+	if res.RecoveryEnd != nil {
+		v := *res.RecoveryEnd
+		s.recoveryEnd = &v
+	}
+	if res.Incomplete {
+		s.incomplete = true
+		s.errors = append(s.errors, res.Errors...)
+	}
+	for k, v := range res.Extra {
+		if s.extra == nil {
+			s.extra = map[string]any{}
+		}
+		s.extra[k] = v
+	}
+	return nil
+}
+
+// code is the exit code the findings and errors so far call for.
+func (s *session) code() int {
+	if s.incomplete {
+		return exitIncomplete
+	}
+	for sev := s.failOn; sev <= scan.Error; sev++ {
+		if s.counts[sev.String()] > 0 {
+			return exitFindings
+		}
+	}
+	return exitOK
+}
+
+func (s *session) summary(code int) report.Summary {
+	return report.Summary{
+		ExitCode: code, Incomplete: s.incomplete || code == exitIncomplete, Errors: s.errors,
+		Counts: s.counts, Codes: s.codes, BytesScanned: s.bytes,
+		DurationMS: time.Since(s.start).Milliseconds(), Files: s.files, Records: s.records,
+		RecoveryEnd: s.recoveryEnd, Actions: s.actions, Applied: s.applied, Extra: s.extra,
+		Verdict: s.verdict,
+	}
+}
+
+// finish writes the summary for code and returns the error that makes
+// run() exit with that same code.
+func (s *session) finish(code int) error {
+	if err := s.em.Summary(s.summary(code)); err != nil {
+		return &incompleteError{fmt.Errorf("writing report: %w", err)}
+	}
+	switch code {
+	case exitOK:
+		return nil
+	case exitFindings:
+		return errFindings
+	case exitIncomplete:
+		return &incompleteError{errors.New(joinErrs(s.errors))}
+	case exitRefused:
+		return &refusedError{errors.New(joinErrs(s.errors))}
+	case exitApplyFailed:
+		return &applyError{errors.New(joinErrs(s.errors))}
+	}
+	return fmt.Errorf("exit %d", code)
+}
+
+func joinErrs(es []string) string {
+	if len(es) == 0 {
+		return "see report"
+	}
+	out := es[0]
+	for _, e := range es[1:] {
+		out += "; " + e
+	}
+	return out
+}
