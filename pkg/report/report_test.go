@@ -27,8 +27,8 @@ func emitAll(t *testing.T, e Emitter) {
 	must(e.Record(testRecord{Path: "commitlog/0", Offset: 0, Size: 92, MsgID: "AB"}))
 	must(e.Record(struct{}{}))
 	must(e.File(scan.File{Path: "commitlog/0", Kind: "commitlog", Size: 100, Records: 1, End: scan.EndBlank}))
-	must(e.Finding(scan.Finding{Code: "x.y.z", Severity: scan.Error, Path: "commitlog/0", Offset: 92, Message: "bad <thing> & more"}))
-	must(e.Summary(Summary{ExitCode: 1, Counts: map[string]int{"error": 1}, Codes: map[string]int{"x.y.z": 1}}))
+	must(e.Finding(scan.Finding{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Offset: 92, Repair: scan.RepairTruncate, Message: "bad <thing> & more"}))
+	must(e.Summary(Summary{ExitCode: 1, Counts: map[string]int{"error": 1, "warning": 0, "info": 0}, Codes: map[string]int{"rocketmq.commitlog.body-crc": 1}}))
 }
 
 func TestJSONLEveryLineTypedSummaryLast(t *testing.T) {
@@ -87,7 +87,7 @@ func TestTextColorOnlyWhenAsked(t *testing.T) {
 	if strings.Contains(plain.String(), "\x1b[") {
 		t.Fatalf("escape codes without color:\n%s", plain.String())
 	}
-	for _, want := range []string{"x.y.z", "commitlog", "problems found", "exit 1"} {
+	for _, want := range []string{"rocketmq.commitlog.body-crc", "commitlog", "problems found", "exit 1"} {
 		if !strings.Contains(plain.String(), want) {
 			t.Fatalf("text lacks %q:\n%s", want, plain.String())
 		}
