@@ -1,0 +1,276 @@
+package rabbitmq
+
+// Reading one classic queue's index directory (queues/<QueueDirName>/)
+// into the entries the queue holds, replaying v1 (.idx + journal.jif) and
+// v2 (.qi + .qs) files as recovery does (§4.3 step 5, §5).
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// EntryLocation says where the message of a queue entry lives.
+type EntryLocation uint8
+
+// Message locations.
+const (
+	LocationMemory      EntryLocation = iota // v2 location 0: no copy on disk
+	LocationSharedStore                      // msg_store_persistent, by MsgID
+	LocationQueueStore                       // the queue's <S>.qs (v2)
+	LocationEmbedded                         // inside the v1 index record
+)
+
+func (l EntryLocation) String() string {
+	switch l {
+	case LocationMemory:
+		return "memory"
+	case LocationSharedStore:
+		return "shared-store"
+	case LocationQueueStore:
+		return "queue-store"
+	case LocationEmbedded:
+		return "embedded"
+	}
+	return "location(" + strconv.Itoa(int(l)) + ")"
+}
+
+// Reasons a dirty recovery drops an entry (QueueEntry.Drop), as counted in
+// the broker's "dropped A/B/C persistent and D transient" log line.
+const (
+	DropTransient = "transient" // D: transient entries never survive a restart
+	DropOther     = "other"     // C: v2 location 0 or malformed
+	// B (per-queue store) uses QSDropReason: no_file, bad_header, eof,
+	// bad_size, bad_crc. A (shared store missing) needs the .rdq scan and is
+	// left to the caller.
+)
+
+// QueueEntry is one unacked entry of a queue index.
+type QueueEntry struct {
+	SeqID       uint64
+	MsgID       string // 32 lowercase hex digits
+	Persistent  bool
+	Location    EntryLocation
+	StoreOffset uint64 // LocationQueueStore: entry offset in StorePath
+	StoreSize   uint32 // LocationQueueStore: blob size
+	StorePath   string // LocationQueueStore: the .qs file
+	Size        uint32 // payload size (stats)
+	Expiry      uint64 // absolute Unix µs; 0 = none
+	Delivered   bool   // v1 only: a deliver record exists
+	// Body is the ETF of the message for LocationEmbedded (exact) and
+	// LocationQueueStore (the .qs blob: ETF plus zero padding, normally
+	// none). It aliases the file bytes.
+	Body         []byte
+	IndexVersion int    // 1 or 2
+	Path         string // index file holding the publish
+	Offset       int64  // offset of the publish record / slot in Path
+	// Drop is "" when a dirty recovery keeps the entry (subject to the
+	// shared-store check for LocationSharedStore), else the reason.
+	Drop string
+}
+
+// QueueRef is one shared-store reference counted by the dirty-recovery
+// walker (§4.3 step 1).
+type QueueRef struct {
+	Path  string // .qi, .idx or journal.jif
+	Slot  int    // v2: slot in the .qi; v1: -1
+	SeqID uint64
+	MsgID string
+}
+
+// QueueDir is a decoded queue index directory.
+type QueueDir struct {
+	Dir       string    // path of the directory
+	Hash      string    // its base name (QueueDirName)
+	Name      QueueName // from .queue_name
+	HasName   bool
+	Entries   []QueueEntry // unacked entries in seq order, dropped ones included
+	Refs      []QueueRef
+	Anomalies []IndexAnomaly
+}
+
+// Kept returns the entries a dirty recovery keeps (Drop == "").
+func (q *QueueDir) Kept() []QueueEntry {
+	var out []QueueEntry
+	for _, e := range q.Entries {
+		if e.Drop == "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// IndexAnomaly is a problem found in a queue index file.
+type IndexAnomaly struct {
+	Path   string
+	Offset int64
+	Code   string // stable dotted code, one of the Code* constants
+	Err    error  // usually a *format.CorruptError
+}
+
+func (a IndexAnomaly) Error() string {
+	return fmt.Sprintf("%s@%d: %s: %v", a.Path, a.Offset, a.Code, a.Err)
+}
+
+// Anomaly codes of the queue index readers.
+const (
+	CodeQIBadHeader     = "rabbitmq.qi.bad-header"
+	CodeQITorn          = "rabbitmq.qi.torn-entry"
+	CodeQIBadEntry      = "rabbitmq.qi.bad-entry"
+	CodeQISeqMismatch   = "rabbitmq.qi.seq-mismatch"
+	CodeQSCRC           = "rabbitmq.qs.crc"
+	CodeQSBadEntry      = "rabbitmq.qs.bad-entry"
+	CodeQSOrphan        = "rabbitmq.qs.orphan"
+	CodeIDXBadRecord    = "rabbitmq.idx.bad-record"
+	CodeIDXAllZero      = "rabbitmq.idx.all-zero"
+	CodeIDXUnknownSeq   = "rabbitmq.idx.unknown-seq"
+	CodeJournalTail     = "rabbitmq.journal.bad-tail"
+	CodeJournalConflict = "rabbitmq.journal.conflict"
+	CodeQueueName       = "rabbitmq.queue.bad-name"
+	CodeVHostConfig     = "rabbitmq.vhost.bad-config"
+	CodeFileTooLarge    = "rabbitmq.index.too-large"
+)
+
+// queuedirMaxFile bounds how much of one index file is read into memory:
+// a .qi is at most 64+32*4096 bytes, a journal holds at most
+// queue_index_max_journal_entries (32768) records of a few KiB, and
+// segments hold 16384 records; 1 GiB is far above any of them.
+const queuedirMaxFile = 1 << 30
+
+// ReadQueueDir reads one queue directory. v1SegmentEntryCount is the
+// vhost's segment_entry_count (ParseVHostConfig). Corruption becomes
+// anomalies; the error is for I/O failures only.
+func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
+	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
+		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir)}
+	var qi, qs, idx []uint64
+	hasJournal := false
+	for _, e := range ents {
+		n := e.Name()
+		switch {
+		case !e.Type().IsRegular():
+		case n == ".queue_name":
+			if err := q.readName(); err != nil {
+				return nil, err
+			}
+		case n == "journal.jif":
+			hasJournal = true
+		default:
+			if s, ok := queuedirSegNum(n, ".qi"); ok {
+				qi = append(qi, s)
+			} else if s, ok := queuedirSegNum(n, ".qs"); ok {
+				qs = append(qs, s)
+			} else if s, ok := queuedirSegNum(n, ".idx"); ok {
+				idx = append(idx, s)
+			}
+		}
+	}
+	v2, err := q.readV2(qi, qs)
+	if err != nil {
+		return nil, err
+	}
+	var v1 []QueueEntry
+	if len(idx) > 0 || hasJournal {
+		if v1, err = q.readV1(idx, hasJournal, v1SegmentEntryCount); err != nil {
+			return nil, err
+		}
+	}
+	q.Entries = queuedirMerge(v2, v1)
+	return q, nil
+}
+
+func (q *QueueDir) anomaly(path string, err error, code string) {
+	err = format.WithPath(err, path)
+	q.Anomalies = append(q.Anomalies, IndexAnomaly{Path: path, Offset: queuedirOffset(err), Code: code, Err: err})
+}
+
+// queuedirOffset is the offset of a *format.CorruptError, else 0.
+func queuedirOffset(err error) int64 {
+	var ce *format.CorruptError
+	if errors.As(err, &ce) {
+		return ce.Offset
+	}
+	return 0
+}
+
+// read reads a file of the dir; ok is false (with an anomaly) when it is
+// larger than queuedirMaxFile.
+func (q *QueueDir) read(name string) (b []byte, ok bool, err error) {
+	p := filepath.Join(q.Dir, name)
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, false, err
+	}
+	if st.Size() > queuedirMaxFile {
+		q.anomaly(p, format.Corrupt(0, "file", format.ErrTooLarge), CodeFileTooLarge)
+		return nil, false, nil
+	}
+	b, err = os.ReadFile(p)
+	return b, err == nil, err
+}
+
+func (q *QueueDir) readName() error {
+	b, ok, err := q.read(".queue_name")
+	if err != nil || !ok {
+		return err
+	}
+	p := filepath.Join(q.Dir, ".queue_name")
+	n, perr := ParseQueueName(b)
+	if perr != nil {
+		q.anomaly(p, perr, CodeQueueName)
+		return nil
+	}
+	q.Name, q.HasName = n, true
+	if want := QueueDirName(n.VHost, n.Name); want != q.Hash {
+		q.anomaly(p, format.Corrupt(0, "queue", fmt.Errorf("%w: name hashes to %s, dir is %s",
+			format.ErrInvalid, want, q.Hash)), CodeQueueName)
+	}
+	return nil
+}
+
+// queuedirSegNum parses "<decimal><ext>" as written by the broker.
+func queuedirSegNum(name, ext string) (uint64, bool) {
+	s, ok := strings.CutSuffix(name, ext)
+	if !ok || s == "" || len(s) > 19 {
+		return 0, false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// queuedirMerge combines v2 entries with v1 ones not already in v2, as the
+// v1-to-v2 conversion's SkipFun does, in seq order.
+func queuedirMerge(v2, v1 []QueueEntry) []QueueEntry {
+	seen := make(map[uint64]bool, len(v2))
+	out := append([]QueueEntry(nil), v2...)
+	for _, e := range v2 {
+		seen[e.SeqID] = true
+	}
+	for _, e := range v1 {
+		if !seen[e.SeqID] {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SeqID < out[j].SeqID })
+	return out
+}
+
+func queuedirHex(id [16]byte) string { return hex.EncodeToString(id[:]) }

@@ -1,0 +1,129 @@
+package rabbitmq
+
+// v2 part of ReadQueueDir: every <S>.qi with its <S>.qs, following
+// rabbit_classic_queue_index_v2:recover_segments/5 and recover_segment/10
+// (a dirty recovery) and queue_index_walker_segment/2 (ref counts).
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/storectl/storectl/pkg/format"
+)
+
+func (q *QueueDir) readV2(qi, qs []uint64) ([]QueueEntry, error) {
+	sort.Slice(qi, func(i, j int) bool { return qi[i] < qi[j] })
+	hasQI := map[uint64]bool{}
+	for _, s := range qi {
+		hasQI[s] = true
+	}
+	hasQS := map[uint64]bool{}
+	for _, s := range qs {
+		hasQS[s] = true
+		if !hasQI[s] {
+			p := filepath.Join(q.Dir, strconv.FormatUint(s, 10)+".qs")
+			q.anomaly(p, format.Corrupt(0, "file", fmt.Errorf("%w: .qs without .qi", format.ErrInvalid)), CodeQSOrphan)
+		}
+	}
+	var out []QueueEntry
+	for _, seg := range qi {
+		es, err := q.readQISegment(seg, hasQS[seg])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
+	name := strconv.FormatUint(seg, 10) + ".qi"
+	path := filepath.Join(q.Dir, name)
+	b, ok, err := q.read(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	f, err := ReadQI(b)
+	if err != nil {
+		// The broker deletes the .qi and its .qs: nothing is recovered.
+		q.anomaly(path, err, CodeQIBadHeader)
+		return nil, nil
+	}
+	for _, a := range f.Anomalies {
+		code := CodeQIBadEntry
+		if errors.Is(a, ErrQITornEntry) {
+			code = CodeQITorn
+		}
+		q.anomaly(path, a, code)
+	}
+	span := f.Header.ToSeqID - f.Header.FromSeqID
+	if span == 0 || span > QIMaxSegmentEntryCount {
+		span = QIDefaultSegmentEntryCount
+	}
+	if want := seg * span; f.Header.FromSeqID != want {
+		q.anomaly(path, format.Corrupt(5, "fromSeqId", fmt.Errorf("%w: %d, file name says %d",
+			format.ErrInvalid, f.Header.FromSeqID, want)), CodeQISeqMismatch)
+	}
+	// The broker numbers slots from the file name, not the header.
+	base := seg * span
+	for _, r := range f.WalkerRefs {
+		q.Refs = append(q.Refs, QueueRef{Path: path, Slot: r.Slot, SeqID: base + uint64(r.Slot),
+			MsgID: queuedirHex(r.MsgID)})
+	}
+	var qsFile []byte
+	qsPath := filepath.Join(q.Dir, strconv.FormatUint(seg, 10)+".qs")
+	if hasQS {
+		if qsFile, ok, err = q.read(filepath.Base(qsPath)); err != nil {
+			return nil, err
+		} else if !ok {
+			hasQS = false
+		}
+	}
+	out := make([]QueueEntry, 0, len(f.Records))
+	for _, r := range f.Records {
+		e := QueueEntry{SeqID: base + uint64(r.Slot), Persistent: r.Persistent, Size: r.Size,
+			Expiry: r.Expiry, IndexVersion: 2, Path: path, Offset: r.Offset}
+		switch r.LocType {
+		case QILocMemory:
+			e.Location = LocationMemory
+			e.Drop = DropOther
+		case QILocSharedStore:
+			e.Location = LocationSharedStore
+			e.MsgID = queuedirHex(r.MsgID)
+		case QILocQueueStore:
+			e.Location = LocationQueueStore
+			e.StoreOffset, e.StoreSize, e.StorePath = r.StoreOffset, r.StoreSize, qsPath
+			e.Drop = q.checkQS(&e, qsFile, hasQS)
+		}
+		if !e.Persistent {
+			e.Drop = DropTransient
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// checkQS looks up a type-2 entry in its .qs as check_msg_on_disk/3 does,
+// fills MsgID-independent fields and returns the drop reason.
+func (q *QueueDir) checkQS(e *QueueEntry, qs []byte, exists bool) string {
+	if !exists {
+		err := format.Corrupt(0, "file", errQSNoFile)
+		q.anomaly(e.StorePath, err, CodeQSBadEntry)
+		return QSDropReason(err)
+	}
+	ent, err := ReadQSEntry(qs, e.StoreOffset, e.StoreSize)
+	if ent.Blob != nil {
+		e.Body = ent.Blob
+	}
+	if err != nil {
+		code := CodeQSBadEntry
+		if errors.Is(err, format.ErrChecksum) {
+			code = CodeQSCRC
+		}
+		q.anomaly(e.StorePath, err, code)
+	}
+	return QSDropReason(err)
+}
