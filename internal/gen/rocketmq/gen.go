@@ -1,0 +1,192 @@
+package rocketmq
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+)
+
+// Config says what Generate writes.
+type Config struct {
+	MappedFileSize int64 // commitlog file size; default 1 MiB
+	TotalBytes     int64 // stop once this many commitlog bytes hold records
+	Seed           uint64
+	PropCRC        bool  // write __CRC32# on every record
+	CQFileSize     int64 // consume queue file size; default 300000 units
+	MaxBody        int   // largest body; default 20000
+}
+
+// Summary describes what Generate wrote.
+type Summary struct {
+	Files    []string // commitlog file paths, in offset order
+	Messages int
+	End      int64 // physical offset after the last record
+}
+
+var topics = []struct {
+	name   string
+	queues int32
+}{{"TopicA", 4}, {"TopicB", 2}, {"TopicC-v6", 1}, {"%RETRY%GroupX", 1}, {"TopicLongName-V2-" + string(make128x()), 1}}
+
+func make128x() []byte {
+	b := make([]byte, 120)
+	for i := range b {
+		b[i] = 'x'
+	}
+	return b
+}
+
+var bodySizes = []int{0, 1, 7, 64, 100, 255, 256, 1000, 1500, 3000, 4096, 8000, 12000, 20000}
+
+// Generate writes a deterministic store under dir: commitlog files of
+// MappedFileSize ending in BLANK records, the last one zero-filled after
+// its last record, and matching consumequeue files.
+func Generate(dir string, cfg Config) (*Summary, error) {
+	if cfg.MappedFileSize <= 0 {
+		cfg.MappedFileSize = 1 << 20
+	}
+	if cfg.CQFileSize <= 0 {
+		cfg.CQFileSize = rmq.DefaultCQFileSize
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 20000
+	}
+	if cfg.MaxBody+1024 > int(cfg.MappedFileSize)/2 {
+		return nil, fmt.Errorf("gen: MaxBody %d too large for mapped size %d", cfg.MaxBody, cfg.MappedFileSize)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	cl := filepath.Join(dir, "commitlog")
+	if err := os.MkdirAll(cl, 0o755); err != nil {
+		return nil, err
+	}
+	sum := &Summary{}
+	cq := map[string][]byte{}
+	qoff := map[string]int64{}
+	buf := make([]byte, 0, cfg.MappedFileSize)
+	var base int64
+	body := make([]byte, cfg.MaxBody)
+	ts := int64(1795996087591)
+	flush := func(last bool) error {
+		out := buf[:cfg.MappedFileSize]
+		clear(out[len(buf):])
+		p := filepath.Join(cl, rmq.FormatFileName(base))
+		sum.Files = append(sum.Files, p)
+		base += cfg.MappedFileSize
+		buf = buf[:0]
+		return os.WriteFile(p, out, 0o644)
+	}
+	var rec []byte
+	for i := 0; base+int64(len(buf)) < cfg.TotalBytes; i++ {
+		t := topics[rng.IntN(len(topics))]
+		q := rng.Int32N(t.queues)
+		m := &Msg{Topic: t.name, QueueID: q, BornTimestamp: 1700000000000 + int64(i)*1000,
+			BornHost:  rmq.Host{Addr: netip.AddrFrom4([4]byte{10, 1, 2, 3}), Port: 50000 + int32(i%1000)},
+			StoreHost: rmq.Host{Addr: netip.AddrFrom4([4]byte{192, 168, 0, 10}), Port: 10911},
+			PropCRC:   cfg.PropCRC}
+		if t.name == "TopicC-v6" || i%17 == 0 {
+			m.BornHost = rmq.Host{Addr: netip.MustParseAddr("2001:db8::1234:5678"), Port: 41234}
+		}
+		if t.name == "TopicC-v6" && i%2 == 0 {
+			m.StoreHost = rmq.Host{Addr: netip.IPv6Loopback(), Port: 10911}
+		}
+		n := min(bodySizes[rng.IntN(len(bodySizes))], cfg.MaxBody)
+		fillBody(body[:n], rng, i)
+		m.Body = body[:n]
+		kv := []string{rmq.PropUniqKey, fmt.Sprintf("7F00000100002A9F%016X", i)}
+		switch i % 3 {
+		case 1:
+			kv = append(kv, rmq.PropTags, "TagA")
+		case 2:
+			kv = append(kv, rmq.PropTags, "TagB")
+		}
+		switch i % 4 {
+		case 1:
+			kv = append(kv, rmq.PropKeys, "key-"+strconv.Itoa(i))
+		case 2:
+			kv = append(kv, rmq.PropKeys, fmt.Sprintf("multi-%d k2-%d", i, i))
+		}
+		kv = append(kv, "seq", strconv.Itoa(i), "unicode", "café-✓-中")
+		m.Properties = Props(kv...)
+		if i%23 == 5 {
+			m.SysFlag = rmq.TxPrepared // written, not dispatched
+		}
+		if i%11 == 3 {
+			m.ReconsumeTimes = 2
+		}
+		key := t.name + "/" + strconv.Itoa(int(q))
+		if m.SysFlag&rmq.FlagTransactionMask == rmq.TxNotType {
+			m.QueueOffset = qoff[key]
+		}
+		ts += int64(rng.IntN(3))
+		m.StoreTimestamp = ts
+		// Size first, so the BLANK decision matches the broker's.
+		rec = AppendMessage(rec[:0], m)
+		if int64(len(buf)+len(rec)+rmq.BlankSize) > cfg.MappedFileSize {
+			buf = AppendBlank(buf, int(cfg.MappedFileSize)-len(buf))
+			if err := flush(false); err != nil {
+				return nil, err
+			}
+		}
+		m.PhysicalOffset = base + int64(len(buf))
+		rec = AppendMessage(rec[:0], m)
+		buf = append(buf, rec...)
+		sum.Messages++
+		if m.SysFlag&rmq.FlagTransactionMask == rmq.TxNotType {
+			dm, _ := rmq.DecodeMessage(rec, 0, 0)
+			cq[key] = rmq.AppendCQUnit(cq[key], rmq.CQUnit{CommitLogOffset: m.PhysicalOffset, Size: int32(len(rec)), TagsCode: dm.TagsCode()})
+			qoff[key]++
+		}
+	}
+	sum.End = base + int64(len(buf))
+	if err := flush(true); err != nil {
+		return nil, err
+	}
+	return sum, writeCQ(dir, cq, cfg.CQFileSize)
+}
+
+func fillBody(b []byte, rng *rand.Rand, i int) {
+	switch i % 5 {
+	case 0:
+		for j := range b {
+			b[j] = 0xFF
+		}
+	case 1:
+		for j := range b {
+			b[j] = byte('a' + j%26)
+		}
+	case 2:
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+	case 3: // fake record headers, to trip naive magic scanners
+		for j := 0; j+8 <= len(b); j += 8 {
+			copy(b[j:], []byte{0, 0, 0, 0x5c, 0xda, 0xa3, 0x20, 0xa7})
+		}
+	default:
+		for j := range b {
+			b[j] = byte(j & 1 * 0xFF)
+		}
+	}
+}
+
+func writeCQ(dir string, cq map[string][]byte, fileSize int64) error {
+	for key, units := range cq {
+		qdir := filepath.Join(dir, "consumequeue", filepath.FromSlash(key))
+		if err := os.MkdirAll(qdir, 0o755); err != nil {
+			return err
+		}
+		for off := int64(0); off < int64(len(units)); off += fileSize {
+			out := make([]byte, fileSize)
+			copy(out, units[off:])
+			if err := os.WriteFile(filepath.Join(qdir, rmq.FormatFileName(off)), out, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package rocketmq
+
+import "github.com/storectl/storectl/pkg/format"
+
+// CheckpointSize is the part of the checkpoint file that carries data:
+// five longs (§6.1). The file itself is one 4096-byte page.
+const CheckpointSize = 40
+
+// Checkpoint is the StoreCheckpoint file.
+type Checkpoint struct {
+	PhysicMsgTimestamp  int64
+	LogicsMsgTimestamp  int64
+	IndexMsgTimestamp   int64
+	MasterFlushedOffset int64 // 5.0+; 0 in 4.x files
+	ConfirmPhyOffset    int64 // 5.1.1+; 0 in older files
+}
+
+// MinTimestamp is StoreCheckpoint.getMinTimestamp: min(physic, logics)
+// minus 3 s, floored at 0; abnormal recovery compares against it.
+func (c Checkpoint) MinTimestamp() int64 {
+	m := min(c.PhysicMsgTimestamp, c.LogicsMsgTimestamp) - 3000
+	return max(m, 0)
+}
+
+// DecodeCheckpoint decodes the checkpoint at b[0].
+func DecodeCheckpoint(b []byte, off int64) (Checkpoint, error) {
+	c := format.Cursor{B: b}
+	cp := Checkpoint{
+		PhysicMsgTimestamp:  int64(c.U64("physicMsgTimestamp")),
+		LogicsMsgTimestamp:  int64(c.U64("logicsMsgTimestamp")),
+		IndexMsgTimestamp:   int64(c.U64("indexMsgTimestamp")),
+		MasterFlushedOffset: int64(c.U64("masterFlushedOffset")),
+		ConfirmPhyOffset:    int64(c.U64("confirmPhyOffset")),
+	}
+	return cp, c.Err(off)
+}

@@ -1,0 +1,61 @@
+package rocketmq
+
+import "github.com/storectl/storectl/pkg/format"
+
+// CQUnitSize is CQ_STORE_UNIT_SIZE: one consume queue unit (§4.1):
+// long commitlog offset | int size | long tagsCode.
+const CQUnitSize = 20
+
+// CQPlaceholderSize marks a pre-blank placeholder unit (fillPreBlank):
+// offset 0, size Integer.MAX_VALUE, tagsCode 0.
+const CQPlaceholderSize = 0x7FFFFFFF
+
+// DefaultCQFileSize is mappedFileSizeConsumeQueue: 300000 units.
+const DefaultCQFileSize = 300000 * CQUnitSize
+
+// CQUnit is one consume queue unit.
+type CQUnit struct {
+	CommitLogOffset int64
+	Size            int32
+	TagsCode        int64
+}
+
+// Valid is the broker's recovery rule: offset >= 0 && size > 0. Note that
+// placeholders pass it.
+func (u CQUnit) Valid() bool { return u.CommitLogOffset >= 0 && u.Size > 0 }
+
+// IsZero reports an unwritten unit (all zeros): where recovery stops.
+func (u CQUnit) IsZero() bool { return u == CQUnit{} }
+
+// IsPlaceholder reports a fillPreBlank unit.
+func (u CQUnit) IsPlaceholder() bool {
+	return u.CommitLogOffset == 0 && u.Size == CQPlaceholderSize && u.TagsCode == 0
+}
+
+// IsExtAddress reports whether TagsCode is a ConsumeQueueExt address
+// (tagsCode <= Integer.MIN_VALUE - 1, §4.3) rather than a tags hash.
+func (u CQUnit) IsExtAddress() bool { return u.TagsCode <= -2147483649 }
+
+// DecodeCQUnit decodes the unit at b[0]; off is its offset for errors.
+// Only short input is an error: what a unit means is the verifier's call.
+func DecodeCQUnit(b []byte, off int64) (CQUnit, error) {
+	c := format.Cursor{B: b}
+	u := CQUnit{
+		CommitLogOffset: int64(c.U64("commitLogOffset")),
+		Size:            int32(c.U32("size")),
+		TagsCode:        int64(c.U64("tagsCode")),
+	}
+	return u, c.Err(off)
+}
+
+// AppendCQUnit appends the 20-byte encoding of u.
+func AppendCQUnit(dst []byte, u CQUnit) []byte {
+	var b [CQUnitSize]byte
+	putU64(b[0:], uint64(u.CommitLogOffset))
+	putU32(b[8:], uint32(u.Size))
+	putU64(b[12:], uint64(u.TagsCode))
+	return append(dst, b[:]...)
+}
+
+func putU32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v) }
+func putU64(b []byte, v uint64) { putU32(b, uint32(v>>32)); putU32(b[4:], uint32(v)) }

@@ -1,0 +1,71 @@
+package rocketmq
+
+import (
+	"hash/crc32"
+	"unicode/utf16"
+)
+
+// CRC32 is RocketMQ's UtilAll.crc32: IEEE CRC-32 masked to 31 bits.
+func CRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
+
+// JavaHashCode is Java's String.hashCode of the UTF-8 text b:
+// h = 31*h + c over UTF-16 code units with int32 wrap-around. Invalid
+// UTF-8 decodes to U+FFFD, as Java's decoder does in most cases.
+func JavaHashCode(b []byte) int32 {
+	var h int32
+	for _, r := range string(b) {
+		if r < 0x10000 {
+			h = 31*h + int32(r)
+			continue
+		}
+		r1, r2 := utf16.EncodeRune(r)
+		h = 31*h + int32(r1)
+		h = 31*h + int32(r2)
+	}
+	return h
+}
+
+// IndexKeyHash is IndexFile.indexKeyHashMethod for the key string
+// topic + "#" + key: abs(hashCode), with Integer.MIN_VALUE mapped to 0.
+func IndexKeyHash(key []byte) int32 {
+	h := JavaHashCode(key)
+	if h == -1<<31 {
+		return 0
+	}
+	if h < 0 {
+		return -h
+	}
+	return h
+}
+
+// ScheduleTopic is the topic delayed messages are parked in (4.x).
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// DefaultDelayLevelsMs is the broker's default messageDelayLevel
+// "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" in ms.
+var DefaultDelayLevelsMs = []int64{
+	1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000,
+	360000, 420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000,
+}
+
+// TagsCode is the consume-queue tags code checkMessageAndReturnSize
+// computes: TAGS.hashCode() (0 without tags); for SCHEDULE_TOPIC_XXXX with
+// a DELAY level > 0, the delivery time storeTimestamp + delay(level), the
+// level capped at the last default level.
+func (m *Message) TagsCode() int64 {
+	var code int64
+	if t, ok := m.Property(PropTags); ok {
+		code = int64(JavaHashCode(t))
+	}
+	if string(m.Topic) == ScheduleTopic {
+		if v, ok := m.Property(PropDelay); ok {
+			if lvl, ok := parseJavaInt(v); ok && lvl > 0 {
+				if lvl > int64(len(DefaultDelayLevelsMs)) {
+					lvl = int64(len(DefaultDelayLevelsMs))
+				}
+				code = m.StoreTimestamp + DefaultDelayLevelsMs[lvl-1]
+			}
+		}
+	}
+	return code
+}

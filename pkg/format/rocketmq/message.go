@@ -1,0 +1,182 @@
+// Package rocketmq decodes Apache RocketMQ store files: commitlog records,
+// consume queue units, index files, the checkpoint file and mapped-file
+// names. It turns bytes into structs and does no I/O.
+//
+// The byte layouts are those of /work/shared/docs/rocketmq-format.md
+// (§2 commitlog, §4 consume queue, §5 index file, §6.1 checkpoint), read
+// from apache/rocketmq CommitLog.checkMessageAndReturnSize and
+// MessageExtEncoder. All integers are big-endian and, as in Java, signed.
+package rocketmq
+
+import (
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// Magic codes at bytes 4..8 of every commitlog entry (§2.1).
+const (
+	MagicMessageV1 uint32 = 0xDAA320A7 // topic length is 1 signed byte
+	MagicMessageV2 uint32 = 0xDAA320AB // topic length is 2 signed bytes (5.1.0+)
+	MagicBlank     uint32 = 0xCBD43194 // end-of-file filler: 8 bytes, size = rest of file
+)
+
+// BlankSize is the number of bytes a BLANK record occupies on disk
+// (END_FILE_MIN_BLANK_LENGTH): its TOTALSIZE and its magic.
+const BlankSize = 8
+
+// DefaultMaxMessageSize mirrors the broker's default maxMessageSize, which
+// limits the body of one message.
+const DefaultMaxMessageSize = 4 << 20
+
+// DefaultMaxRecordSize is the largest whole record the broker's encoder can
+// produce with the default settings: body limit plus the encoder's 64 KiB of
+// headroom for headers, topic and properties (MessageExtEncoder).
+const DefaultMaxRecordSize = DefaultMaxMessageSize + 64<<10
+
+// MinRecordSize is calMsgLength of the smallest possible V1 record: IPv4
+// hosts, empty body, empty topic, no properties. Anything smaller cannot
+// be a message.
+const MinRecordSize = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2
+
+// Message is one commitlog record. Body, Topic, Properties and Raw alias
+// the slice passed to DecodeMessage; copy them to keep them past the next
+// read. For a BLANK record only Offset, TotalSize and Magic are set.
+type Message struct {
+	Offset                    int64 // offset of the TOTALSIZE field, as passed to DecodeMessage
+	TotalSize                 int32
+	Magic                     uint32
+	BodyCRC                   int32 // stored BODYCRC (masked CRC32, so never negative when valid)
+	QueueID                   int32
+	Flag                      int32
+	QueueOffset               int64
+	PhysicalOffset            int64 // stored PHYSICALOFFSET field
+	SysFlag                   int32
+	BornTimestamp             int64
+	BornHost                  Host
+	StoreTimestamp            int64
+	StoreHost                 Host
+	ReconsumeTimes            int32
+	PreparedTransactionOffset int64
+	Body                      []byte
+	Topic                     []byte
+	Properties                []byte // raw properties text, key 0x01 value 0x02 ...
+	Raw                       []byte // the whole record, TotalSize bytes
+}
+
+// IsBlank reports whether m is the BLANK end-of-file record.
+func (m *Message) IsBlank() bool { return m.Magic == MagicBlank }
+
+// Version is 1 for MagicMessageV1, 2 for MagicMessageV2 and 0 otherwise.
+func (m *Message) Version() int {
+	switch m.Magic {
+	case MagicMessageV1:
+		return 1
+	case MagicMessageV2:
+		return 2
+	}
+	return 0
+}
+
+// DecodeMessage decodes the commitlog entry that starts at b[0]. off is the
+// offset of b[0] (file or physical, the caller chooses); it is used for
+// Message.Offset and error positions only. maxSize bounds TOTALSIZE
+// (DefaultMaxRecordSize when <= 0).
+//
+// It mirrors CommitLog.checkMessageAndReturnSize without the CRC checks
+// (see Message.Verify): signed lengths, host widths per SYSFLAG and the
+// calMsgLength consistency check. A BLANK record decodes without error
+// and its TOTALSIZE is not checked, as in the broker.
+func DecodeMessage(b []byte, off int64, maxSize int) (Message, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxRecordSize
+	}
+	c := format.Cursor{B: b}
+	m := Message{Offset: off}
+	m.TotalSize = int32(c.U32("totalSize"))
+	m.Magic = c.U32("magic")
+	if c.Failed() {
+		return m, c.Err(off)
+	}
+	switch m.Magic {
+	case MagicBlank:
+		return m, nil
+	case MagicMessageV1, MagicMessageV2:
+	default:
+		c.FailAt(4, "magic", format.ErrMagic)
+		return m, c.Err(off)
+	}
+	switch {
+	case m.TotalSize < MinRecordSize:
+		c.FailAt(0, "totalSize", format.ErrInvalid)
+	case int(m.TotalSize) > maxSize:
+		c.FailAt(0, "totalSize", format.ErrTooLarge)
+	case int(m.TotalSize) > len(b):
+		c.FailAt(0, "totalSize", format.ErrShort)
+	}
+	if c.Failed() {
+		return m, c.Err(off)
+	}
+	c.B = b[:m.TotalSize] // nothing below may read past this entry
+	m.Raw = c.B
+	m.BodyCRC = int32(c.U32("bodyCRC"))
+	m.QueueID = int32(c.U32("queueId"))
+	m.Flag = int32(c.U32("flag"))
+	m.QueueOffset = int64(c.U64("queueOffset"))
+	m.PhysicalOffset = int64(c.U64("physicalOffset"))
+	m.SysFlag = int32(c.U32("sysFlag"))
+	m.BornTimestamp = int64(c.U64("bornTimestamp"))
+	m.BornHost = readHost(&c, "bornHost", m.SysFlag&FlagBornHostV6 != 0)
+	m.StoreTimestamp = int64(c.U64("storeTimestamp"))
+	m.StoreHost = readHost(&c, "storeHost", m.SysFlag&FlagStoreHostV6 != 0)
+	m.ReconsumeTimes = int32(c.U32("reconsumeTimes"))
+	m.PreparedTransactionOffset = int64(c.U64("preparedTransactionOffset"))
+	bodyLen := int32(c.U32("bodyLength"))
+	if bodyLen < 0 {
+		c.FailAt(c.Off-4, "bodyLength", format.ErrInvalid)
+	}
+	m.Body = c.Take("body", int(bodyLen))
+	var topicLen int
+	if m.Magic == MagicMessageV2 {
+		topicLen = int(int16(c.U16("topicLength")))
+	} else {
+		topicLen = int(int8(c.U8("topicLength"))) // signed: >= 0x80 is negative in Java
+	}
+	if topicLen < 0 {
+		c.FailAt(c.Off-topicLenSize(m.Magic), "topicLength", format.ErrInvalid)
+	}
+	m.Topic = c.Take("topic", topicLen)
+	propLen := int(int16(c.U16("propertiesLength")))
+	if propLen < 0 {
+		c.FailAt(c.Off-2, "propertiesLength", format.ErrInvalid)
+	}
+	m.Properties = c.Take("properties", propLen)
+	if c.Failed() {
+		return m, c.Err(off)
+	}
+	want := CalMsgLength(m.Magic, m.SysFlag, len(m.Body), len(m.Topic), len(m.Properties))
+	if want != int(m.TotalSize) || c.Remaining() != 0 {
+		c.FailAt(0, "totalSize", format.ErrInvalid)
+		return m, c.Err(off)
+	}
+	return m, nil
+}
+
+func topicLenSize(magic uint32) int {
+	if magic == MagicMessageV2 {
+		return 2
+	}
+	return 1
+}
+
+// CalMsgLength is MessageExtEncoder.calMsgLength: the TOTALSIZE a record
+// with these field lengths must declare.
+func CalMsgLength(magic uint32, sysFlag int32, bodyLen, topicLen, propLen int) int {
+	born, store := 8, 8
+	if sysFlag&FlagBornHostV6 != 0 {
+		born = 20
+	}
+	if sysFlag&FlagStoreHostV6 != 0 {
+		store = 20
+	}
+	return 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 +
+		4 + bodyLen + topicLenSize(magic) + topicLen + 2 + propLen
+}

@@ -1,0 +1,125 @@
+package rocketmq
+
+import "bytes"
+
+// Property separators (MessageDecoder.NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR).
+const (
+	NameValueSeparator = 0x01
+	PropertySeparator  = 0x02
+)
+
+// Property keys the tool uses (MessageConst).
+const (
+	PropTags      = "TAGS"
+	PropKeys      = "KEYS"
+	PropUniqKey   = "UNIQ_KEY"
+	PropDelay     = "DELAY"
+	PropRealTopic = "REAL_TOPIC"
+	PropRealQID   = "REAL_QID"
+	PropInnerNum  = "INNER_NUM"
+	PropInnerBase = "INNER_BASE"
+	PropCRC32     = "__CRC32#"
+)
+
+// forEachProperty calls fn for every segment string2messageProperties
+// keeps: split on 0x02; keep a segment only when its first 0x01 leaves a
+// non-empty key and a non-empty value. fn returning false stops the walk.
+func forEachProperty(raw []byte, fn func(k, v []byte) bool) {
+	for len(raw) > 0 {
+		seg := raw
+		if i := bytes.IndexByte(raw, PropertySeparator); i >= 0 {
+			seg, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		j := bytes.IndexByte(seg, NameValueSeparator)
+		if j <= 0 || j >= len(seg)-1 {
+			continue
+		}
+		if !fn(seg[:j], seg[j+1:]) {
+			return
+		}
+	}
+}
+
+// ParseProperties parses raw properties exactly as Java's
+// MessageDecoder.string2messageProperties: segments with an empty key or
+// value are dropped and a duplicate key keeps its last value.
+func ParseProperties(raw []byte) map[string]string {
+	out := map[string]string{}
+	forEachProperty(raw, func(k, v []byte) bool {
+		out[string(k)] = string(v)
+		return true
+	})
+	return out
+}
+
+// LookupProperty returns the value ParseProperties would give key,
+// without allocating.
+func LookupProperty(raw []byte, key string) ([]byte, bool) {
+	var val []byte
+	found := false
+	forEachProperty(raw, func(k, v []byte) bool {
+		if string(k) == key {
+			val, found = v, true
+		}
+		return true
+	})
+	return val, found
+}
+
+// Property returns the value of key in m's properties.
+func (m *Message) Property(key string) ([]byte, bool) { return LookupProperty(m.Properties, key) }
+
+// Tags returns the TAGS property ("" when absent).
+func (m *Message) Tags() string { v, _ := m.Property(PropTags); return string(v) }
+
+// Keys returns the KEYS property: keys separated by single spaces.
+func (m *Message) Keys() string { v, _ := m.Property(PropKeys); return string(v) }
+
+// UniqKey returns the UNIQ_KEY property (the client message id).
+func (m *Message) UniqKey() string { v, _ := m.Property(PropUniqKey); return string(v) }
+
+// InnerNum is the number of queue offsets the record advances: the
+// INNER_NUM property for an inner batch, else 1.
+func (m *Message) InnerNum() int64 {
+	if !m.InnerBatch() {
+		return 1
+	}
+	v, ok := m.Property(PropInnerNum)
+	if !ok {
+		return 1
+	}
+	n, ok := parseJavaInt(v)
+	if !ok || n <= 0 {
+		return 1
+	}
+	return n
+}
+
+// parseJavaInt parses an optionally signed decimal int32 like
+// Integer.parseInt.
+func parseJavaInt(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 10 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	if n > 1<<31-1 || n < -(1<<31) {
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,109 @@
+package rocketmq
+
+import (
+	"fmt"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+type queueKey struct {
+	topic   string
+	queueID int32
+}
+
+// merge walks the per-file results in offset order: it computes the
+// recovery end, runs the cross-file checks (queue offsets, timestamps) on
+// the records recovery keeps, and collects files and findings.
+func merge(cfg *Config, lay *layout, results []*fileResult, res *scan.Result) {
+	recoveryEnd := int64(0)
+	if len(lay.segs) > 0 {
+		recoveryEnd = lay.segs[0].base
+	}
+	stopped := false
+	next := map[queueKey]int64{}
+	var maxTS int64
+	for i, fr := range results {
+		res.BytesScanned += fr.file.BytesScanned
+		if fr.err != nil {
+			res.Fail(fr.err)
+		}
+		res.Findings = append(res.Findings, fr.findings...)
+		if stopped {
+			if fr.file.Records > 0 {
+				res.Add(scan.Finding{Code: CodeBeyondRecovery, Severity: scan.Warning, Path: fr.seg.rel,
+					Offset: fr.file.FirstValid, Length: fr.failPos - fr.file.FirstValid, Repair: scan.RepairTruncate,
+					Message: fmt.Sprintf("%d valid records lie beyond the recovery end; recovery deletes this file", fr.file.Records),
+					Details: map[string]any{"phy_offset": fr.seg.base + fr.file.FirstValid, "records": fr.file.Records,
+						"recovery_end": recoveryEnd}})
+			}
+			fr.file.ValidEnd = 0
+			res.Files = append(res.Files, fr.file)
+			continue
+		}
+		maxTS = crossChecks(cfg, fr, next, maxTS, res)
+		res.Files = append(res.Files, fr.file)
+		if fr.err != nil {
+			recoveryEnd = fr.seg.base + fr.failPos
+			stopped = true
+			continue
+		}
+		if fr.blank && i+1 < len(results) {
+			continue // BLANK: recovery goes on with the next file
+		}
+		recoveryEnd = fr.seg.base + fr.failPos
+		stopped = true
+		if fr.file.End == scan.EndZero && laterData(results[i+1:]) {
+			res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Error, Path: fr.seg.rel, Offset: fr.failPos,
+				Length: fr.seg.size - fr.failPos, Repair: scan.RepairTruncate,
+				Evidence: map[string]string{"blank_record": "fail"},
+				Message:  "file ends in zeros without a BLANK record while later files hold data; recovery stops here and drops them",
+				Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos}})
+		}
+	}
+	res.RecoveryEnd = &recoveryEnd
+}
+
+func laterData(rs []*fileResult) bool {
+	for _, r := range rs {
+		if r.file.Records > 0 || !r.zeroTail || r.failPos != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// crossChecks reports queue offsets going backwards per (topic, queue)
+// and store timestamps going backwards by more than the slack, for the
+// valid records of one file. It returns the new maximum store timestamp.
+func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int64, res *scan.Result) int64 {
+	slack := cfg.TimestampSlack.Milliseconds()
+	for _, r := range fr.recs {
+		if r.dispatched {
+			k := queueKey{fr.topics[r.topic], r.queueID}
+			if want, ok := next[k]; ok && r.queueOff < want {
+				res.Add(regress(fr, r, CodeQueueRegress, fmtInt(want), fmtInt(r.queueOff),
+					fmt.Sprintf("queue offset of %s/%d goes backwards (expected at least %d)", k.topic, k.queueID, want),
+					map[string]any{"topic": k.topic, "queue_id": k.queueID}))
+			}
+			if n := r.queueOff + r.innerNum; n > next[k] {
+				next[k] = n
+			}
+		}
+		if maxTS-r.storeTS > slack {
+			res.Add(regress(fr, r, CodeTimestampRegress, ">= "+fmtInt(maxTS-slack), fmtInt(r.storeTS),
+				fmt.Sprintf("store timestamp goes back %d ms from the newest earlier record", maxTS-r.storeTS),
+				map[string]any{"topic": fr.topics[r.topic], "queue_id": r.queueID}))
+		}
+		maxTS = max(maxTS, r.storeTS)
+	}
+	return maxTS
+}
+
+func regress(fr *fileResult, r compact, code, exp, act, msg string, det map[string]any) scan.Finding {
+	det["phy_offset"] = fr.seg.base + r.pos
+	det["queue_offset"] = r.queueOff
+	det["store_timestamp"] = r.storeTS
+	return scan.Finding{Code: code, Severity: scan.Warning, Path: fr.seg.rel, Offset: r.pos,
+		Expected: exp, Actual: act, Repair: scan.RepairNone, Message: msg, Details: det,
+		Evidence: map[string]string{code[len("rocketmq.commitlog."):]: "fail"}}
+}
