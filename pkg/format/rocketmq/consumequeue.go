@@ -57,5 +57,7 @@ func AppendCQUnit(dst []byte, u CQUnit) []byte {
 	return append(dst, b[:]...)
 }
 
-func putU32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v) }
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
 func putU64(b []byte, v uint64) { putU32(b, uint32(v>>32)); putU32(b[4:], uint32(v)) }

@@ -1,0 +1,130 @@
+package rocketmq
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// fixtureRecords returns a few real records from the broker fixture.
+func fixtureRecords(f *testing.F) [][]byte {
+	root, lines := loadFixture(f)
+	var out [][]byte
+	files := map[string][]byte{}
+	for _, l := range lines {
+		if (l.Kind != "msg" && l.Kind != "blank") || len(out) > 40 {
+			continue
+		}
+		b, ok := files[l.File]
+		if !ok {
+			b = readFile(f, filepath.Join(root, "commitlog", l.File))
+			files[l.File] = b
+		}
+		n := l.Total
+		if l.Kind == "blank" {
+			n = BlankSize
+		}
+		out = append(out, b[l.Pos:l.Pos+n])
+	}
+	return out
+}
+
+func mustCorrupt(t *testing.T, err error) {
+	var ce *format.CorruptError
+	if err != nil && !errors.As(err, &ce) {
+		t.Fatalf("error is not *CorruptError: %v", err)
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	for _, r := range fixtureRecords(f) {
+		f.Add(r)
+	}
+	f.Add(workedExample(f))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMessage(b, 0, DefaultMaxRecordSize)
+		mustCorrupt(t, err)
+		if err != nil {
+			return
+		}
+		if !m.IsBlank() && int(m.TotalSize) > len(b) {
+			t.Fatal("accepted entry longer than input")
+		}
+		mustCorrupt(t, m.Verify())
+		_ = m.MsgID()
+		_ = m.TagsCode()
+		_ = m.PropCRC()
+		_ = m.InnerNum()
+	})
+}
+
+func FuzzProperties(f *testing.F) {
+	for _, r := range fixtureRecords(f) {
+		if m, err := DecodeMessage(r, 0, 0); err == nil {
+			f.Add(m.Properties)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := ParseProperties(b)
+		for k, v := range p {
+			if k == "" || v == "" {
+				t.Fatal("empty key or value kept")
+			}
+			if lv, ok := LookupProperty(b, k); !ok || string(lv) != v {
+				t.Fatalf("lookup %q = %q, parse = %q", k, lv, v)
+			}
+		}
+	})
+}
+
+func FuzzCQUnit(f *testing.F) {
+	root, _ := loadFixture(f)
+	b := readFile(f, filepath.Join(root, "consumequeue", "TopicA", "0", "00000000000000000000"))
+	f.Add(b[:CQUnitSize])
+	f.Add(b[:7])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := DecodeCQUnit(b, 0)
+		mustCorrupt(t, err)
+		_ = u.Valid() && u.IsPlaceholder() && u.IsExtAddress()
+	})
+}
+
+func FuzzIndex(f *testing.F) {
+	root, lines := loadFixture(f)
+	for _, l := range lines {
+		if l.Kind == "index_header" {
+			b := readFile(f, filepath.Join(root, "index", l.File))
+			f.Add(b[:IndexHeaderSize+IndexEntrySize], int64(len(b)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte, size int64) {
+		_, err := DecodeIndexHeader(b, 0)
+		mustCorrupt(t, err)
+		_, err = DecodeIndexEntry(b, 0)
+		mustCorrupt(t, err)
+		if l, err := IndexLayoutFromSize(size, 0); err == nil && l.Size() != size {
+			t.Fatalf("layout %+v does not give size %d", l, size)
+		}
+	})
+}
+
+func FuzzCheckpoint(f *testing.F) {
+	root, _ := loadFixture(f)
+	f.Add(readFile(f, filepath.Join(root, "checkpoint"))[:CheckpointSize])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := DecodeCheckpoint(b, 0)
+		mustCorrupt(t, err)
+	})
+}
+
+func FuzzFileName(f *testing.F) {
+	f.Add("00000000000000262144")
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := ParseFileName(s); err == nil && FormatFileName(v) != s {
+			t.Fatalf("%q -> %d -> %q", s, v, FormatFileName(v))
+		}
+	})
+}

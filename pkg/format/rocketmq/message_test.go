@@ -1,0 +1,181 @@
+package rocketmq
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// workedExample is the record of rocketmq-format.md §2.7, typed in from
+// the spec's hex dump (an external oracle, not produced by our encoder).
+func workedExample(t testing.TB) []byte {
+	dump := `00 00 00 80 da a3 20 a7 77 d1 89 82 00 00 00 00
+00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
+00 00 00 00 00 00 00 00 00 00 01 8b cf e5 68 00
+7f 00 00 01 00 00 c3 50 00 00 01 8b cf e5 68 7b
+c0 a8 00 0a 00 00 2a 9f 00 00 00 00 00 00 00 00
+00 00 00 00 00 00 00 05 48 65 6c 6c 6f 09 54 6f
+70 69 63 54 65 73 74 00 17 54 41 47 53 01 54 61
+67 41 02 4b 45 59 53 01 6f 72 64 65 72 2d 31 02`
+	b, err := hex.DecodeString(strings.Join(strings.Fields(dump), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestWorkedExample(t *testing.T) {
+	m, err := DecodeMessage(workedExample(t), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if m.TotalSize != 128 || m.BodyCRC != 2010220930 || string(m.Body) != "Hello" || string(m.Topic) != "TopicTest" ||
+		m.BornTimestamp != 1700000000000 || m.StoreTimestamp != 1700000000123 ||
+		m.BornHost.String() != "127.0.0.1:50000" || m.StoreHost.String() != "192.168.0.10:10911" {
+		t.Fatalf("decoded %+v", m)
+	}
+	if m.TagsCode() != 2598919 || m.Keys() != "order-1" || m.Tags() != "TagA" {
+		t.Fatalf("tagsCode %d keys %q", m.TagsCode(), m.Keys())
+	}
+	if h := JavaHashCode([]byte("TopicTest#order-1")); h != -1829193424 {
+		t.Fatalf("hashCode = %d", h)
+	}
+	if h := IndexKeyHash([]byte("TopicTest#order-1")); h != 1829193424 || h%5000000 != 4193424 {
+		t.Fatalf("index hash = %d", h)
+	}
+	if id := m.MsgID(); id != "C0A8000A00002A9F0000000000000000" {
+		t.Fatalf("msg id %s", id)
+	}
+}
+
+func TestJavaHashCodeUTF16(t *testing.T) {
+	// "😀" is one rune but two UTF-16 code units: 0xD83D, 0xDE00.
+	if got, want := JavaHashCode([]byte("😀")), int32(0xD83D*31+0xDE00); got != want {
+		t.Fatalf("got %d want %d", got, want)
+	}
+	// Integer.MIN_VALUE maps to 0 in the index: "polygenelubricants".hashCode() == MIN_VALUE.
+	if JavaHashCode([]byte("polygenelubricants")) != -1<<31 || IndexKeyHash([]byte("polygenelubricants")) != 0 {
+		t.Fatal("MIN_VALUE rule")
+	}
+}
+
+func TestDecodeMessageTable(t *testing.T) {
+	const base = 0x1000
+	tests := []struct {
+		name      string
+		mutate    func([]byte) []byte
+		wantField string
+		wantErr   error
+	}{
+		{name: "valid"},
+		{name: "truncated header", mutate: func(b []byte) []byte { return b[:3] }, wantField: "totalSize", wantErr: format.ErrShort},
+		{name: "bad magic", mutate: func(b []byte) []byte { b[4] ^= 0xff; return b }, wantField: "magic", wantErr: format.ErrMagic},
+		{name: "zero header", mutate: func(b []byte) []byte { clear(b[:8]); return b }, wantField: "magic", wantErr: format.ErrMagic},
+		{name: "huge totalSize", mutate: func(b []byte) []byte { binary.BigEndian.PutUint32(b, 1<<30); return b }, wantField: "totalSize", wantErr: format.ErrTooLarge},
+		{name: "negative totalSize", mutate: func(b []byte) []byte { binary.BigEndian.PutUint32(b, 0x80000000); return b }, wantField: "totalSize", wantErr: format.ErrInvalid},
+		{name: "totalSize past end", mutate: func(b []byte) []byte { return b[:100] }, wantField: "totalSize", wantErr: format.ErrShort},
+		{name: "negative body length", mutate: func(b []byte) []byte { binary.BigEndian.PutUint32(b[84:], 0xFFFFFFFF); return b }, wantField: "bodyLength", wantErr: format.ErrInvalid},
+		{name: "body length past record", mutate: func(b []byte) []byte { binary.BigEndian.PutUint32(b[84:], 1000); return b }, wantField: "body", wantErr: format.ErrShort},
+		{name: "V1 topic length 0x89 is negative", mutate: func(b []byte) []byte { b[93] = 0x89; return b }, wantField: "topicLength", wantErr: format.ErrInvalid},
+		{name: "negative properties length", mutate: func(b []byte) []byte { b[103] = 0x80; return b }, wantField: "propertiesLength", wantErr: format.ErrInvalid},
+		{name: "calMsgLength mismatch", mutate: func(b []byte) []byte { binary.BigEndian.PutUint32(b, 127); return b[:127] }, wantField: "properties", wantErr: format.ErrShort},
+		{name: "trailing bytes in record", mutate: func(b []byte) []byte {
+			b = append(b, 0)
+			binary.BigEndian.PutUint32(b, 129)
+			return b
+		}, wantField: "totalSize", wantErr: format.ErrInvalid},
+		{name: "IPv6 store host flag without room", mutate: func(b []byte) []byte { b[39] |= 0x20; return b }, wantField: "body", wantErr: format.ErrShort},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := workedExample(t)
+			if tt.mutate != nil {
+				b = tt.mutate(b)
+			}
+			m, err := DecodeMessage(b, base, 0)
+			if tt.wantErr == nil {
+				if err != nil || m.TotalSize != 128 {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			var ce *format.CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, tt.wantErr) || ce.Field != tt.wantField || ce.Offset < base {
+				t.Fatalf("err = %#v (%v), want field %s cause %v", err, err, tt.wantField, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestVerifyChecksums(t *testing.T) {
+	b := workedExample(t)
+	b[0x58] ^= 1 // a body byte
+	m, err := DecodeMessage(b, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *format.CorruptError
+	if err := m.Verify(); !errors.As(err, &ce) || ce.Field != "bodyCRC" || !errors.Is(err, format.ErrChecksum) || ce.Offset != 8 {
+		t.Fatalf("Verify = %v", err)
+	}
+}
+
+func TestBlank(t *testing.T) {
+	b := []byte{0, 0, 0x03, 0x61, 0xcb, 0xd4, 0x31, 0x94}
+	m, err := DecodeMessage(b, 0, 0)
+	if err != nil || !m.IsBlank() || m.TotalSize != 865 {
+		t.Fatalf("blank: %+v %v", m, err)
+	}
+}
+
+func TestSysFlagHelpers(t *testing.T) {
+	m := Message{SysFlag: 0x1 | 0x2 | 0xC | 0x80 | 0x200}
+	if !m.Compressed() || !m.MultiTags() || m.TransactionType() != TxRollback || !m.InnerBatch() ||
+		m.CompressionType() != CompressionZSTD || m.Dispatched() || m.BornHostV6() || m.StoreHostV6() || m.NeedUnwrap() {
+		t.Fatalf("helpers wrong for %#x", m.SysFlag)
+	}
+	m.SysFlag = TxCommit | FlagBornHostV6 | FlagStoreHostV6 | FlagNeedUnwrap
+	if !m.Dispatched() || !m.BornHostV6() || !m.StoreHostV6() || !m.NeedUnwrap() || m.InnerNum() != 1 {
+		t.Fatal("helpers wrong")
+	}
+}
+
+func TestParseProperties(t *testing.T) {
+	raw := []byte("a\x011\x02\x01x\x02b\x01\x02c\x01\x013\x02a\x012\x02noval\x02d\x01v\x01w")
+	got := ParseProperties(raw)
+	// Java: "\x01x" (empty key), "b\x01" (empty value) and "noval" are
+	// dropped; "c\x01\x013" keeps value "\x013"; last "a" wins.
+	want := map[string]string{"a": "2", "c": "\x013", "d": "v\x01w"}
+	if len(got) != len(want) {
+		t.Fatalf("got %q", got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("%s: got %q want %q", k, got[k], v)
+		}
+		if lv, ok := LookupProperty(raw, k); !ok || string(lv) != v {
+			t.Fatalf("lookup %s = %q", k, lv)
+		}
+	}
+}
+
+func TestFileNames(t *testing.T) {
+	if FormatFileName(1073741824) != "00000000001073741824" {
+		t.Fatal(FormatFileName(1073741824))
+	}
+	for _, bad := range []string{"", "123", "0000000000000000000x", "99999999999999999999", "000000000000000000000"} {
+		if _, err := ParseFileName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if v, err := ParseFileName("09223372036854775807"); err != nil || v != 1<<63-1 {
+		t.Fatalf("max: %d %v", v, err)
+	}
+}
