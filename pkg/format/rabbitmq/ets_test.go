@@ -1,0 +1,217 @@
+package rabbitmq
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// etsFixtures are the clean-shutdown datasets that hold .ets dumps.
+var etsFixtures = []struct {
+	fixture, node string
+	atoms         AtomEncoding
+	index, files  int // object counts, from the README / tar listing
+}{
+	{"rabbitmq", "rmqfix@localhost", AtomsLatin1, 176, 29},
+	{"rabbitmq-4.0", "rmq40@localhost", AtomsUTF8, 423, 45},
+}
+
+func etsStoreDir(t *testing.T, fixture, node string) string {
+	root := rdqDataset(t, fixture, "datasets", "clean-shutdown.tar.gz")
+	return filepath.Join(rdqVhostDir(root, node), "msg_store_persistent")
+}
+
+func etsRead(t *testing.T, dir, name string) []byte {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestETSAgainstScanOracle checks every index entry against the scanner
+// oracle's records (same id, file, offset, total size) and every summary
+// against the .rdq sizes and the index.
+func TestETSAgainstScanOracle(t *testing.T) {
+	for _, fx := range etsFixtures {
+		dir := etsStoreDir(t, fx.fixture, fx.node)
+		locs, err := ReadMsgStoreIndex(etsRead(t, dir, "msg_store_index.ets"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums, err := ReadFileSummary(etsRead(t, dir, "file_summary.ets"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(locs) != fx.index || len(sums) != fx.files {
+			t.Fatalf("%s: %d locations, %d summaries", fx.fixture, len(locs), len(sums))
+		}
+		scan := map[string]rdqOracleRecord{} // "file/offset" -> record
+		for _, s := range sums {
+			name := "msg_store_persistent-" + itoa(s.File) + ".rdq.jsonl"
+			for _, r := range rdqReadJSONL[rdqOracleRecord](t, testutil.Testdata(fx.fixture, "results", "clean-shutdown", "scan", name)) {
+				scan[itoa(s.File)+"/"+itoa(r.Offset)] = r
+			}
+			fi, err := os.Stat(filepath.Join(dir, itoa(s.File)+".rdq"))
+			if err != nil || fi.Size() != s.FileSize {
+				t.Errorf("%s: file %d: summary size %d, on disk %v %v", fx.fixture, s.File, s.FileSize, fi.Size(), err)
+			}
+		}
+		valid := map[int64]int64{}
+		for _, l := range locs {
+			r, ok := scan[itoa(l.File)+"/"+itoa(l.Offset)]
+			if !ok || r.MsgID != hex.EncodeToString(l.MsgID[:]) || r.TotalSize != l.TotalSize {
+				t.Errorf("%s: %+v not in scan oracle (%+v)", fx.fixture, l, r)
+			}
+			if l.RefCount > 0 {
+				valid[l.File] += l.TotalSize
+			}
+		}
+		for _, s := range sums {
+			if s.ValidTotalSize != valid[s.File] {
+				t.Errorf("%s: file %d valid_total_size %d, index says %d", fx.fixture, s.File, s.ValidTotalSize, valid[s.File])
+			}
+		}
+		if len(scan) != fx.index {
+			t.Errorf("%s: oracle has %d records, index %d", fx.fixture, len(scan), fx.index)
+		}
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestETSRoundTrip re-encodes the real dumps from their decoded objects
+// with the file's own info tuple and compares bytes.
+func TestETSRoundTrip(t *testing.T) {
+	for _, fx := range etsFixtures {
+		dir := etsStoreDir(t, fx.fixture, fx.node)
+		for _, name := range []string{"msg_store_index.ets", "file_summary.ets"} {
+			orig := etsRead(t, dir, name)
+			f, err := ReadETSFile(orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := ETSEncodeOptions{Info: f.Info, Atoms: fx.atoms}
+			var got []byte
+			if name == "file_summary.ets" {
+				sums, _ := ReadFileSummary(orig)
+				got, err = EncodeFileSummary(sums, o)
+			} else {
+				locs, _ := ReadMsgStoreIndex(orig)
+				got, err = EncodeMsgStoreIndex(locs, o)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, orig) {
+				i := 0
+				for i < len(got) && i < len(orig) && got[i] == orig[i] {
+					i++
+				}
+				t.Errorf("%s/%s: re-encoded %d bytes, original %d, first difference at %d", fx.fixture, name, len(got), len(orig), i)
+			}
+			// A built info (no template) still decodes to the same objects.
+			o.Info = nil
+			var rebuilt []byte
+			if name == "file_summary.ets" {
+				sums, _ := ReadFileSummary(orig)
+				rebuilt, _ = EncodeFileSummary(sums, o)
+				again, err := ReadFileSummary(rebuilt)
+				if err != nil || !reflect.DeepEqual(again, sums) {
+					t.Errorf("%s/%s: built-info round trip: %v", fx.fixture, name, err)
+				}
+			} else {
+				locs, _ := ReadMsgStoreIndex(orig)
+				rebuilt, _ = EncodeMsgStoreIndex(locs, o)
+				again, err := ReadMsgStoreIndex(rebuilt)
+				if err != nil || !reflect.DeepEqual(again, locs) {
+					t.Errorf("%s/%s: built-info round trip: %v", fx.fixture, name, err)
+				}
+			}
+			g, _ := ReadETSFile(rebuilt)
+			if reflect.TypeOf(g.Info) != reflect.TypeOf(f.Info) || len(g.Info.(Tuple)) != len(f.Info.(Tuple)) {
+				t.Errorf("%s/%s: built info has another shape", fx.fixture, name)
+			}
+			for i, kv := range f.Info.(Tuple) {
+				if kv.(Tuple)[0] != g.Info.(Tuple)[i].(Tuple)[0] {
+					t.Errorf("%s/%s: info key %d = %v, want %v", fx.fixture, name, i, g.Info.(Tuple)[i].(Tuple)[0], kv.(Tuple)[0])
+				}
+			}
+		}
+	}
+}
+
+func TestReadETSErrors(t *testing.T) {
+	good, err := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, Offset: 0, TotalSize: 100}}, ETSEncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		mutate    func([]byte) []byte
+		wantField string
+		wantOff   int64
+		wantErr   error
+	}{
+		{"log magic", func(b []byte) []byte { b[0] = 9; return b }, "logMagic", 0, format.ErrMagic},
+		{"status", func(b []byte) []byte { b[4] = 9; return b }, "status", 4, format.ErrMagic},
+		{"item magic", func(b []byte) []byte { b[12] = 0; return b }, "itemMagic", 12, format.ErrMagic},
+		{"item too large", func(b []byte) []byte { b[8] = 0x7f; return b }, "itemSize", 8, format.ErrTooLarge},
+		{"torn", func(b []byte) []byte { return b[:len(b)-3] }, "item", -1, format.ErrShort},
+		{"not a term", func(b []byte) []byte { b[16] = 0; return b }, "version", 16, format.ErrMagic},
+	}
+	for _, tt := range tests {
+		b := tt.mutate(append([]byte(nil), good...))
+		_, err := ReadMsgStoreIndex(b)
+		var ce *format.CorruptError
+		if !errors.As(err, &ce) || !errors.Is(err, tt.wantErr) || ce.Field != tt.wantField || (tt.wantOff >= 0 && ce.Offset != tt.wantOff) {
+			t.Errorf("%s: err = %v", tt.name, err)
+		}
+	}
+	if _, err := ReadFileSummary(good); err == nil {
+		t.Error("index dump accepted as file summary")
+	}
+	f, _ := ReadETSFile(good)
+	if !f.Closed || f.Count != 1 {
+		t.Errorf("closed %v count %d", f.Closed, f.Count)
+	}
+}
+
+func FuzzDiskLog(f *testing.F) {
+	for _, fx := range etsFixtures {
+		root := testutil.Untar(f, testutil.Testdata(fx.fixture, "datasets", "clean-shutdown.tar.gz"))
+		dir := filepath.Join(rdqVhostDir(root, fx.node), "msg_store_persistent")
+		for _, name := range []string{"file_summary.ets", "msg_store_index.ets"} {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	small, _ := EncodeFileSummary([]FileSummary{{File: 1, ValidTotalSize: 10, FileSize: 20}}, ETSEncodeOptions{})
+	f.Add(small)
+	idx, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}}, ETSEncodeOptions{Atoms: AtomsUTF8})
+	f.Add(idx)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, fn := range []func([]byte) error{
+			func(b []byte) error { _, err := ReadMsgStoreIndex(b); return err },
+			func(b []byte) error { _, err := ReadFileSummary(b); return err },
+		} {
+			if err := fn(b); err != nil {
+				var ce *format.CorruptError
+				if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > int64(len(b)) {
+					t.Fatalf("bad error %v", err)
+				}
+			}
+		}
+	})
+}
