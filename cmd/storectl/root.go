@@ -48,6 +48,7 @@ and reports what the broker's own recovery would lose or misread.
 	pf.String("fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning or error")
 	pf.String("store", "", "store kind, overriding detection: rocketmq or rabbitmq")
 	pf.Int("jobs", runtime.NumCPU(), "files scanned in parallel")
+	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")
 	root.AddCommand(newScanCmd(env, nil), newVersionCmd(env))
 	for _, c := range root.Commands() {
 		c.Args = usageArgs(c.Args)

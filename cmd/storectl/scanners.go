@@ -4,14 +4,41 @@ import (
 	"context"
 	"fmt"
 
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+
 	"github.com/storectl/storectl/pkg/report"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
+// rocketConfig builds the RocketMQ scanner config for t from flags,
+// config file and --broker-config (flag > env > config > broker.conf >
+// inferred from the files).
+func rocketConfig(env *Env, t scan.Target, maxMsg int, mapped int64) (rmqscan.Config, error) {
+	cfg := rmqscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, Files: t.Files, MaxMessageSize: maxMsg, MappedFileSize: mapped}
+	if cfg.MappedFileSize == 0 {
+		cfg.MappedFileSize = env.Config.GetInt64("mappedFileSizeCommitLog")
+	}
+	if p := env.Config.GetString("broker-config"); p != "" {
+		bc, err := rmqscan.ReadBrokerConf(p)
+		if err != nil {
+			return cfg, usagef(fmt.Errorf("--broker-config: %w", err))
+		}
+		if cfg.MappedFileSize == 0 {
+			cfg.MappedFileSize = bc.MappedFileSizeCommitLog
+		}
+	}
+	return cfg, nil
+}
+
 // scanTarget runs the store-specific scanner for t.
 func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanOptions) (*scan.Result, error) {
 	switch t.Store {
-	case scan.RocketMQ, scan.RabbitMQ:
+	case scan.RocketMQ:
+		cfg, err := rocketConfig(opts.Env, t, opts.MaxMessageSize, opts.MappedFileSize)
+		if err != nil {
+			return nil, err
+		}
+		return rmqscan.ScanCommitLog(ctx, cfg, so)
 	}
 	return nil, fmt.Errorf("%s scanning is not wired yet", t.Store)
 }

@@ -135,6 +135,8 @@ type Result struct {
 	// RecoveryEnd is, for RocketMQ, the physical offset where a correct
 	// recovery (with the rocketmq #10017 offset check) stops.
 	RecoveryEnd *int64 `json:"recovery_end,omitempty"`
+	// Queues is filled by RabbitMQ verify: one entry per queue.
+	Queues []Queue `json:"queues,omitempty"`
 	// Extra carries store-specific summary facts (merged into `summary`).
 	Extra map[string]any `json:"extra,omitempty"`
 	// Incomplete is set when an I/O or internal error stopped part of the
@@ -198,4 +200,20 @@ func (r *Result) Worst() (Severity, bool) {
 		}
 	}
 	return w, true
+}
+
+// Queue is the RabbitMQ `queue` record of verify: one per queue, what its
+// index holds and what the broker's next start will keep and drop.
+type Queue struct {
+	VHost   string         `json:"vhost"`
+	Queue   string         `json:"queue"`
+	Dir     string         `json:"dir"`     // hashed queue dir name
+	Index   string         `json:"index"`   // v1, v2 or v1+v2
+	Entries int            `json:"entries"` // live index entries
+	Keep    int            `json:"keep"`    // messages the next start keeps
+	Drop    int            `json:"drop"`    // messages the next start drops
+	AtRisk  map[string]int `json:"at_risk"` // version range -> messages a scanner bug there would lose
+	// DropMsgIDs and AtRiskMsgIDs name the messages (32 hex digits).
+	DropMsgIDs   []string            `json:"drop_msg_ids,omitempty"`
+	AtRiskMsgIDs map[string][]string `json:"at_risk_msg_ids,omitempty"`
 }
