@@ -18,6 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/report"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")
@@ -48,6 +49,7 @@ func TestScripts(t *testing.T) {
 			"treehash": cmdTreeHash,
 			"jsonl":    cmdJSONL,
 			"jsonpath": cmdJSONPath,
+			"schema":   cmdSchema,
 		},
 	})
 }
@@ -123,7 +125,7 @@ func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // jsonpath FILE PATH VALUE: the JSON document in FILE has VALUE (compared
-// as its JSON text) at the dotted PATH (numbers index arrays).
+// as its JSON text) at the slash-separated PATH (numbers index arrays).
 func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
 		ts.Fatalf("usage: jsonpath FILE PATH VALUE")
@@ -132,7 +134,7 @@ func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
 	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &v); err != nil {
 		ts.Fatalf("%s is not a JSON document: %v", args[0], err)
 	}
-	for _, k := range strings.Split(args[1], ".") {
+	for _, k := range strings.Split(args[1], "/") {
 		switch x := v.(type) {
 		case map[string]any:
 			v = x[k]
@@ -149,5 +151,29 @@ func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
 	got, _ := json.Marshal(v)
 	if (string(got) == args[2]) == neg {
 		ts.Fatalf("%s at %s is %s (want %s%s)", args[0], args[1], got, map[bool]string{true: "not "}[neg], args[2])
+	}
+}
+
+// schema FILE: every JSONL line of FILE (or the single JSON document)
+// validates against the storectl/v1 JSON Schemas in pkg/report/schema.
+func cmdSchema(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: schema FILE")
+	}
+	v, err := report.NewValidator()
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	data := strings.TrimSpace(ts.ReadFile(args[0]))
+	if strings.HasPrefix(data, "{\n") {
+		if err := v.ValidateDocument([]byte(data)); err != nil {
+			ts.Fatalf("json document: %v", err)
+		}
+		return
+	}
+	for i, l := range strings.Split(data, "\n") {
+		if err := v.ValidateObject([]byte(l)); err != nil {
+			ts.Fatalf("line %d: %v\n%s", i+1, err, l)
+		}
 	}
 }

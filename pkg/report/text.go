@@ -162,7 +162,7 @@ func (e *textEmitter) verdict(s Summary) error {
 }
 
 func renderFindings(w io.Writer, fs []scan.Finding) error {
-	t := tablewriter.NewTable(w)
+	t := tablewriter.NewTable(w, tablewriter.WithColumnMax(72))
 	t.Header("severity", "code", "path", "offset", "message")
 	for _, f := range fs {
 		msg := f.Message
