@@ -1,0 +1,166 @@
+package rabbitmq
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// TermKind selects the body term of a record.
+type TermKind int
+
+// Body terms: #basic_message{} (≤3.12, 3.13 without message containers)
+// and {mc, mc_amqpl, #content{}, Annotations} (3.13+, 4.x).
+const (
+	BasicMessage TermKind = iota
+	MC
+)
+
+// Message is what Body encodes.
+type Message struct {
+	ID         [16]byte // store msg id (also the term's id field)
+	Exchange   string
+	RoutingKey string
+	MessageID  string // AMQP message-id property; "" = absent
+	Payload    []byte
+	Timestamp  int64 // mc rts annotation, ms
+}
+
+// amqpProps encodes AMQP 0-9-1 basic properties as the broker stores them
+// in #content.properties_bin: flags content-type, delivery-mode and,
+// when set, message-id.
+func amqpProps(messageID string) []byte {
+	flags := uint16(1<<15 | 1<<12)
+	if messageID != "" {
+		flags |= 1 << 7
+	}
+	b := binary.BigEndian.AppendUint16(nil, flags)
+	ct := "application/octet-stream"
+	b = append(b, byte(len(ct)))
+	b = append(b, ct...)
+	b = append(b, 2) // delivery-mode persistent
+	if messageID != "" {
+		b = append(b, byte(len(messageID)))
+		b = append(b, messageID...)
+	}
+	return b
+}
+
+func (e *Enc) content(m *Message) {
+	e.Tuple(6).Atom("content").Int(60).Atom("none").Bin(amqpProps(m.MessageID)).
+		Atom("rabbit_framing_amqp_0_9_1").List(1).Bin(m.Payload).Nil()
+}
+
+// Body returns term_to_binary of the message in the given shape.
+func Body(kind TermKind, m *Message) []byte {
+	e := &Enc{B: make([]byte, 0, len(m.Payload)+256)}
+	e.Version()
+	switch kind {
+	case BasicMessage:
+		e.Tuple(6).Atom("basic_message")
+		e.Tuple(4).Atom("resource").Bin([]byte("/")).Atom("exchange").Bin([]byte(m.Exchange))
+		e.List(1).Bin([]byte(m.RoutingKey)).Nil()
+		e.content(m)
+		e.Bin(m.ID[:]).Atom("true")
+	default:
+		e.Tuple(4).Atom("mc").Atom("mc_amqpl")
+		e.content(m)
+		e.Map(4).Atom("id").Bin(m.ID[:]).Atom("x").Bin([]byte(m.Exchange))
+		e.Atom("rk").List(1).Bin([]byte(m.RoutingKey)).Nil()
+		e.Atom("rts").Int(m.Timestamp)
+	}
+	return e.B
+}
+
+// Frame returns one .rdq record <<Size:64, Id:16/binary, Body, 255>>.
+func Frame(id [16]byte, body []byte) []byte {
+	b := make([]byte, 0, 25+len(body))
+	b = binary.BigEndian.AppendUint64(b, uint64(16+len(body)))
+	b = append(b, id[:]...)
+	b = append(b, body...)
+	return append(b, 0xFF)
+}
+
+// Record is Frame(m.ID, Body(kind, m)).
+func Record(kind TermKind, m *Message) []byte { return Frame(m.ID, Body(kind, m)) }
+
+// ErrNoPayload means a record's body holds no payload binary the
+// surgery helpers can find.
+var ErrNoPayload = errors.New("gen: no payload binary in record body")
+
+// payloadAt finds the payload binary of a record made by a broker or by
+// Body: the last BINARY_EXT whose length field covers exactly the bytes
+// before the #content{} list tail. It returns the offset of the 0x6D tag
+// inside rec and the payload length. plen is the payload length the
+// caller knows (from a decoder); it disambiguates.
+func payloadAt(rec []byte, plen int) (int, error) {
+	pat := []byte{tagBinary, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(pat[1:], uint32(plen))
+	at := -1
+	for i := 24; ; {
+		j := bytes.Index(rec[i:], pat)
+		if j < 0 {
+			break
+		}
+		k := i + j
+		// the payload is followed by the list tail NIL_EXT
+		if k+5+plen < len(rec) && rec[k+5+plen] == tagNil {
+			at = k
+		}
+		i = k + 1
+	}
+	if at < 0 {
+		return 0, ErrNoPayload
+	}
+	return at, nil
+}
+
+// Resize returns a copy of the record rec (one whole frame whose payload
+// is plen bytes long) with the payload cut or grown so that the record's
+// Size field becomes size. Grown bytes repeat fill. The frame's size
+// field and the binary's length field are rewritten; nothing else moves.
+func Resize(rec []byte, plen int, size uint64, fill byte) ([]byte, error) {
+	if len(rec) < 25 {
+		return nil, ErrNoPayload
+	}
+	at, err := payloadAt(rec, plen)
+	if err != nil {
+		return nil, err
+	}
+	old := binary.BigEndian.Uint64(rec)
+	delta := int64(size) - int64(old)
+	nplen := int64(plen) + delta
+	if nplen < 0 {
+		return nil, fmt.Errorf("gen: size %d needs a negative payload", size)
+	}
+	out := make([]byte, 0, len(rec)+int(max(delta, 0)))
+	out = append(out, rec[:at+5]...)
+	pay := rec[at+5 : at+5+plen]
+	if int(nplen) <= plen {
+		out = append(out, pay[:nplen]...)
+	} else {
+		out = append(out, pay...)
+		for range int(nplen) - plen {
+			out = append(out, fill)
+		}
+	}
+	out = append(out, rec[at+5+plen:]...)
+	binary.BigEndian.PutUint64(out, size)
+	binary.BigEndian.PutUint32(out[at+1:], uint32(nplen))
+	return out, nil
+}
+
+// SetID rewrites a record's msg id in place: in the frame header and in
+// the term's own id field (#basic_message.id or the mc id annotation,
+// found as a 16-byte binary equal to the old id). It returns the old id.
+func SetID(rec []byte, id [16]byte) [16]byte {
+	var old [16]byte
+	copy(old[:], rec[8:24])
+	copy(rec[8:24], id[:])
+	pat := append([]byte{tagBinary, 0, 0, 0, 16}, old[:]...)
+	if i := bytes.Index(rec[24:], pat); i >= 0 {
+		copy(rec[24+i+5:], id[:])
+	}
+	return old
+}

@@ -1,0 +1,219 @@
+package rabbitmq
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+)
+
+// QISegmentEntries is the v2 index segment size (4096 slots).
+const QISegmentEntries = 4096
+
+// QIFile returns a v2 .qi segment S whose first len(ids) slots are
+// persistent shared-store publishes of ids, with payload size psize[i].
+func QIFile(seg uint64, ids [][16]byte, psize []uint32) []byte {
+	b := make([]byte, 64+32*len(ids))
+	copy(b, "RCQI")
+	b[4] = 2
+	binary.BigEndian.PutUint64(b[5:], seg*QISegmentEntries)
+	binary.BigEndian.PutUint64(b[13:], (seg+1)*QISegmentEntries)
+	for i, id := range ids {
+		e := b[64+32*i:]
+		e[0], e[1], e[3] = 1, 1, 1
+		copy(e[4:20], id[:])
+		if i < len(psize) {
+			binary.BigEndian.PutUint32(e[20:], psize[i])
+		}
+	}
+	return b
+}
+
+// WriteQueue writes queues/<QueueDirName(vhost, queue)>/ under vhostDir:
+// .queue_name and as many .qi segments as ids need.
+func WriteQueue(vhostDir, vhost, queue string, ids [][16]byte) error {
+	dir := filepath.Join(vhostDir, "queues", rfmt.QueueDirName(vhost, queue))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := "VHOST: " + vhost + "\nQUEUE: " + queue + "\nINDEX: v2\n"
+	if err := os.WriteFile(filepath.Join(dir, ".queue_name"), []byte(name), 0o644); err != nil {
+		return err
+	}
+	for seg := 0; seg*QISegmentEntries < len(ids) || seg == 0; seg++ {
+		part := ids[seg*QISegmentEntries : min(len(ids), (seg+1)*QISegmentEntries)]
+		p := filepath.Join(dir, strconv.Itoa(seg)+".qi")
+		if err := os.WriteFile(p, QIFile(uint64(seg), part, nil), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Config says what Generate writes.
+type Config struct {
+	Seed       uint64
+	Kind       TermKind // body term shape
+	TotalBytes int64    // stop once the store holds this many bytes
+	FileLimit  int64    // msg_store_file_size_limit; default 16 MiB
+	Queues     int      // queues q1..qN; default 4
+	// HoleEvery, when > 0, puts a zero hole of 1..HoleMax bytes before
+	// roughly every HoleEvery-th record, as 3.13.2+/4.x compaction leaves.
+	// Records after a hole never meet the §3.4 misread condition: the
+	// generator keeps its output free of hazards unless asked.
+	HoleEvery, HoleMax int
+	// UnrefEvery, when > 0, leaves every UnrefEvery-th record unreferenced.
+	UnrefEvery int
+}
+
+// Summary says what Generate wrote.
+type Summary struct {
+	VHostDir string
+	Files    []string // .rdq paths in numeric order
+	Records  int
+	Bytes    int64
+	Refs     map[[16]byte]string // referenced id -> queue
+}
+
+// Generate writes a vhost dir (msg_store_persistent/N.rdq and
+// queues/*/S.qi) for vhost "/" under dir and returns what it wrote.
+func Generate(dir string, cfg Config) (*Summary, error) {
+	if cfg.FileLimit <= 0 {
+		cfg.FileLimit = 16 << 20
+	}
+	if cfg.Queues <= 0 {
+		cfg.Queues = 4
+	}
+	if cfg.HoleMax <= 0 {
+		cfg.HoleMax = 300
+	}
+	vdir := filepath.Join(dir, rfmt.VHostDirName("/"))
+	store := filepath.Join(vdir, "msg_store_persistent")
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9E3779B97F4A7C15))
+	s := &Summary{VHostDir: vdir, Refs: map[[16]byte]string{}}
+	queueIDs := make([][][16]byte, cfg.Queues)
+	var cur []byte
+	flush := func() error {
+		p := filepath.Join(store, strconv.Itoa(len(s.Files))+".rdq")
+		s.Files = append(s.Files, p)
+		s.Bytes += int64(len(cur))
+		err := os.WriteFile(p, cur, 0o644)
+		cur = cur[:0]
+		return err
+	}
+	for seq := 0; s.Bytes+int64(len(cur)) < cfg.TotalBytes; seq++ {
+		m := genMessage(rng, seq)
+		rec := Record(cfg.Kind, m)
+		if cfg.HoleEvery > 0 && len(cur) > 0 && rng.IntN(cfg.HoleEvery) == 0 {
+			if k := 1 + rng.IntN(cfg.HoleMax); !HoleMisreads(rec, k) {
+				cur = append(cur, make([]byte, k)...)
+			}
+		}
+		cur = append(cur, rec...)
+		s.Records++
+		if cfg.UnrefEvery <= 0 || seq%cfg.UnrefEvery != cfg.UnrefEvery-1 {
+			q := seq % cfg.Queues
+			queueIDs[q] = append(queueIDs[q], m.ID)
+			s.Refs[m.ID] = fmt.Sprintf("q%d", q+1)
+		}
+		if int64(len(cur)) >= cfg.FileLimit {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(cur) > 0 || len(s.Files) == 0 {
+		if err := flush(); err != nil {
+			return nil, err
+		}
+	}
+	for q, ids := range queueIDs {
+		if err := WriteQueue(vdir, "/", fmt.Sprintf("q%d", q+1), ids); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// genMessage is the publisher scheme of the fixtures: payload 4096..20000
+// bytes, content by seq%6 (zeros, 0xFF, 0xFF runs + text, random, fake
+// .rdq frames, text with a 0xFF tail).
+func genMessage(rng *rand.Rand, seq int) *Message {
+	m := &Message{Exchange: "fx.direct", RoutingKey: "k" + strconv.Itoa(1+seq%4),
+		MessageID: fmt.Sprintf("m%06d", seq), Timestamp: 1795998643560 + int64(seq)}
+	for i := 0; i < 16; i += 8 {
+		binary.BigEndian.PutUint64(m.ID[i:], rng.Uint64())
+	}
+	n := 4096 + (seq*7919)%15905
+	p := make([]byte, n)
+	switch seq % 6 {
+	case 1:
+		for i := range p {
+			p[i] = 0xFF
+		}
+	case 2:
+		for i := 0; i < n; {
+			r := 1 + rng.IntN(600)
+			for j := 0; j < r && i < n; j++ {
+				p[i] = 0xFF
+				i++
+			}
+			i += copy(p[i:], fmt.Sprintf("<seq=%d off=%d>", seq, i))
+		}
+	case 3:
+		for i := range p {
+			if rng.IntN(2) == 0 {
+				p[i] = 0xFF
+			} else {
+				p[i] = byte(rng.IntN(256))
+			}
+		}
+	case 4:
+		for i := 0; i+25 < n; {
+			l := 16 + rng.IntN(40)
+			binary.BigEndian.PutUint64(p[i:], uint64(l))
+			for j := 0; j < l && i+8+j < n; j++ {
+				p[i+8+j] = byte(rng.IntN(256))
+			}
+			if i+8+l < n {
+				p[i+8+l] = 0xFF
+			}
+			i += l + 9
+		}
+	case 5:
+		for i := range p {
+			if i >= n*3/4 {
+				p[i] = 0xFF
+			} else {
+				p[i] = 'a' + byte(i%26)
+			}
+		}
+	}
+	m.Payload = p
+	return m
+}
+
+// HoleMisreads reports whether a zero hole of k bytes right before rec
+// meets the §3.4 condition: for the largest j ≤ min(k,7) with
+// C_j = Size>>(8j) ≥ 16, the byte at 8−j+C_j inside rec is 0xFF.
+func HoleMisreads(rec []byte, k int) bool {
+	s := binary.BigEndian.Uint64(rec)
+	for j := min(k, 7); j >= 1; j-- {
+		c := s >> (8 * uint(j))
+		if c < 16 {
+			continue
+		}
+		r := uint64(8-j) + c
+		if r < uint64(len(rec)) && rec[r] == 0xFF {
+			return true
+		}
+	}
+	return false
+}

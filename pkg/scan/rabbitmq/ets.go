@@ -1,0 +1,126 @@
+package rabbitmq
+
+// Readers for the clean-shutdown dumps of the message store (§1.4):
+// msg_store_index.ets and file_summary.ets, written by ets:tab2file as a
+// disk_log "halt" log: an 8-byte header (LOGMAGIC 01020304 + CLOSED
+// 63584D0B), then items <<Len:32, "bWLA", [MD5:16 when Len >= 65528],
+// ETF:Len/binary>>. Item 1 is the table info, then one item per object.
+// pkg/format/rabbitmq has no reader for them yet; this one only needs the
+// objects.
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/storectl/storectl/pkg/format"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+)
+
+// etsMaxFile bounds how much of an .ets dump is read: one index object is
+// about 60 bytes, so 1 GiB covers ~17 million messages, beyond any store
+// this tool is meant for.
+const etsMaxFile = 1 << 30
+
+// etsMinMD5Item is disk_log's MIN_MD5_TERM: items this long or longer
+// carry an MD5 after the magic.
+const etsMinMD5Item = 65528
+
+// IndexEntry is one {msg_location, MsgId, RefCount, File, Offset,
+// TotalSize} object of msg_store_index.ets.
+type IndexEntry struct {
+	MsgID     [16]byte
+	RefCount  int64
+	File      int64
+	Offset    int64
+	TotalSize int64
+}
+
+// FileSummary is one {file_summary, File, ValidTotalSize, _, _, FileSize,
+// Locked, _} object of file_summary.ets.
+type FileSummary struct {
+	File           int64
+	ValidTotalSize int64
+	FileSize       int64
+}
+
+// etsObjects decodes every object (items after the info item) of a dump.
+func etsObjects(b []byte) ([]rfmt.Tuple, error) {
+	if len(b) < 8 {
+		return nil, format.Corrupt(0, "header", format.ErrShort)
+	}
+	if binary.BigEndian.Uint32(b) != 0x01020304 {
+		return nil, format.Corrupt(0, "logMagic", format.ErrMagic)
+	}
+	var out []rfmt.Tuple
+	for p, item := 8, 0; p < len(b); item++ {
+		if len(b)-p < 8 {
+			return out, format.Corrupt(int64(p), "item", format.ErrShort)
+		}
+		n := int64(binary.BigEndian.Uint32(b[p:]))
+		if binary.BigEndian.Uint32(b[p+4:]) != 0x62574C41 {
+			return out, format.Corrupt(int64(p+4), "itemMagic", format.ErrMagic)
+		}
+		q := int64(p + 8)
+		if n >= etsMinMD5Item {
+			q += 16
+		}
+		if n > int64(len(b))-q {
+			return out, format.Corrupt(int64(p), "itemLength", format.ErrShort)
+		}
+		t, err := rfmt.DecodeExactTerm(b[q : q+n])
+		if err != nil {
+			return out, format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
+		}
+		if tup, ok := t.(rfmt.Tuple); ok && item > 0 {
+			out = append(out, tup)
+		}
+		p = int(q + n)
+	}
+	return out, nil
+}
+
+func etsInt(t rfmt.Term) (int64, bool) {
+	v, ok := t.(int64)
+	return v, ok
+}
+
+// ParseIndexETS decodes msg_store_index.ets.
+func ParseIndexETS(b []byte) ([]IndexEntry, error) {
+	objs, err := etsObjects(b)
+	var out []IndexEntry
+	for _, o := range objs {
+		if len(o) != 6 || o[0] != rfmt.Atom("msg_location") {
+			continue
+		}
+		id, ok := o[1].(rfmt.Binary)
+		rc, ok2 := etsInt(o[2])
+		f, ok3 := etsInt(o[3])
+		off, ok4 := etsInt(o[4])
+		ts, ok5 := etsInt(o[5])
+		if !ok || len(id) != 16 || !ok2 || !ok3 || !ok4 || !ok5 {
+			continue
+		}
+		e := IndexEntry{RefCount: rc, File: f, Offset: off, TotalSize: ts}
+		copy(e.MsgID[:], id)
+		out = append(out, e)
+	}
+	return out, err
+}
+
+// ParseFileSummaryETS decodes file_summary.ets.
+func ParseFileSummaryETS(b []byte) ([]FileSummary, error) {
+	objs, err := etsObjects(b)
+	var out []FileSummary
+	for _, o := range objs {
+		if len(o) != 8 || o[0] != rfmt.Atom("file_summary") {
+			continue
+		}
+		f, ok := etsInt(o[1])
+		v, ok2 := etsInt(o[2])
+		s, ok3 := etsInt(o[5])
+		if ok && ok2 && ok3 {
+			out = append(out, FileSummary{File: f, ValidTotalSize: v, FileSize: s})
+		}
+	}
+	return out, err
+}

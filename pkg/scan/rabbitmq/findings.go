@@ -1,0 +1,138 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// largeMessageBody is LARGE_MESSAGE_THRESHOLD (4.0+): bodies this large
+// are written alone into their own file.
+const largeMessageBody = 4_000_000
+
+// fileFindings turns one FileScan into findings.
+func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Finding {
+	var out []scan.Finding
+	add := func(f scan.Finding) {
+		f.Path = fs.Path
+		if f.Repair == "" {
+			f.Repair = scan.RepairNone
+		}
+		out = append(out, f)
+	}
+	if fs.Err != nil {
+		add(scan.Finding{Code: CodeFileError, Severity: scan.Error, Message: fs.Err.Error()})
+		return out
+	}
+	if fs.Transient {
+		if fs.Size > 0 {
+			add(scan.Finding{Code: CodeTransient, Severity: scan.Info, Length: fs.Size,
+				Message: fmt.Sprintf("msg_store_transient file with %d records; the broker deletes msg_store_transient at start", len(fs.Records))})
+		}
+		return out
+	}
+	if t := fs.Torn; t != nil {
+		f := scan.Finding{Code: CodeTornTail, Offset: t.Offset, Length: t.Length,
+			Evidence: map[string]string{"size_field": "runs past end of file"}}
+		if fs.Current {
+			f.Severity, f.Repair = scan.Warning, scan.RepairTruncate
+			f.Message = fmt.Sprintf("record cut by end of file at %d in the current file; the broker truncates it at start", t.Offset)
+		} else {
+			f.Severity = scan.Error
+			f.Message = fmt.Sprintf("record at %d crosses the end of a file that is not the current write file", t.Offset)
+		}
+		add(f)
+	} else if fs.End == "garbage" {
+		g := fs.Gaps[len(fs.Gaps)-1]
+		add(scan.Finding{Code: CodeGarbageTail, Severity: scan.Warning, Offset: g.Offset, Length: g.Length,
+			Message: fmt.Sprintf("%d bytes after the last record are not a record", g.Length)})
+	}
+	for _, off := range fs.BadMarkers {
+		add(scan.Finding{Code: CodeBadMarker, Severity: scan.Warning, Offset: off,
+			Evidence: map[string]string{"etf-term": "pass", "marker": "fail"},
+			Message:  "frame with a complete body term but no 0xFF write marker: the write never completed"})
+	}
+	for _, r := range fs.Records {
+		out = append(out, recordFindings(fs, r, ver, refsKnown)...)
+	}
+	for i := range fs.Hazards {
+		out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
+	}
+	return out
+}
+
+func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) []scan.Finding {
+	var out []scan.Finding
+	base := scan.Finding{Path: fs.Path, Offset: r.Offset, Length: r.TotalSize, MsgID: r.ID(), Repair: scan.RepairNone}
+	switch r.Status {
+	case StatusUnreferenced:
+		f := base
+		f.Code, f.Severity = CodeUnreferenced, scan.Info
+		f.Message = "record no queue index references (garbage the store's compaction reclaims)"
+		out = append(out, f)
+	case StatusDuplicate:
+		f := base
+		f.Code, f.Severity = CodeDuplicate, scan.Warning
+		f.Message = fmt.Sprintf("duplicate of the record at %s@%d; the first copy is authoritative", r.FirstPath, r.FirstOffset)
+		f.Details = map[string]any{"first_path": r.FirstPath, "first_offset": r.FirstOffset}
+		out = append(out, f)
+	}
+	if body := r.TotalSize - 25; body >= largeMessageBody && (r.Offset != 0 || len(fs.Records) > 1 || fs.Size != r.TotalSize) {
+		f := base
+		f.Code, f.Severity = CodeLargeInline, scan.Info
+		if (ver.set && ver.major >= 4) || (!ver.set && r.Term == "mc") {
+			f.Severity = scan.Warning
+		}
+		f.Message = "large message (body >= 4 000 000 bytes) not alone in its own file, as 4.0+ writes them"
+		out = append(out, f)
+	}
+	if r.IndexMatch == "mismatch" && r.Status != StatusDuplicate {
+		f := base
+		f.Code, f.Severity, f.Repair = CodeIndexMismatch, scan.Error, scan.RepairRebuildIndex
+		f.Message = "msg_store_index.ets puts this msg id at another file, offset or size"
+		out = append(out, f)
+	}
+	return out
+}
+
+func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
+	f := scan.Finding{Code: h.Code, Path: fs.Path, Offset: h.Offset, Length: h.Length, Repair: scan.RepairNone,
+		Details: map[string]any{"versions": h.Versions, "generations": h.Gens, "when": h.When, "victims": h.Victims}}
+	for k, v := range h.Details {
+		f.Details[k] = v
+	}
+	referenced := false
+	for _, v := range h.Victims {
+		referenced = referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
+	}
+	if len(h.Victims) > 0 {
+		f.MsgID = h.Victims[0].MsgID
+	}
+	switch {
+	case !ver.affected(h):
+		f.Severity = scan.Info
+	case referenced || h.Code == CodeScannerCrash:
+		f.Severity = scan.Error
+	default:
+		f.Severity = scan.Warning
+	}
+	ids := make([]string, 0, len(h.Victims))
+	for _, v := range h.Victims {
+		ids = append(ids, fmt.Sprintf("%s@%d", v.MsgID, v.Offset))
+	}
+	who := "RabbitMQ " + h.Versions + " (" + strings.Join(h.When, ", ") + ")"
+	switch h.Code {
+	case CodeZeroHoleMisread:
+		f.Evidence = map[string]string{"model": "generation-2 scan_data accepts a bogus frame here"}
+		f.Message = fmt.Sprintf("%s accepts a bogus %d-byte frame at %d and jumps over %s", who, h.Length, h.Offset, strings.Join(ids, ", "))
+	case CodeOffByNine:
+		f.Evidence = map[string]string{"window": "value in [R-8, R-1], R = bytes to EOF"}
+		f.Message = fmt.Sprintf("%s stops at the 8-byte window at %d and drops %d later record(s)", who, h.Offset, len(h.Victims))
+	case CodeGen1Stop:
+		f.Message = fmt.Sprintf("%s stops at %d (%v) and never sees %d later record(s)", who, h.Offset, h.Details["reason"], len(h.Victims))
+	case CodeScannerCrash:
+		f.Message = fmt.Sprintf("frame with Size < 16 and a 0xFF marker at %d crashes the %s scanner and takes the vhost down", h.Offset, VersionsGen1)
+	}
+	return f
+}

@@ -1,0 +1,285 @@
+package rabbitmq
+
+// What RabbitMQ's own scanners (§3.1–3.3) would make of a file whose real
+// records are known: the generation-2 zero-hole misread (§3.4), the
+// off-by-nine stop of generations 2 and 3 before 4.1.5 (§3.3), and the
+// generation-1 stop and crash (§3.1). The models in pkg/format/rabbitmq
+// (ScanData, ScanGen1) are run on the file and their output is compared
+// with the real records; the §3.4 condition is also evaluated directly
+// and the two must agree.
+
+import (
+	"encoding/binary"
+	"errors"
+	"sort"
+
+	"github.com/storectl/storectl/pkg/format"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+)
+
+// Finding codes of this scanner (cli-contract.md and new ones in the same
+// shape).
+const (
+	CodeZeroHoleMisread = "rabbitmq.rdq.zero-hole-misread"
+	CodeOffByNine       = "rabbitmq.rdq.off-by-nine"
+	CodeGen1Stop        = "rabbitmq.rdq.gen1-stop"
+	CodeScannerCrash    = "rabbitmq.rdq.scanner-crash"
+	CodeTornTail        = "rabbitmq.rdq.torn-tail"
+	CodeGarbageTail     = "rabbitmq.rdq.garbage-tail"
+	CodeUnreferenced    = "rabbitmq.rdq.unreferenced"
+	CodeDuplicate       = "rabbitmq.rdq.duplicate"
+	CodeBadMarker       = "rabbitmq.rdq.bad-marker"
+	CodeLargeInline     = "rabbitmq.rdq.large-message-inline"
+	CodeTransient       = "rabbitmq.rdq.transient"
+	CodeFileError       = "rabbitmq.rdq.unreadable"
+	CodeMessageMissing  = "rabbitmq.queue.message-missing"
+	CodeIndexMismatch   = "rabbitmq.index.mismatch"
+	CodeQueueIndex      = "rabbitmq.queue.index-anomaly"
+)
+
+// Version ranges of the scanner generations (§0).
+const (
+	VersionsGen1        = "3.10.0-3.13.0"
+	VersionsGen2        = "3.13.1-4.0.2"
+	VersionsOffByNine   = "3.13.1-4.1.4"
+	VersionsGen3Unfixed = "4.0.3-4.1.4"
+)
+
+// hazards analyses one file; fs.Records must carry their statuses.
+func hazards(b []byte, fs *FileScan) {
+	irregular := len(fs.Gaps) > 0 || len(fs.BadMarkers) > 0
+	for _, r := range fs.Records {
+		if r.Status == StatusDuplicate && r.FirstPath == fs.Path {
+			irregular = true
+		}
+	}
+	if !irregular {
+		return // back-to-back records from 0 to EOF: every generation finds them all
+	}
+	fs.ModelsRun = true
+	explained := misread(b, fs)
+	offByNine(b, fs, explained)
+	gen1(b, fs)
+}
+
+func victimOf(r *Record) Victim {
+	return Victim{MsgID: r.ID(), Offset: r.Offset, Size: r.TotalSize, Status: r.Status}
+}
+
+// predicted34 is the §3.4 analysis: for a record at m preceded by k ≥ 1
+// zero bytes, the largest j ≤ min(k,7) with C_j = S>>8j ≥ 16 whose tested
+// byte (offset 8−j+C_j inside the record) is 0xFF gives a bogus candidate
+// at m−j of C_j+9 bytes. It returns offset -> total size.
+func predicted34(b []byte, recs []*Record) map[int64]int64 {
+	out := map[int64]int64{}
+	for _, r := range recs {
+		m := int(r.Offset)
+		k := 0
+		for k < 7 && m-k-1 >= 0 && b[m-k-1] == 0 {
+			k++
+		}
+		s := uint64(r.TotalSize - rfmt.RDQOverhead)
+		for j := k; j >= 1; j-- {
+			c := s >> (8 * uint(j))
+			if c < rfmt.RDQMinSize {
+				continue
+			}
+			t := uint64(m-j) + 8 + c
+			if t < uint64(len(b)) && b[t] == rfmt.RDQWriteOK {
+				out[int64(m-j)] = int64(c) + rfmt.RDQOverhead
+				break
+			}
+		}
+	}
+	return out
+}
+
+// misread runs the generation-2 model and reports every bogus candidate
+// that hides a real record. It returns the offsets of the real records
+// whose loss it explained.
+func misread(b []byte, fs *FileScan) map[int64]bool {
+	model := rfmt.ScanData(b, rfmt.ScanOptions{})
+	real := make(map[int64]*Record, len(fs.Records))
+	for _, r := range fs.Records {
+		real[r.Offset] = r
+	}
+	found := map[int64]bool{}
+	var bogus []rfmt.ScanRecord
+	for _, c := range model {
+		if r := real[c.Offset]; r != nil && r.TotalSize == c.TotalSize {
+			found[c.Offset] = true
+		} else {
+			bogus = append(bogus, c)
+		}
+	}
+	pred := predicted34(b, fs.Records)
+	explained := map[int64]bool{}
+	for _, c := range bogus {
+		h := Hazard{Code: CodeZeroHoleMisread, Offset: c.Offset, Length: c.TotalSize,
+			Versions: VersionsGen2, Gens: []int{2}, When: []string{"dirty recovery", "compaction"}}
+		for _, r := range fs.Records {
+			if !found[r.Offset] && r.Offset > c.Offset && r.Offset < c.Offset+c.TotalSize {
+				h.Victims = append(h.Victims, victimOf(r))
+				explained[r.Offset] = true
+			}
+		}
+		if len(h.Victims) == 0 {
+			continue
+		}
+		ps, ok := pred[c.Offset]
+		h.Details = map[string]any{"model": "generation-2 scan_data", "bogus_msg_id": hexID(c.MsgID),
+			"hole": holeKind(b, c.Offset), "analysis_3_4_agrees": ok && ps == c.TotalSize}
+		fs.Hazards = append(fs.Hazards, h)
+	}
+	// §3.4 predictions the model did not reproduce (it was out of step).
+	for off, size := range pred {
+		hit := false
+		for _, c := range bogus {
+			hit = hit || (c.Offset == off && c.TotalSize == size)
+		}
+		if hit {
+			continue
+		}
+		h := Hazard{Code: CodeZeroHoleMisread, Offset: off, Length: size, Versions: VersionsGen2,
+			Gens: []int{2}, When: []string{"dirty recovery", "compaction"},
+			Details: map[string]any{"model": "§3.4 analysis only", "analysis_3_4_agrees": true, "model_agrees": false}}
+		for _, r := range fs.Records {
+			if r.Offset > off && r.Offset < off+size {
+				h.Victims = append(h.Victims, victimOf(r))
+			}
+		}
+		fs.Hazards = append(fs.Hazards, h)
+	}
+	return explained
+}
+
+func holeKind(b []byte, off int64) string {
+	if off >= 0 && off < int64(len(b)) && b[off] == 0 {
+		return "zero"
+	}
+	return "stale"
+}
+
+// offByNine finds the first 8-byte window v at a position p a scanner
+// tests byte by byte with v in [R−8, R−1], R = bytes to EOF. Generation 2
+// tests gap bytes; generation 3 before 4.1.5 also walks through every
+// record its validity Fun rejects (unreferenced, duplicate).
+func offByNine(b []byte, fs *FileScan, _ map[int64]bool) {
+	n := len(b)
+	hit := func(p int) bool {
+		if n-p < 8 {
+			return false
+		}
+		v, r := binary.BigEndian.Uint64(b[p:]), uint64(n-p)
+		return v < r && v+8 >= r
+	}
+	type region struct {
+		from, to int
+		gap      bool
+	}
+	var regs []region
+	for _, g := range fs.Gaps {
+		regs = append(regs, region{int(g.Offset), int(g.Offset + g.Length), true})
+	}
+	for _, r := range fs.Records {
+		if r.Status == StatusUnreferenced || r.Status == StatusDuplicate {
+			regs = append(regs, region{int(r.Offset) + 1, int(r.End()), false})
+		}
+	}
+	sort.Slice(regs, func(i, j int) bool { return regs[i].from < regs[j].from })
+	p2, p3 := -1, -1
+	for _, g := range regs {
+		for p := g.from; p < g.to && (p2 < 0 || p3 < 0); p++ {
+			if !hit(p) {
+				continue
+			}
+			if p3 < 0 {
+				p3 = p
+			}
+			if g.gap && p2 < 0 {
+				p2 = p
+			}
+		}
+	}
+	emit := func(p int, gen2, gen3 bool) {
+		h := Hazard{Code: CodeOffByNine, Offset: int64(p), Length: 8,
+			When: []string{"dirty recovery", "compaction"},
+			Details: map[string]any{"value": binary.BigEndian.Uint64(b[p:]), "bytes_to_eof": n - p}}
+		switch {
+		case gen2 && gen3:
+			h.Versions, h.Gens = VersionsOffByNine, []int{2, 3}
+		case gen2:
+			h.Versions, h.Gens = VersionsGen2, []int{2}
+		default:
+			h.Versions, h.Gens = VersionsGen3Unfixed, []int{3}
+		}
+		for _, r := range fs.Records {
+			if r.Offset > int64(p) && (gen2 || r.Status == StatusReferenced || r.Status == StatusUnknown) {
+				h.Victims = append(h.Victims, victimOf(r))
+			}
+		}
+		if len(h.Victims) > 0 {
+			fs.Hazards = append(fs.Hazards, h)
+		}
+	}
+	switch {
+	case p3 >= 0 && p3 == p2:
+		emit(p3, true, true)
+	default:
+		if p3 >= 0 {
+			emit(p3, false, true)
+		}
+		if p2 >= 0 {
+			emit(p2, true, false)
+		}
+	}
+}
+
+// gen1 runs the generation-1 model: a crash (Size < 16 frame with marker
+// 0xFF) or records it never reaches (zero word, oversize length).
+func gen1(b []byte, fs *FileScan) {
+	res, err := rfmt.ScanGen1(b)
+	var ce *format.CorruptError
+	if err != nil && errors.As(err, &ce) {
+		fs.ShortFrames = append(fs.ShortFrames, ce.Offset)
+		h := Hazard{Code: CodeScannerCrash, Offset: ce.Offset, Length: 0, Versions: VersionsGen1,
+			Gens: []int{1}, When: []string{"dirty recovery"},
+			Details: map[string]any{"size": binary.BigEndian.Uint64(b[ce.Offset:]),
+				"effect": "rabbit_msg_file:scanner/4 crashes with badmatch; the message store and the whole vhost fail to start"}}
+		for _, r := range fs.Records {
+			h.Victims = append(h.Victims, victimOf(r))
+		}
+		fs.Hazards = append(fs.Hazards, h)
+		return
+	}
+	found := map[int64]bool{}
+	for _, r := range res.Records {
+		found[r.Offset] = true
+	}
+	stop := int64(0)
+	var vs []Victim
+	for _, r := range fs.Records {
+		if found[r.Offset] {
+			if len(vs) == 0 {
+				stop = r.End()
+			}
+			continue
+		}
+		vs = append(vs, victimOf(r))
+	}
+	if len(vs) == 0 {
+		return
+	}
+	reason := "misaligned frame"
+	if int(stop)+8 <= len(b) {
+		switch v := binary.BigEndian.Uint64(b[stop:]); {
+		case v == 0:
+			reason = "zero word"
+		case v+rfmt.RDQOverhead > uint64(len(b))-uint64(stop):
+			reason = "oversize length"
+		}
+	}
+	fs.Hazards = append(fs.Hazards, Hazard{Code: CodeGen1Stop, Offset: stop, Length: 8,
+		Versions: VersionsGen1, Gens: []int{1}, When: []string{"dirty recovery"}, Victims: vs,
+		Details: map[string]any{"reason": reason}})
+}

@@ -1,0 +1,94 @@
+package rabbitmq
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// oracleRec is one line of a scanner oracle (scan/*.rdq.jsonl).
+type oracleRec struct {
+	MsgID     string `json:"msg_id"`
+	Offset    int64  `json:"offset"`
+	TotalSize int64  `json:"total_size"`
+}
+
+func readJSONL[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+const vhostHash = "628WB79CIFDYO9LJI6DKMI09L"
+
+// scanned is a ScanVHost result with the emitted records.
+type scanned struct {
+	v    *VHostScan
+	recs []RecordJSON
+	root string
+}
+
+func scanDataset(t *testing.T, kind, name, node string) scanned {
+	t.Helper()
+	root := testutil.Untar(t, testutil.Testdata(kind, "datasets", name+".tar.gz"))
+	return scanVHostDir(t, root, filepath.Join(root, node, "msg_stores", "vhosts", vhostHash), "")
+}
+
+func scanVHostDir(t *testing.T, root, dir, ver string) scanned {
+	t.Helper()
+	before := testutil.TreeHash(t, dir)
+	var recs []RecordJSON
+	v, err := ScanVHost(context.Background(), root, dir, VHostOptions{BrokerVersion: ver,
+		Options: scan.Options{Records: func(r any) error { recs = append(recs, r.(RecordJSON)); return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.SameTree(t, before, testutil.TreeHash(t, dir))
+	return scanned{v, recs, root}
+}
+
+func (s scanned) file(num int64) *FileScan {
+	for _, f := range s.v.Files {
+		if f.Number == num && !f.Transient {
+			return f
+		}
+	}
+	return nil
+}
+
+func codes(fs []scan.Finding, code string) []scan.Finding {
+	var out []scan.Finding
+	for _, f := range fs {
+		if f.Code == code {
+			out = append(out, f)
+		}
+	}
+	return out
+}

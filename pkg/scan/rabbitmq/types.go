@@ -1,0 +1,130 @@
+package rabbitmq
+
+import (
+	"encoding/hex"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// Record statuses.
+const (
+	StatusReferenced   = "referenced"   // a queue index references the msg id; first copy
+	StatusUnreferenced = "unreferenced" // no queue references it: garbage compaction reclaims
+	StatusDuplicate    = "duplicate"    // a later copy of an id already found (first copy wins)
+	// StatusUnknown is used when no queue index was given (StoreDirs,
+	// Files): whether anything references the record cannot be told.
+	StatusUnknown = "unknown"
+)
+
+// Record is one real record of an .rdq file: a frame with Size ≥ 18 that
+// fits in the file, ends in 0xFF and whose body is exactly one ETF term.
+type Record struct {
+	Path         string   // relative to Config.Root
+	File         int64    // N of N.rdq; -1 when the name is not a number
+	Offset       int64    // offset of the size field
+	TotalSize    int64    // Size + 9
+	MsgID        [16]byte // the store msg id
+	Status       string   // Status*
+	ReferencedBy []string // queue names, one per reference (a q1+q2 message lists both)
+	Term         string   // "basic_message", "mc", or "" for another term
+	// IndexMatch says whether msg_store_index.ets agrees: "match",
+	// "mismatch" (the index puts this id elsewhere), "absent" (not in the
+	// index) or "" (no clean-shutdown index).
+	IndexMatch string
+	// FirstPath and FirstOffset locate the authoritative copy of a
+	// duplicate.
+	FirstPath   string
+	FirstOffset int64
+}
+
+// ID returns the msg id as 32 lowercase hex digits.
+func (r *Record) ID() string { return hex.EncodeToString(r.MsgID[:]) }
+
+// End returns the offset just after the record.
+func (r *Record) End() int64 { return r.Offset + r.TotalSize }
+
+// Gap is a byte range of a file not covered by any real record.
+type Gap struct {
+	Offset int64
+	Length int64
+	Zero   bool // every byte is 0x00
+}
+
+// Victim is a real record a RabbitMQ scanner version would lose.
+type Victim struct {
+	MsgID  string `json:"msg_id"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+	Status string `json:"status"`
+}
+
+// Hazard is a place where a RabbitMQ scanner generation misreads a file
+// (zero-hole misread, off-by-nine, generation-1 stop or crash).
+type Hazard struct {
+	Code     string   // finding code
+	Offset   int64    // bogus candidate / window / stop position
+	Length   int64    // bytes the scanner jumps over (misread) or 8
+	Versions string   // RabbitMQ versions affected, e.g. "3.13.1-4.0.2"
+	Gens     []int    // scanner generations affected
+	When     []string // "dirty recovery", "compaction"
+	Victims  []Victim
+	Details  map[string]any
+}
+
+// FileScan is the detailed result for one .rdq file.
+type FileScan struct {
+	Path      string // relative to Config.Root
+	Abs       string // path on disk
+	Number    int64  // N of N.rdq, -1 if not numeric
+	Size      int64
+	Current   bool // highest-numbered file of its store: the write file
+	Transient bool // in msg_store_transient (wiped by the broker at start)
+	Records   []*Record
+	Gaps      []Gap // between/before records, and the tail
+	End       string
+	ValidEnd  int64 // end of the last real record
+	// LastReferencedEnd is where the last referenced record ends (where a
+	// dirty recovery truncates the current file); 0 if none.
+	LastReferencedEnd int64
+	Torn              *Gap    // the tail when a record is cut by EOF
+	BadMarkers        []int64 // frames with a valid term but a marker other than 0xFF
+	ShortFrames       []int64 // complete frames with Size < 16 and marker 0xFF (gen-1 crash)
+	Hazards           []Hazard
+	ModelsRun         bool // the scanner models were run (file not gap-free)
+	Err               error
+}
+
+// Location is where a msg id was found.
+type Location struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+}
+
+// CleanIndex is the clean-shutdown state of a store, when present.
+type CleanIndex struct {
+	CleanDot       bool
+	Index          []IndexEntry // msg_store_index.ets (nil if absent)
+	HasIndex       bool
+	Summaries      []FileSummary // file_summary.ets (nil if absent)
+	HasFileSummary bool
+	byID           map[[16]byte]IndexEntry
+}
+
+// VHostScan is the detailed result of ScanVHost.
+type VHostScan struct {
+	Dir   string // vhost dir relative to Root
+	VHost string // from .vhost
+	// Queues is what the queue indexes say (nil when the vhost has no
+	// queues dir: references unknown).
+	Queues *rfmt.VHostQueues
+	// Refs maps each referenced msg id (32 hex) to its queue names, one
+	// per reference.
+	Refs     map[string][]string
+	Files    []*FileScan // persistent store files in numeric order, then transient
+	Found    map[string]Location // referenced id -> first copy
+	Lost     []string            // referenced ids found in no .rdq (sorted)
+	Clean    *CleanIndex         // nil when no clean-shutdown file exists
+	Findings []scan.Finding
+	Layout   map[string]any
+}

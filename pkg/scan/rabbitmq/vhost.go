@@ -1,0 +1,178 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// VHostOptions tune ScanVHost.
+type VHostOptions struct {
+	BrokerVersion string       // see Config.BrokerVersion
+	Options       scan.Options // Records and Progress are honoured
+}
+
+// ScanVHost scans one vhost dir (msg_store_persistent/, msg_store_transient/
+// and queues/ inside it) and returns the detailed result: per file records
+// with their status, gaps, misread hazards with their victims, where each
+// referenced msg id was found, the ids found nowhere, and the clean-shutdown
+// index when present. Paths are relative to root. The error is for what
+// stops the scan as a whole (bad version string, unreadable queues dir);
+// per file I/O errors are in FileScan.Err and in the findings.
+func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostScan, error) {
+	ver, err := parseVersion(o.BrokerVersion)
+	if err != nil {
+		return nil, err
+	}
+	s := newScanner(root, ver, o.Options)
+	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Found: map[string]Location{}, Layout: map[string]any{}}
+	if _, err := os.Stat(filepath.Join(vhostDir, "queues")); err == nil {
+		q, err := rfmt.ReadVHostQueues(vhostDir)
+		if err != nil {
+			return nil, err
+		}
+		v.Queues, v.VHost = q, q.VHost
+		v.Refs = queueRefs(q)
+		s.refs = v.Refs
+	} else if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
+		v.VHost = string(b)
+	}
+	store := filepath.Join(vhostDir, "msg_store_persistent")
+	if v.Clean, err = readClean(store); err != nil {
+		return nil, err
+	}
+	s.clean = v.Clean
+	if files, err := s.scanStore(ctx, store, false); err == nil {
+		v.Files = files
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, f := range v.Files {
+		for _, r := range f.Records {
+			if r.Status == StatusReferenced {
+				v.Found[r.ID()] = Location{Path: r.Path, Offset: r.Offset}
+			}
+		}
+	}
+	if tf, err := s.scanStore(ctx, filepath.Join(vhostDir, "msg_store_transient"), true); err == nil {
+		v.Files = append(v.Files, tf...)
+	}
+	for _, f := range v.Files {
+		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
+	}
+	v.Findings = append(v.Findings, s.missing(v)...)
+	v.Findings = append(v.Findings, s.indexFindings(v)...)
+	v.Findings = append(v.Findings, queueFindings(root, v.Queues)...)
+	v.Layout = s.layout(v)
+	return v, nil
+}
+
+// queueRefs maps each referenced id to the names of the queues holding a
+// reference, one name per reference.
+func queueRefs(q *rfmt.VHostQueues) map[string][]string {
+	out := map[string][]string{}
+	for _, qd := range q.Queues {
+		name := qd.Hash
+		if qd.HasName {
+			name = qd.Name.Name
+		}
+		for _, r := range qd.Refs {
+			out[r.MsgID] = append(out[r.MsgID], name)
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// missing reports referenced ids that no .rdq holds.
+func (s *scanner) missing(v *VHostScan) []scan.Finding {
+	if v.Queues == nil {
+		return nil
+	}
+	var out []scan.Finding
+	for _, qd := range v.Queues.Queues {
+		name := qd.Hash
+		if qd.HasName {
+			name = qd.Name.Name
+		}
+		for _, r := range qd.Refs {
+			if _, ok := v.Found[r.MsgID]; ok {
+				continue
+			}
+			off := int64(0)
+			if r.Slot >= 0 {
+				off = 64 + 32*int64(r.Slot)
+			}
+			out = append(out, scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
+				Path: scan.Rel(s.root, r.Path), Offset: off, Repair: scan.RepairNone, MsgID: r.MsgID,
+				Details: map[string]any{"queue": name, "queues": v.Refs[r.MsgID], "seq_id": r.SeqID},
+				Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", name, r.MsgID)})
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range out {
+		if !seen[f.MsgID] {
+			seen[f.MsgID] = true
+			v.Lost = append(v.Lost, f.MsgID)
+		}
+	}
+	sort.Strings(v.Lost)
+	return out
+}
+
+func queueFindings(root string, q *rfmt.VHostQueues) []scan.Finding {
+	if q == nil {
+		return nil
+	}
+	var out []scan.Finding
+	for _, a := range q.AllAnomalies() {
+		sev := scan.Warning
+		if a.Code == rfmt.CodeQSCRC {
+			sev = scan.Error
+		}
+		out = append(out, scan.Finding{Code: a.Code, Severity: sev, Path: scan.Rel(root, a.Path),
+			Offset: a.Offset, Repair: scan.RepairNone, Message: a.Err.Error()})
+	}
+	return out
+}
+
+func (s *scanner) layout(v *VHostScan) map[string]any {
+	l := map[string]any{"vhost_dir": v.Dir, "vhost": v.VHost, "references_known": v.Refs != nil}
+	var versions []string
+	if s.termCnt[rfmt.RecordBasicMessage] > 0 {
+		versions = append(versions, "3.x (basic_message)")
+	}
+	if s.termCnt[rfmt.RecordMC] > 0 {
+		versions = append(versions, "3.13+/4.x (mc)")
+	}
+	l["versions"] = versions
+	l["terms"] = map[string]int{"basic_message": s.termCnt[rfmt.RecordBasicMessage], "mc": s.termCnt[rfmt.RecordMC], "other": s.termCnt[""]}
+	cq := map[string]bool{}
+	if v.Queues != nil {
+		for _, q := range v.Queues.Queues {
+			ents, _ := os.ReadDir(q.Dir)
+			for _, e := range ents {
+				switch filepath.Ext(e.Name()) {
+				case ".qi", ".qs":
+					cq["v2"] = true
+				case ".idx", ".jif":
+					cq["v1"] = true
+				}
+			}
+		}
+	}
+	l["cq_index"] = cq
+	c := v.Clean
+	l["clean_shutdown"] = map[string]bool{"clean.dot": c != nil && c.CleanDot,
+		"file_summary.ets": c != nil && c.HasFileSummary, "msg_store_index.ets": c != nil && c.HasIndex}
+	return l
+}
