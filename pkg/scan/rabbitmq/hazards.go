@@ -203,7 +203,7 @@ func offByNine(b []byte, fs *FileScan, _ map[int64]bool) {
 	}
 	emit := func(p int, gen2, gen3 bool) {
 		h := Hazard{Code: CodeOffByNine, Offset: int64(p), Length: 8,
-			When: []string{"dirty recovery", "compaction"},
+			When:    []string{"dirty recovery", "compaction"},
 			Details: map[string]any{"value": binary.BigEndian.Uint64(b[p:]), "bytes_to_eof": n - p}}
 		switch {
 		case gen2 && gen3:

@@ -121,7 +121,7 @@ type VHostScan struct {
 	// Refs maps each referenced msg id (32 hex) to its queue names, one
 	// per reference.
 	Refs     map[string][]string
-	Files    []*FileScan // persistent store files in numeric order, then transient
+	Files    []*FileScan         // persistent store files in numeric order, then transient
 	Found    map[string]Location // referenced id -> first copy
 	Lost     []string            // referenced ids found in no .rdq (sorted)
 	Clean    *CleanIndex         // nil when no clean-shutdown file exists
