@@ -28,6 +28,7 @@ const (
 	LocationEmbedded                         // inside the v1 index record
 )
 
+// String names the location: memory, shared-store, queue-store, embedded.
 func (l EntryLocation) String() string {
 	switch l {
 	case LocationMemory:
@@ -115,6 +116,7 @@ type IndexAnomaly struct {
 	Err    error  // usually a *format.CorruptError
 }
 
+// Error formats the anomaly as path@offset: code: cause.
 func (a IndexAnomaly) Error() string {
 	return fmt.Sprintf("%s@%d: %s: %v", a.Path, a.Offset, a.Code, a.Err)
 }

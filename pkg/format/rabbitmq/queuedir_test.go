@@ -1,7 +1,7 @@
 package rabbitmq
 
 import (
-	"bytes"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -20,14 +20,27 @@ type qxDecoded struct {
 	AMQP  string `json:"amqp_message_id"`
 }
 
-// qxEmbeddedMessageID extracts the AMQP message-id from the ETF of an
-// embedded (v1) or per-queue-store (v2) message.
-//
-// TODO(message.go): point this at the message extractor's decoder once
-// pkg/format/rabbitmq/message.go exports one. Until then the oracle test
-// falls back to checking that the expected id's bytes occur in the blob
-// (the id is a short string inside the AMQP properties binary).
-var qxEmbeddedMessageID func(body []byte) (string, bool)
+// qxEmbeddedMessage decodes the ETF of an embedded (v1) or per-queue-store
+// (v2) message with the package's message extractor and returns its AMQP
+// message-id and store id. A .qs blob may carry zero padding after the
+// term (§5.2), so only the first term is decoded.
+func qxEmbeddedMessage(body []byte) (amqpID string, storeID string, err error) {
+	n, err := SkipTerm(body)
+	if err != nil {
+		return "", "", err
+	}
+	if !qiAllZero(body[n:]) {
+		return "", "", fmt.Errorf("non-zero bytes after the term at %d", n)
+	}
+	m, err := DecodeMessage(body[:n], 0)
+	if err != nil {
+		return "", "", err
+	}
+	if m.Properties == nil || m.Properties.MessageID == nil {
+		return "", "", fmt.Errorf("no message-id property")
+	}
+	return *m.Properties.MessageID, hex.EncodeToString(m.ID), nil
+}
 
 // TestQueueDirOracle replays every queue dir of the fixtures and checks the
 // entries a recovery keeps against what the restarted broker delivered
@@ -63,21 +76,13 @@ func TestQueueDirOracle(t *testing.T) {
 				n, e := qxCheckQueue(t, q, amqp, dumps[q.Name.Name], counts[q.Name.Name])
 				total, embedded = total+n, embedded+e
 			}
-			t.Logf("%d entries compared with the broker dump (%d embedded/.qs by %s)",
-				total, embedded, qxEmbeddedMode())
+			t.Logf("%d entries compared with the broker dump (%d of them embedded / in .qs)", total, embedded)
 			qxCheckRefs(t, v, amqp, dumps)
 			if ds.v4 {
 				qxCheckQIRefs(t, v, ds.results+"/qi-refs.tsv")
 			}
 		})
 	}
-}
-
-func qxEmbeddedMode() string {
-	if qxEmbeddedMessageID != nil {
-		return "decoded message-id"
-	}
-	return "message-id bytes in the blob (TODO: decode)"
 }
 
 // qxCheckQueue compares one queue; it returns entries compared and how many
@@ -117,12 +122,14 @@ func qxCheckQueue(t *testing.T, q *QueueDir, amqp map[string]string, dump []qxDu
 			if len(e.Body) == 0 || e.Body[0] != 131 {
 				t.Errorf("%s seq %d: body is not ETF", q.Name.Name, e.SeqID)
 			}
-			if qxEmbeddedMessageID != nil {
-				if id, ok := qxEmbeddedMessageID(e.Body); !ok || id != d.MessageID {
-					t.Errorf("%s seq %d: embedded message-id %q, broker delivered %s", q.Name.Name, e.SeqID, id, d.MessageID)
-				}
-			} else if !bytes.Contains(e.Body, []byte(d.MessageID)) {
-				t.Errorf("%s seq %d: embedded message does not contain %s", q.Name.Name, e.SeqID, d.MessageID)
+			id, storeID, err := qxEmbeddedMessage(e.Body)
+			if err != nil || id != d.MessageID {
+				t.Errorf("%s seq %d: embedded message-id %q (%v), broker delivered %s", q.Name.Name, e.SeqID, id, err, d.MessageID)
+			}
+			// v1 publishes carry the id next to the embedded message and it
+			// must match the message's own (§5.3); v2 .qi slots have none.
+			if e.Location == LocationEmbedded && storeID != e.MsgID {
+				t.Errorf("%s seq %d: index msg id %s, embedded message id %s", q.Name.Name, e.SeqID, e.MsgID, storeID)
 			}
 		default:
 			t.Errorf("%s seq %d: kept entry at %v", q.Name.Name, e.SeqID, e.Location)
