@@ -162,14 +162,14 @@ func (e *textEmitter) verdict(s Summary) error {
 }
 
 func renderFindings(w io.Writer, fs []scan.Finding) error {
-	t := tablewriter.NewTable(w, tablewriter.WithColumnMax(72))
+	t := tablewriter.NewTable(w)
 	t.Header("severity", "code", "path", "offset", "message")
 	for _, f := range fs {
 		msg := f.Message
 		if f.MsgID != "" {
 			msg += " [msg " + f.MsgID + "]"
 		}
-		if err := t.Append(f.Severity.String(), f.Code, f.Path, fmt.Sprint(f.Offset), msg); err != nil {
+		if err := t.Append(f.Severity.String(), f.Code, f.Path, fmt.Sprint(f.Offset), wrap(msg, 72)); err != nil {
 			return err
 		}
 	}
@@ -304,4 +304,24 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// wrap breaks s into lines of at most width runes at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			if n+1+len(word) > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
