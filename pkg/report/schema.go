@@ -23,7 +23,9 @@ const schemaBase = "https://storectl.dev/schema/v1/"
 var SchemaTypes = []string{"run", "record", "file", "finding", "queue", "action", "summary"}
 
 // SchemaFile returns the raw schema document for type typ.
-func SchemaFile(typ string) ([]byte, error) { return schemaFS.ReadFile(path.Join("schema", typ+".json")) }
+func SchemaFile(typ string) ([]byte, error) {
+	return schemaFS.ReadFile(path.Join("schema", typ+".json"))
+}
 
 // Validator checks report objects against the embedded schemas.
 type Validator struct{ byType map[string]*jsonschema.Schema }
