@@ -55,8 +55,11 @@ const (
 
 // QueueEntry is one unacked entry of a queue index.
 type QueueEntry struct {
-	SeqID       uint64
-	MsgID       string // 32 lowercase hex digits
+	SeqID uint64
+	// MsgID is the store msg id, 32 lowercase hex digits. v2 slots of
+	// location 0 and 2 carry no id: it is empty there (for location 2 it
+	// is inside Body, as the id annotation of the message).
+	MsgID       string
 	Persistent  bool
 	Location    EntryLocation
 	StoreOffset uint64 // LocationQueueStore: entry offset in StorePath
