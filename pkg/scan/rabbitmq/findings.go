@@ -65,6 +65,16 @@ func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Findin
 func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) []scan.Finding {
 	var out []scan.Finding
 	base := scan.Finding{Path: fs.Path, Offset: r.Offset, Length: r.TotalSize, MsgID: r.ID(), Repair: scan.RepairNone}
+	if r.BadBody {
+		f := base
+		f.Code, f.Severity = CodeBadBody, scan.Warning
+		if r.Status == StatusReferenced || r.Status == StatusUnknown {
+			f.Severity = scan.Error
+		}
+		f.Evidence = map[string]string{"size": "pass", "fits": "pass", "marker": "pass", "etf-term": "fail"}
+		f.Message = "record frame whose body is not an ETF term: the broker's scanners accept it but reading the message fails"
+		out = append(out, f)
+	}
 	switch r.Status {
 	case StatusUnreferenced:
 		f := base

@@ -29,6 +29,7 @@ const (
 	CodeUnreferenced    = "rabbitmq.rdq.unreferenced"
 	CodeDuplicate       = "rabbitmq.rdq.duplicate"
 	CodeBadMarker       = "rabbitmq.rdq.bad-marker"
+	CodeBadBody         = "rabbitmq.rdq.bad-body"
 	CodeLargeInline     = "rabbitmq.rdq.large-message-inline"
 	CodeTransient       = "rabbitmq.rdq.transient"
 	CodeFileError       = "rabbitmq.rdq.unreadable"
@@ -128,7 +129,7 @@ func misread(b []byte, fs *FileScan) map[int64]bool {
 		}
 		ps, ok := pred[c.Offset]
 		h.Details = map[string]any{"model": "generation-2 scan_data", "bogus_msg_id": hexID(c.MsgID),
-			"hole": holeKind(b, c.Offset), "analysis_3_4_agrees": ok && ps == c.TotalSize}
+			"hole": holeKind(b, c.Offset, h.Victims[0].Offset), "analysis_3_4_agrees": ok && ps == c.TotalSize}
 		fs.Hazards = append(fs.Hazards, h)
 	}
 	// §3.4 predictions the model did not reproduce (it was out of step).
@@ -153,11 +154,14 @@ func misread(b []byte, fs *FileScan) map[int64]bool {
 	return explained
 }
 
-func holeKind(b []byte, off int64) string {
-	if off >= 0 && off < int64(len(b)) && b[off] == 0 {
-		return "zero"
+// holeKind says what lies between a bogus frame and its first victim.
+func holeKind(b []byte, from, to int64) string {
+	for _, c := range b[from:to] {
+		if c != 0 {
+			return "stale"
+		}
 	}
-	return "stale"
+	return "zero"
 }
 
 // offByNine finds the first 8-byte window v at a position p a scanner
@@ -275,7 +279,7 @@ func gen1(b []byte, fs *FileScan) {
 		switch v := binary.BigEndian.Uint64(b[stop:]); {
 		case v == 0:
 			reason = "zero word"
-		case v+rfmt.RDQOverhead > uint64(len(b))-uint64(stop):
+		case v > uint64(len(b))-uint64(stop)-rfmt.RDQOverhead:
 			reason = "oversize length"
 		}
 	}

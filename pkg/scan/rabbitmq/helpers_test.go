@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,4 +92,15 @@ func codes(fs []scan.Finding, code string) []scan.Finding {
 		}
 	}
 	return out
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func readFile(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -28,6 +28,10 @@ type Record struct {
 	Status       string   // Status*
 	ReferencedBy []string // queue names, one per reference (a q1+q2 message lists both)
 	Term         string   // "basic_message", "mc", or "" for another term
+	// BadBody marks an aligned frame (file start or right after a record,
+	// marker 0xFF) whose body is not one ETF term: RabbitMQ's scanners take
+	// it, its reader would fail on it.
+	BadBody bool
 	// IndexMatch says whether msg_store_index.ets agrees: "match",
 	// "mismatch" (the index puts this id elsewhere), "absent" (not in the
 	// index) or "" (no clean-shutdown index).

@@ -57,6 +57,19 @@ func walk(b []byte, fs *FileScan) {
 					fs.BadMarkers = append(fs.BadMarkers, int64(p))
 				}
 			}
+			if p == gapStart && b[end] == rfmt.RDQWriteOK && !hasRecordInside(b, p+1, end) {
+				// An aligned frame (file start or right after a record)
+				// whose body is no ETF term: every RabbitMQ scanner takes
+				// it, its reader would fail on it. Taken only when no real
+				// record starts inside it, so a misread frame never hides one.
+				r := &Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
+					TotalSize: int64(size) + rfmt.RDQOverhead, BadBody: true}
+				copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
+				fs.Records = append(fs.Records, r)
+				p = end + 1
+				gapStart = p
+				continue
+			}
 		}
 		p++
 	}
@@ -76,6 +89,23 @@ func walk(b []byte, fs *FileScan) {
 	default:
 		fs.End = "garbage"
 	}
+}
+
+// hasRecordInside reports whether a real record (strict candidate test)
+// starts at any position of b[from:to).
+func hasRecordInside(b []byte, from, to int) bool {
+	n := len(b)
+	for p := from; p < to && n-p >= minFrame; p++ {
+		size := binary.BigEndian.Uint64(b[p:])
+		if size < rfmt.RDQMinStrictSize || size > uint64(n-p-rfmt.RDQOverhead) {
+			continue
+		}
+		end := p + rfmt.RDQSizeFieldLen + int(size)
+		if b[end] == rfmt.RDQWriteOK && b[p+rfmt.RDQHeaderLen] == 0x83 && rfmt.IsExactTerm(b[p+rfmt.RDQHeaderLen:end]) {
+			return true
+		}
+	}
+	return false
 }
 
 // isTorn reports whether the tail t starts like a record cut by EOF: a
