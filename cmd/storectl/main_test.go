@@ -26,6 +26,10 @@ var update = flag.Bool("update", false, "rewrite testscript files with actual ou
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"storectl": func() {
+			// Test-only fault hook: fail the Nth write step of --apply.
+			if n, err := strconv.Atoi(os.Getenv("STORECTL_TEST_FAIL_WRITE")); err == nil {
+				testFaults.FailAtWrite = n
+			}
 			os.Exit(run(context.Background(), os.Args[1:], Streams{
 				In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 				IsTTY: isatty.IsTerminal(os.Stdout.Fd()), Getenv: os.Getenv,

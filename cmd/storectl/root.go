@@ -49,7 +49,7 @@ and reports what the broker's own recovery would lose or misread.
 	pf.String("store", "", "store kind, overriding detection: rocketmq or rabbitmq")
 	pf.Int("jobs", runtime.NumCPU(), "files scanned in parallel")
 	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")
-	root.AddCommand(newScanCmd(env, nil), newVersionCmd(env))
+	root.AddCommand(newScanCmd(env, nil), newVersionCmd(env), newUndoCmd(env))
 	for _, c := range root.Commands() {
 		c.Args = usageArgs(c.Args)
 	}

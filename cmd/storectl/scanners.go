@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 
@@ -43,5 +44,17 @@ func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanO
 	return nil, fmt.Errorf("%s scanning is not wired yet", t.Store)
 }
 
-// liveCheck marks the run live when a broker seems to use the data dir.
-func liveCheck(env *Env, run *report.Run, t scan.Target) {}
+// liveCheck marks the run live when a broker seems to use the data dir,
+// warns on stderr, and reports whether it is live.
+func liveCheck(env *Env, run *report.Run, t scan.Target) bool {
+	reasons := liveReasons(t)
+	if len(reasons) == 0 {
+		return false
+	}
+	run.Live, run.LiveReasons = true, reasons
+	fmt.Fprintf(env.Streams.ErrOut, "storectl: warning: the broker looks live (%s)\n", strings.Join(reasons, "; "))
+	return true
+}
+
+// liveReasons is replaced by the pkg/live probes.
+var liveReasons = func(t scan.Target) []string { return nil }

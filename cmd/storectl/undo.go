@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/report"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+func newUndoCmd(env *Env) *cobra.Command {
+	wo := &writerOptions{}
+	cmd := &cobra.Command{
+		Use:   "undo BACKUP_DIR",
+		Short: "Put back every byte an --apply changed, from its backup dir",
+		Long: `undo reads the manifest.json of a backup made by truncate, rebuild-index or
+harden --apply and restores every changed range, removed and replaced file,
+byte for byte (each restored file is checked against its pre-apply SHA-256).
+Without --apply it only says what it would restore.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUndo(cmd.Context(), env, args[0], wo)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&wo.Apply, "apply", false, "restore the files; without it only the restore plan is printed")
+	f.BoolVar(&wo.Yes, "yes", false, "do not ask for confirmation (required with --apply when stdin is not a terminal)")
+	f.BoolVar(&wo.Force, "force", false, "restore files that changed after the apply, and ignore a live broker")
+	f.String("data-dir", "", "the data dir, if it moved since the apply")
+	return cmd
+}
+
+func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) error {
+	m, err := repair.ReadManifest(backup)
+	if err != nil {
+		return usagef(fmt.Errorf("%s: not a storectl backup: %w", backup, err))
+	}
+	dataDir := env.Config.GetString("data-dir")
+	if dataDir == "" {
+		dataDir = m.DataDir
+	}
+	dry := !wo.Apply
+	run := report.Run{Command: "undo", Args: []string{backup}, DataDir: dataDir, DryRun: &dry}
+	t := scan.Target{Root: dataDir, Path: dataDir}
+	if dt, err := scan.Detect(dataDir, ""); err == nil {
+		t = dt
+		run.Store = dt.Store
+	}
+	live := liveCheck(env, &run, t)
+	s, err := env.startSession(run)
+	if err != nil {
+		return err
+	}
+	if wo.Apply && live && !wo.Force {
+		s.errors = append(s.errors, "the broker looks live; stop it first (or --force)")
+		return s.finish(exitRefused)
+	}
+	if wo.Apply && !wo.Yes {
+		if !env.Streams.InTTY {
+			s.errors = append(s.errors, "--apply on a non-terminal needs --yes; nothing was written")
+			return s.finish(exitRefused)
+		}
+		if !confirm(env, fmt.Sprintf("Restore %s from %s? [y/N] ", dataDir, backup)) {
+			s.errors = append(s.errors, "not confirmed; nothing was written")
+			return s.finish(exitRefused)
+		}
+	}
+	rep, err := repair.Undo(ctx, backup, repair.UndoOptions{Apply: wo.Apply, Force: wo.Force, DataDir: env.Config.GetString("data-dir"), Faults: testFaults})
+	pending := 0
+	if rep != nil {
+		for _, f := range rep.Files {
+			st := "planned"
+			if f.Done {
+				st = "restored"
+			}
+			if f.Action != repair.UndoNothing && !f.Done {
+				pending++
+			}
+			rec := actionRecord{Status: st, Op: "undo-" + f.Action, Path: f.Path, SHA256Before: f.SHA256Current, SHA256After: f.SHA256Before,
+				Lost: repair.Loss{MsgIDs: []string{}}}
+			if f.Stale {
+				rec.Message = "changed since the apply"
+			}
+			if err := s.action(rec); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, repair.ErrStale):
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitRefused)
+	case errors.Is(err, repair.ErrApplyFailed):
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitApplyFailed)
+	default:
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitIncomplete)
+	}
+	if dry {
+		if pending > 0 {
+			s.verdict = "dry run: nothing written; undo would restore files (re-run with --apply)"
+			return s.finish(exitFindings)
+		}
+		s.verdict = "dry run: nothing to restore"
+		return s.finish(exitOK)
+	}
+	s.verdict = "restored"
+	return s.finish(exitOK)
+}

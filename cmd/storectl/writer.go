@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/report"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// testFaults is set only by the test binary (main_test.go) to inject write
+// failures into --apply; the real binary never sets it.
+var testFaults repair.Faults
+
+// writerOptions are the flags every writing command shares. --apply,
+// --yes, --plan and --force are read from the command line only.
+type writerOptions struct {
+	Apply     bool
+	Yes       bool
+	Force     bool
+	PlanFile  string
+	PlanOut   string
+	BackupDir string
+	MaxBytes  int64
+}
+
+func addWriterFlags(cmd *cobra.Command, wo *writerOptions) {
+	f := cmd.Flags()
+	f.BoolVar(&wo.Apply, "apply", false, "write the changes (after a backup); without it only the plan is printed")
+	f.BoolVar(&wo.Yes, "yes", false, "do not ask for confirmation (required with --apply when stdin is not a terminal)")
+	f.BoolVar(&wo.Force, "force", false, "apply even though the broker looks live (dangerous)")
+	f.StringVar(&wo.PlanFile, "plan", "", "apply this saved plan instead of deriving a new one (with --apply)")
+	f.String("plan-out", "", "save the plan as JSON to this file")
+	f.String("backup-dir", "", "where pre-images go (default: a new dir beside the data dir)")
+	f.Int64("max-truncate-bytes", 0, "refuse a plan that removes or overwrites more than this many bytes (0: no limit)")
+}
+
+// planner derives a plan for the data dir; report is an optional
+// store-specific description added to the summary.
+type planner func(ctx context.Context) (p *repair.Plan, findings []scan.Finding, extra map[string]any, err error)
+
+// verifier re-checks the store after an apply.
+type verifier func(ctx context.Context) (*scan.Result, error)
+
+// actionRecord is the `action` object of the contract.
+type actionRecord struct {
+	Status       string      `json:"status"` // planned | applied | rolled-back | restored
+	ID           string      `json:"id,omitempty"`
+	Op           string      `json:"op"`
+	Path         string      `json:"path"`
+	Offset       int64       `json:"offset"`
+	Length       int64       `json:"length"`
+	NewSize      int64       `json:"new_size"`
+	Reason       string      `json:"reason,omitempty"`
+	Lost         repair.Loss `json:"lost"`
+	Message      string      `json:"message,omitempty"`
+	SHA256Before string      `json:"sha256_before,omitempty"`
+	SHA256After  string      `json:"sha256_after,omitempty"`
+}
+
+func plannedRecord(a repair.Action) actionRecord {
+	r := actionRecord{Status: "planned", ID: a.ID, Op: string(a.Op), Path: a.Path, Offset: a.Offset, Length: a.Length,
+		NewSize: a.NewSize, Reason: a.Reason, Lost: a.Lost, Message: a.Lost.Note, SHA256Before: a.Pre.SHA256}
+	if r.Lost.MsgIDs == nil {
+		r.Lost.MsgIDs = []string{}
+	}
+	return r
+}
+
+// runWriter is the plan/apply gate shared by truncate, rebuild-index and
+// harden: dry run prints the plan (exit 1 when it has actions); --apply
+// refuses on a live broker, asks once on a TTY or needs --yes, checks the
+// plan's preconditions, backs up, writes, re-verifies.
+func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t scan.Target, wo *writerOptions, plan planner, verify verifier) error {
+	wo.PlanOut = env.Config.GetString("plan-out")
+	wo.BackupDir = env.Config.GetString("backup-dir")
+	wo.MaxBytes = env.Config.GetInt64("max-truncate-bytes")
+	if wo.PlanFile != "" && !wo.Apply {
+		return usagef(errors.New("--plan needs --apply (a saved plan is only ever applied)"))
+	}
+	dry := !wo.Apply
+	run := report.Run{Command: name, DataDir: t.Root, Store: t.Store, Layout: map[string]any{"target": t.Kind},
+		DetectedFrom: t.Evidence, DryRun: &dry}
+	live := liveCheck(env, &run, t)
+	s, err := env.startSession(run)
+	if err != nil {
+		return err
+	}
+	if wo.Apply && live && !wo.Force {
+		s.errors = append(s.errors, "the broker looks live ("+strings.Join(run.LiveReasons, "; ")+"); stop it first (or --force)")
+		return s.finish(exitRefused)
+	}
+	var p *repair.Plan
+	if wo.PlanFile != "" {
+		if p, err = repair.LoadPlan(wo.PlanFile); err != nil {
+			return usagef(fmt.Errorf("--plan: %w", err))
+		}
+	} else {
+		var findings []scan.Finding
+		var extra map[string]any
+		p, findings, extra, err = plan(ctx)
+		if err != nil {
+			s.incomplete = true
+			s.errors = append(s.errors, err.Error())
+			return s.finish(exitIncomplete)
+		}
+		for _, f := range findings {
+			if err := s.finding(f); err != nil {
+				return err
+			}
+		}
+		s.extra = extra
+	}
+	if wo.PlanOut != "" {
+		if err := p.Save(wo.PlanOut); err != nil {
+			return usagef(fmt.Errorf("--plan-out: %w", err))
+		}
+	}
+	if dry {
+		for _, a := range p.Actions {
+			if err := s.action(plannedRecord(a)); err != nil {
+				return err
+			}
+		}
+		if len(p.Actions) > 0 {
+			s.verdict = "dry run: nothing written; the plan has actions (re-run with --apply)"
+			return s.finish(exitFindings)
+		}
+		s.verdict = "dry run: nothing to do"
+		return s.finish(exitOK)
+	}
+	if len(p.Actions) == 0 {
+		s.verdict = "nothing to do"
+		return s.finish(exitOK)
+	}
+	if !wo.Yes {
+		if !env.Streams.InTTY {
+			s.errors = append(s.errors, "--apply on a non-terminal needs --yes; nothing was written")
+			return s.finish(exitRefused)
+		}
+		if !confirm(env, fmt.Sprintf("Apply %d action(s) to %s (backup first)? [y/N] ", len(p.Actions), p.DataDir)) {
+			s.errors = append(s.errors, "not confirmed; nothing was written")
+			return s.finish(exitRefused)
+		}
+	}
+	rep, err := repair.Apply(ctx, p, repair.ApplyOptions{BackupDir: wo.BackupDir, MaxRemoveBytes: wo.MaxBytes, Faults: testFaults})
+	applied := err == nil
+	s.applied = &applied
+	if rep != nil {
+		if s.extra == nil {
+			s.extra = map[string]any{}
+		}
+		s.extra["backup_dir"] = rep.BackupDir
+		if len(rep.RolledBack) > 0 {
+			s.extra["rolled_back"] = rep.RolledBack
+		}
+		byID := map[string]repair.Action{}
+		for _, a := range p.Actions {
+			byID[a.ID] = a
+		}
+		for _, r := range rep.Actions {
+			rec := plannedRecord(byID[r.ID])
+			rec.Status, rec.SHA256Before, rec.SHA256After = r.Status, r.SHA256Before, r.SHA256After
+			if err := s.action(rec); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit):
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitRefused)
+	case errors.Is(err, repair.ErrApplyFailed):
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitApplyFailed)
+	default:
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitIncomplete)
+	}
+	// Re-verify: the findings after the apply are the report's findings.
+	if verify != nil {
+		after, err := verify(ctx)
+		if err != nil {
+			s.incomplete = true
+			s.errors = append(s.errors, "re-verify: "+err.Error())
+			return s.finish(exitIncomplete)
+		}
+		s.counts = map[string]int{"error": 0, "warning": 0, "info": 0}
+		s.codes = map[string]int{}
+		if err := s.result(after); err != nil {
+			return err
+		}
+	}
+	code := s.code()
+	if code == exitOK {
+		s.verdict = "applied and re-verified clean"
+	} else {
+		s.verdict = "applied; re-verify still finds problems"
+	}
+	return s.finish(code)
+}
+
+// confirm asks once on stderr and reads one line from stdin.
+func confirm(env *Env, prompt string) bool {
+	fmt.Fprint(env.Streams.ErrOut, prompt)
+	line, _ := bufio.NewReader(env.Streams.In).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
+}
