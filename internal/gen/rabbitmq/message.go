@@ -164,3 +164,16 @@ func SetID(rec []byte, id [16]byte) [16]byte {
 	}
 	return old
 }
+
+// FillPayload sets every payload byte of a record (payload plen bytes
+// long) to fill, in place.
+func FillPayload(rec []byte, plen int, fill byte) error {
+	at, err := payloadAt(rec, plen)
+	if err != nil {
+		return err
+	}
+	for i := range plen {
+		rec[at+5+i] = fill
+	}
+	return nil
+}

@@ -130,6 +130,13 @@ func misread(b []byte, fs *FileScan) map[int64]bool {
 		ps, ok := pred[c.Offset]
 		h.Details = map[string]any{"model": "generation-2 scan_data", "bogus_msg_id": hexID(c.MsgID),
 			"hole": holeKind(b, c.Offset, h.Victims[0].Offset), "analysis_3_4_agrees": ok && ps == c.TotalSize}
+		if in := inside(fs.Records, c.Offset); in != nil {
+			// The scanner got here by an earlier bogus jump into this
+			// record and resumed byte-wise inside its body (§3.4).
+			h.Details["cascade_inside"] = Location{Path: fs.Path, Offset: in.Offset}
+			h.Details["hole"] = "inside a record"
+			delete(h.Details, "analysis_3_4_agrees")
+		}
 		fs.Hazards = append(fs.Hazards, h)
 	}
 	// §3.4 predictions the model did not reproduce (it was out of step).
@@ -152,6 +159,15 @@ func misread(b []byte, fs *FileScan) map[int64]bool {
 		fs.Hazards = append(fs.Hazards, h)
 	}
 	return explained
+}
+
+// inside returns the real record strictly containing off, or nil.
+func inside(recs []*Record, off int64) *Record {
+	i := sort.Search(len(recs), func(i int) bool { return recs[i].Offset >= off })
+	if i > 0 && recs[i-1].End() > off {
+		return recs[i-1]
+	}
+	return nil
 }
 
 // holeKind says what lies between a bogus frame and its first victim.

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
