@@ -177,3 +177,10 @@ func FillPayload(rec []byte, plen int, fill byte) error {
 	}
 	return nil
 }
+
+// PayloadOffset returns the offset inside rec of the first payload byte
+// of a record whose payload is plen bytes long.
+func PayloadOffset(rec []byte, plen int) (int, error) {
+	at, err := payloadAt(rec, plen)
+	return at + 5, err
+}

@@ -49,18 +49,22 @@ const (
 // hazards analyses one file; fs.Records must carry their statuses.
 func hazards(b []byte, fs *FileScan) {
 	irregular := len(fs.Gaps) > 0 || len(fs.BadMarkers) > 0
+	rejected := false // a record generation 3 walks through byte by byte
 	for _, r := range fs.Records {
 		if r.Status == StatusDuplicate && r.FirstPath == fs.Path {
 			irregular = true
 		}
+		rejected = rejected || r.Status == StatusUnreferenced || r.Status == StatusDuplicate
 	}
-	if !irregular {
-		return // back-to-back records from 0 to EOF: every generation finds them all
+	if irregular {
+		// Back-to-back records from 0 to EOF: generations 1 and 2 find them all.
+		fs.ModelsRun = true
+		misread(b, fs)
+		gen1(b, fs)
 	}
-	fs.ModelsRun = true
-	explained := misread(b, fs)
-	offByNine(b, fs, explained)
-	gen1(b, fs)
+	if irregular || rejected {
+		offByNine(b, fs)
+	}
 }
 
 func victimOf(r *Record) Victim {
@@ -96,9 +100,9 @@ func predicted34(b []byte, recs []*Record) map[int64]int64 {
 }
 
 // misread runs the generation-2 model and reports every bogus candidate
-// that hides a real record. It returns the offsets of the real records
-// whose loss it explained.
-func misread(b []byte, fs *FileScan) map[int64]bool {
+// that hides a real record, and every §3.4 prediction the model does not
+// reproduce.
+func misread(b []byte, fs *FileScan) {
 	model := rfmt.ScanData(b, rfmt.ScanOptions{})
 	real := make(map[int64]*Record, len(fs.Records))
 	for _, r := range fs.Records {
@@ -114,14 +118,12 @@ func misread(b []byte, fs *FileScan) map[int64]bool {
 		}
 	}
 	pred := predicted34(b, fs.Records)
-	explained := map[int64]bool{}
 	for _, c := range bogus {
 		h := Hazard{Code: CodeZeroHoleMisread, Offset: c.Offset, Length: c.TotalSize,
 			Versions: VersionsGen2, Gens: []int{2}, When: []string{"dirty recovery", "compaction"}}
 		for _, r := range fs.Records {
 			if !found[r.Offset] && r.Offset > c.Offset && r.Offset < c.Offset+c.TotalSize {
 				h.Victims = append(h.Victims, victimOf(r))
-				explained[r.Offset] = true
 			}
 		}
 		if len(h.Victims) == 0 {
@@ -158,7 +160,6 @@ func misread(b []byte, fs *FileScan) map[int64]bool {
 		}
 		fs.Hazards = append(fs.Hazards, h)
 	}
-	return explained
 }
 
 // inside returns the real record strictly containing off, or nil.
@@ -184,7 +185,7 @@ func holeKind(b []byte, from, to int64) string {
 // tests byte by byte with v in [R−8, R−1], R = bytes to EOF. Generation 2
 // tests gap bytes; generation 3 before 4.1.5 also walks through every
 // record its validity Fun rejects (unreferenced, duplicate).
-func offByNine(b []byte, fs *FileScan, _ map[int64]bool) {
+func offByNine(b []byte, fs *FileScan) {
 	n := len(b)
 	hit := func(p int) bool {
 		if n-p < 8 {
