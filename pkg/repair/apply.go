@@ -1,0 +1,257 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	// BackupDir receives the pre-images and manifest.json. It must not exist
+	// or be empty, and must not be inside the data dir. Empty means
+	// DefaultBackupDir(plan.DataDir, time.Now()).
+	BackupDir string
+	// MaxRemoveBytes, when > 0, refuses (ErrLimit) a plan whose LostBytes
+	// exceed it, before anything is written: a guard against a planner bug
+	// that would zero or cut far more than a torn tail.
+	MaxRemoveBytes int64
+	// Faults injects failures; tests only.
+	Faults Faults
+}
+
+// Action statuses in an ApplyReport.
+const (
+	StatusApplied    = "applied"
+	StatusRolledBack = "rolled-back"
+	StatusNotApplied = "not-applied"
+)
+
+// ActionResult is what happened to one action. The hashes are of the whole
+// file before the apply and after it ("" for a file that does not exist).
+type ActionResult struct {
+	ID           string `json:"id"`
+	Op           Op     `json:"op"`
+	Path         string `json:"path"`
+	Reason       string `json:"reason"`
+	SHA256Before string `json:"sha256_before"`
+	SHA256After  string `json:"sha256_after"`
+	BytesChanged int64  `json:"bytes_changed"`
+	Status       string `json:"status"`
+}
+
+// ApplyReport says what Apply did, including after a failure.
+type ApplyReport struct {
+	DataDir        string         `json:"data_dir"`
+	BackupDir      string         `json:"backup_dir"`
+	Actions        []ActionResult `json:"actions"`
+	RolledBack     []string       `json:"rolled_back,omitempty"`     // files restored from the backup
+	RollbackErrors []string       `json:"rollback_errors,omitempty"` // files that could not be
+	Steps          int            `json:"steps"`                     // counted write steps taken (see Faults)
+}
+
+// Apply performs a plan: it checks every precondition (ErrStale, nothing
+// written), writes the backup with manifest.json, then changes each file
+// through a staging file, fsync, rename and directory fsync. If anything
+// fails part-way, every file already changed is restored from the backup
+// and the error wraps ErrApplyFailed; the report says what was rolled back.
+func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if lost := p.LostBytes(); o.MaxRemoveBytes > 0 && lost > o.MaxRemoveBytes {
+		return nil, fmt.Errorf("%w: the plan overwrites or removes %d bytes, more than the limit of %d", ErrLimit, lost, o.MaxRemoveBytes)
+	}
+	if err := p.Check(p.DataDir); err != nil {
+		return nil, err
+	}
+	bdir := o.BackupDir
+	if bdir == "" {
+		bdir = DefaultBackupDir(p.DataDir, time.Now())
+	}
+	bdir, err := filepath.Abs(bdir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBackupDir(p.DataDir, bdir); err != nil {
+		return nil, err
+	}
+	w := &fsw{faults: o.Faults}
+	rep := newReport(p, bdir)
+	defer func() { rep.Steps = w.n }()
+	created, err := prepareBackupDir(w, bdir)
+	var m *Manifest
+	if err == nil {
+		m, err = writeBackup(ctx, w, p, bdir)
+	}
+	if err != nil {
+		if errors.Is(err, ErrBackupDir) {
+			return nil, err // refused before creating anything: leave the dir alone
+		}
+		cleanupBackup(bdir, created) // the dir was empty or ours
+		if errors.Is(err, ErrStale) {
+			return nil, err
+		}
+		return rep, fmt.Errorf("%w: writing the backup: %w (the data dir was not changed)", ErrApplyFailed, err)
+	}
+	groups := groupActions(p, m)
+	var done []int
+	for gi, g := range groups {
+		err = ctx.Err()
+		if err == nil {
+			var committed bool
+			committed, err = applyFile(w, p.DataDir, bdir, g.rec, g.acts)
+			if committed {
+				done = append(done, gi)
+			}
+		}
+		if err != nil {
+			return rep, rollback(w, p.DataDir, bdir, m, groups, done, rep, err)
+		}
+	}
+	if err = recordAfter(p.DataDir, m); err == nil {
+		m.State = StateApplied
+		err = writeManifest(w, bdir, m)
+	}
+	if err != nil {
+		return rep, rollback(w, p.DataDir, bdir, m, groups, done, rep, err)
+	}
+	fillReport(rep, p, m, StatusApplied)
+	return rep, nil
+}
+
+// fileGroup is the actions of one file, in plan order.
+type fileGroup struct {
+	rec  *FileRecord
+	acts []*Action
+}
+
+// groupActions groups actions by file in the order of m.Files (first
+// appearance in the plan).
+func groupActions(p *Plan, m *Manifest) []fileGroup {
+	groups := make([]fileGroup, len(m.Files))
+	idx := map[string]int{}
+	for i := range m.Files {
+		groups[i].rec = &m.Files[i]
+		idx[m.Files[i].Path] = i
+	}
+	for i := range p.Actions {
+		gi := idx[p.Actions[i].Path]
+		groups[gi].acts = append(groups[gi].acts, &p.Actions[i])
+	}
+	return groups
+}
+
+// imagesOf returns the pre-images of one file.
+func imagesOf(m *Manifest, path string) []PreImage {
+	var out []PreImage
+	for _, img := range m.Images {
+		if img.Path == path {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
+// rollback restores the changed files (in reverse order, never faulted),
+// marks the manifest and returns the error for Apply to return.
+func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, done []int, rep *ApplyReport, cause error) error {
+	w := &fsw{faults: Faults{skipSync: aw.faults.skipSync}}
+	for i := len(done) - 1; i >= 0; i-- {
+		rec := groups[done[i]].rec
+		if err := restoreFile(w, root, bdir, rec, imagesOf(m, rec.Path)); err != nil {
+			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: %v", rec.Path, err))
+			continue
+		}
+		rep.RolledBack = append(rep.RolledBack, rec.Path)
+	}
+	fillReport(rep, &m.Plan, m, StatusNotApplied)
+	for i := range rep.Actions {
+		for _, path := range rep.RolledBack {
+			if rep.Actions[i].Path == path {
+				rep.Actions[i].Status = StatusRolledBack
+			}
+		}
+	}
+	if len(rep.RollbackErrors) > 0 {
+		return fmt.Errorf("%w: %w; ROLLBACK INCOMPLETE for %d file(s), the backup is in %s (storectl undo --force)", ErrApplyFailed, cause, len(rep.RollbackErrors), bdir)
+	}
+	m.State = StateRolledBack
+	_ = writeManifest(w, bdir, m) // best effort: the files are already restored
+	return fmt.Errorf("%w: %w; rolled back %d file(s) from %s", ErrApplyFailed, cause, len(rep.RolledBack), bdir)
+}
+
+// recordAfter stores each file's size and hash after the apply.
+func recordAfter(root string, m *Manifest) error {
+	for i := range m.Files {
+		rec := &m.Files[i]
+		size, sum, err := hashWhole(filepath.Join(root, rec.Path))
+		if errors.Is(err, os.ErrNotExist) {
+			rec.ExistsAfter, rec.SizeAfter, rec.SHA256After = false, 0, ""
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rec.ExistsAfter, rec.SizeAfter, rec.SHA256After = true, size, sum
+	}
+	return nil
+}
+
+func newReport(p *Plan, bdir string) *ApplyReport {
+	rep := &ApplyReport{DataDir: p.DataDir, BackupDir: bdir}
+	for _, a := range p.Actions {
+		rep.Actions = append(rep.Actions, ActionResult{ID: a.ID, Op: a.Op, Path: a.Path, Reason: a.Reason, SHA256Before: a.Pre.SHA256, BytesChanged: bytesChanged(&a), Status: StatusNotApplied})
+	}
+	return rep
+}
+
+// fillReport copies the manifest's before/after hashes into the report.
+func fillReport(rep *ApplyReport, p *Plan, m *Manifest, status string) {
+	recs := map[string]*FileRecord{}
+	for i := range m.Files {
+		recs[m.Files[i].Path] = &m.Files[i]
+	}
+	for i := range rep.Actions {
+		ar := &rep.Actions[i]
+		if rec := recs[ar.Path]; rec != nil {
+			ar.SHA256Before, ar.SHA256After = rec.SHA256Before, rec.SHA256After
+		}
+		ar.Status = status
+	}
+}
+
+// bytesChanged is the bytes of the file written or removed by a:
+// the range length, the size difference, the removed file's size or the
+// replacement's size.
+func bytesChanged(a *Action) int64 {
+	switch a.Op {
+	case OpZeroRange, OpWriteRange:
+		return a.Length
+	case OpTruncateFile, OpResizeFile:
+		if d := a.Pre.Size - a.NewSize; d > 0 {
+			return d
+		}
+		return a.NewSize - a.Pre.Size
+	case OpRemoveFile:
+		return a.Pre.Size
+	case OpReplaceFile:
+		return a.NewSize
+	}
+	return 0
+}
+
+// cleanupBackup removes what a failed Apply wrote before touching the data
+// dir, so the same --backup-dir can be used again.
+func cleanupBackup(dir string, created bool) {
+	if created {
+		_ = os.RemoveAll(dir)
+		return
+	}
+	for _, name := range []string{"pre", "files", ManifestName, ManifestName + ".tmp"} {
+		_ = os.RemoveAll(filepath.Join(dir, name))
+	}
+}

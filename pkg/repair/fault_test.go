@@ -1,0 +1,123 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+)
+
+// TestApplyFaultEveryStep fails Apply at each counted write step in turn:
+// every run must return ErrApplyFailed and leave the data dir byte-identical
+// (no staging file left, mtimes back so the plan still checks), and the run
+// after the last step must succeed.
+func TestApplyFaultEveryStep(t *testing.T) {
+	for _, c := range opCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			data := makeTree(t)
+			rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := rep.Steps
+			if steps < 8 { // mkdirs, pre-image, manifest, stage, fsyncs, rename, manifest
+				t.Fatalf("only %d steps counted", steps)
+			}
+			sawDataWrite := false
+			for n := 1; n <= steps; n++ {
+				data := makeTree(t)
+				before := testutil.TreeHash(t, data)
+				p := buildPlan(t, data, c, SnapshotOptions{})
+				rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: n, skipSync: true}})
+				if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, ErrInjected) {
+					t.Fatalf("step %d/%d: err %v, want ErrApplyFailed+ErrInjected", n, steps, err)
+				}
+				testutil.SameTree(t, before, testutil.TreeHash(t, data))
+				if err := p.Check(data); err != nil {
+					t.Fatalf("step %d: plan no longer checks after rollback: %v", n, err)
+				}
+				if len(rep.RollbackErrors) > 0 {
+					t.Fatalf("step %d: rollback errors %v", n, rep.RollbackErrors)
+				}
+				if len(rep.RolledBack) > 0 {
+					sawDataWrite = true
+					for _, a := range rep.Actions {
+						if a.Status == StatusApplied {
+							t.Fatalf("step %d: action %s reported applied after rollback", n, a.ID)
+						}
+					}
+				}
+			}
+			if !sawDataWrite {
+				t.Fatalf("no fault hit after a data file had changed: rollback never exercised")
+			}
+			data = makeTree(t)
+			if _, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: steps + 1, skipSync: true}}); err != nil {
+				t.Fatalf("fault after the last step: %v", err)
+			}
+		})
+	}
+}
+
+// TestUndoFaultEveryStep interrupts Undo at each step; a second, unfaulted
+// Undo must still restore every byte.
+func TestUndoFaultEveryStep(t *testing.T) {
+	for _, c := range opCases {
+		switch c.name { // the combined case covers the other ops; this fs is slow at open/mkdir
+		case "several files and ops", "write-range staged across chunks", "remove-file", "replace-file inline", "resize-file shrink":
+		default:
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			steps := 0
+			for n := 1; ; n++ {
+				data := makeTree(t)
+				orig := testutil.TreeHash(t, data)
+				rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{skipSync: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				urep, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Faults: Faults{FailAtWrite: n, skipSync: true}})
+				if err == nil {
+					steps = urep.Steps
+					testutil.SameTree(t, orig, testutil.TreeHash(t, data))
+					break
+				}
+				if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, ErrInjected) {
+					t.Fatalf("step %d: %v", n, err)
+				}
+				if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Faults: Faults{skipSync: true}}); err != nil {
+					t.Fatalf("step %d: re-run undo: %v", n, err)
+				}
+				testutil.SameTree(t, orig, testutil.TreeHash(t, data))
+				if n > 1000 {
+					t.Fatal("undo never succeeded")
+				}
+			}
+			if steps < 3 {
+				t.Fatalf("undo took only %d steps", steps)
+			}
+		})
+	}
+}
+
+// TestApplyCancelled: a cancelled context writes nothing to the data dir.
+func TestApplyCancelled(t *testing.T) {
+	data := makeTree(t)
+	before := testutil.TreeHash(t, data)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Apply(ctx, buildPlan(t, data, opCases[len(opCases)-1], SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
+	if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	testutil.SameTree(t, before, testutil.TreeHash(t, data))
+	if _, err := os.Stat(filepath.Join(backupDir(data), ManifestName)); err == nil {
+		t.Fatal("backup left behind although nothing was changed")
+	}
+}

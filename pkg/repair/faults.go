@@ -1,0 +1,132 @@
+package repair
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrApplyFailed is wrapped when Apply failed after it started writing (the
+// backup or the data dir); the ApplyReport says what was rolled back.
+var ErrApplyFailed = errors.New("apply failed")
+
+// ErrLimit is wrapped when a plan exceeds an ApplyOptions limit; nothing has
+// been written.
+var ErrLimit = errors.New("plan exceeds a limit")
+
+// ErrInjected is the error a Faults hook returns.
+var ErrInjected = errors.New("injected fault")
+
+// Faults injects failures into Apply and Undo for tests. The CLI never sets
+// it; the zero value injects nothing.
+type Faults struct {
+	// FailAtWrite, when > 0, makes the Nth counted write step fail with
+	// ErrInjected. Counted steps are every write, truncate, fsync (file or
+	// directory), rename, chown/chmod/chtimes and unlink made by Apply (backup
+	// and data dir) or by an applying Undo; ApplyReport.Steps says how many a
+	// successful run took. Rollback is never faulted.
+	FailAtWrite int
+
+	// skipSync counts fsync steps without making the syscall: the
+	// fault-at-every-step tests would otherwise spend minutes in fsync.
+	skipSync bool
+}
+
+// fsw performs the counted write steps. Every mutation of the backup or the
+// data dir goes through it, so fault injection covers them all.
+type fsw struct {
+	faults Faults
+	n      int
+}
+
+// step counts one write step and returns the injected fault, if any.
+func (w *fsw) step(what string) error {
+	w.n++
+	if w.faults.FailAtWrite > 0 && w.n == w.faults.FailAtWrite {
+		return fmt.Errorf("%w at write step %d (%s)", ErrInjected, w.n, what)
+	}
+	return nil
+}
+
+func (w *fsw) writeAt(f *os.File, b []byte, off int64) error {
+	if err := w.step("write " + f.Name()); err != nil {
+		return err
+	}
+	_, err := f.WriteAt(b, off)
+	return err
+}
+
+func (w *fsw) truncate(f *os.File, size int64) error {
+	if err := w.step("truncate " + f.Name()); err != nil {
+		return err
+	}
+	return f.Truncate(size)
+}
+
+func (w *fsw) sync(f *os.File) error {
+	if err := w.step("fsync " + f.Name()); err != nil || w.faults.skipSync {
+		return err
+	}
+	return f.Sync()
+}
+
+func (w *fsw) rename(from, to string) error {
+	if err := w.step("rename " + to); err != nil {
+		return err
+	}
+	return os.Rename(from, to)
+}
+
+func (w *fsw) remove(path string) error {
+	if err := w.step("unlink " + path); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// syncDir fsyncs a directory so renames, creates and unlinks in it are durable.
+func (w *fsw) syncDir(dir string) error {
+	if err := w.step("fsync dir " + dir); err != nil || w.faults.skipSync {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// mkdir creates dir (mode 0700: backups hold message data) and fsyncs its parent.
+func (w *fsw) mkdir(dir string) error {
+	if err := w.step("mkdir " + dir); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	return w.syncDir(filepath.Dir(dir))
+}
+
+// writeFile creates path (O_EXCL) with b, fsyncs it and its directory.
+func (w *fsw) writeFile(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	err = w.writeAt(f, b, 0)
+	if err == nil {
+		err = w.sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = w.syncDir(filepath.Dir(path))
+	}
+	return err
+}

@@ -1,0 +1,233 @@
+// Package repair is the only code in storectl that writes store files.
+//
+// A repair is an inert Plan (JSON-serialisable, see PlanSchema) made of
+// Actions, each pinned by a precondition (FileState) to the bytes it was
+// computed from. Apply re-checks every precondition, writes the pre-image of
+// every byte it will change to a backup directory with a manifest, then
+// changes each file through a staging file, fsync and rename, and rolls back
+// from the backup if anything fails part-way. Undo puts back every byte an
+// Apply changed. The store-specific planners build Plans; this package knows
+// nothing about RocketMQ or RabbitMQ.
+package repair
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// PlanSchema versions the Plan JSON document. Bump it on any breaking change.
+const PlanSchema = "storectl.plan/v1"
+
+// MaxNewSize caps the size a resize-file or replace-file may give a file:
+// 64 GiB is far above any broker file (RocketMQ maps 1 GiB commitlog files)
+// and stops a planner bug from filling the disk with zeros.
+const MaxNewSize int64 = 64 << 30
+
+// MaxInlineData caps the bytes an Action may carry inline (base64 in JSON):
+// larger content goes in a staged file (Action.Source) so a plan stays small
+// enough to read, diff and review.
+const MaxInlineData = 16 << 20
+
+// ErrInvalidPlan is wrapped by every error about a malformed plan or action.
+var ErrInvalidPlan = errors.New("invalid repair plan")
+
+// Op names what an Action does to its file. New ops are added here, in
+// Action.Changed, Action.validate and the per-op code in ops.go.
+type Op string
+
+// The supported operations.
+const (
+	// OpZeroRange overwrites [Offset, Offset+Length) with zeros; the size is unchanged.
+	OpZeroRange Op = "zero-range"
+	// OpWriteRange overwrites [Offset, Offset+Length) with Data or Source.
+	OpWriteRange Op = "write-range"
+	// OpTruncateFile cuts the file to NewSize (never longer).
+	OpTruncateFile Op = "truncate-file"
+	// OpResizeFile cuts and/or zero-extends the file to exactly NewSize
+	// (RocketMQ keeps every mapped file at its mapped size).
+	OpResizeFile Op = "resize-file"
+	// OpRemoveFile moves the whole file to the backup.
+	OpRemoveFile Op = "remove-file"
+	// OpReplaceFile swaps in a file whose full content is Data or Source;
+	// it creates the file when absent.
+	OpReplaceFile Op = "replace-file"
+)
+
+// Range is a byte range [Offset, Offset+Length) of a file.
+type Range struct {
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+}
+
+// End is the offset just past the range.
+func (r Range) End() int64 { return r.Offset + r.Length }
+
+// Loss says what data an action destroys, for the operator to judge.
+type Loss struct {
+	Records int64    `json:"records"`           // records (messages, index entries) lost
+	MsgIDs  []string `json:"msg_ids,omitempty"` // ids of the messages lost
+	Note    string   `json:"note,omitempty"`    // free text, e.g. "torn tail of 37 bytes"
+}
+
+// Action is one change to one file. Path is relative to Plan.DataDir.
+// Offset/Length are used by the range ops, NewSize by truncate, resize and
+// replace. Content for write-range and replace-file is either Data (inline,
+// base64 in JSON) or Source (absolute path of a staged file, pinned by
+// SourceSHA256). Pre is the precondition recorded at plan time.
+type Action struct {
+	ID           string    `json:"id"`
+	Op           Op        `json:"op"`
+	Path         string    `json:"path"`
+	Offset       int64     `json:"offset"`
+	Length       int64     `json:"length"`
+	NewSize      int64     `json:"new_size"`
+	Data         []byte    `json:"data,omitempty"`
+	Source       string    `json:"source,omitempty"`
+	SourceSHA256 string    `json:"source_sha256,omitempty"`
+	Lost         Loss      `json:"lost"`
+	Reason       string    `json:"reason"` // the finding code that motivates the action
+	Pre          FileState `json:"pre"`
+}
+
+// Plan is an inert, JSON-serialisable list of actions on one data dir.
+type Plan struct {
+	Schema      string    `json:"schema"`
+	DataDir     string    `json:"data_dir"` // absolute
+	Created     time.Time `json:"created"`
+	ToolVersion string    `json:"tool_version"`
+	Actions     []Action  `json:"actions"`
+}
+
+// NewPlan returns an empty plan for dataDir (made absolute).
+func NewPlan(dataDir, toolVersion string, now time.Time) (*Plan, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Schema: PlanSchema, DataDir: abs, Created: now.UTC(), ToolVersion: toolVersion, Actions: []Action{}}, nil
+}
+
+// Add records the precondition of a (Snapshot of its file over the range
+// it changes, plus the staged Source's hash), gives it an ID if it has
+// none, validates it against the plan and appends it.
+func (p *Plan) Add(a Action, o SnapshotOptions) error {
+	if a.ID == "" {
+		a.ID = fmt.Sprintf("a%03d", len(p.Actions)+1)
+	}
+	if a.Source != "" {
+		size, sum, err := hashWhole(a.Source)
+		if err != nil {
+			return fmt.Errorf("%w: action %s: source: %v", ErrInvalidPlan, a.ID, err)
+		}
+		a.SourceSHA256 = sum
+		if a.Op == OpWriteRange && a.Length == 0 {
+			a.Length = size
+		}
+		if a.Op == OpReplaceFile {
+			a.NewSize = size
+		}
+	} else if a.Op == OpReplaceFile {
+		a.NewSize = int64(len(a.Data))
+	}
+	st, err := SnapshotWith(p.DataDir, a.Path, o)
+	if err != nil {
+		return err
+	}
+	if r, ok := a.Changed(st.Size); ok && st.Exists {
+		if st, err = SnapshotWith(p.DataDir, a.Path, o, r); err != nil {
+			return err
+		}
+	}
+	a.Pre = st
+	next := append(append([]Action(nil), p.Actions...), a)
+	if err := (&Plan{Schema: p.Schema, DataDir: p.DataDir, Actions: next}).Validate(); err != nil {
+		return err
+	}
+	p.Actions = next
+	return nil
+}
+
+// Changed is the byte range of the file as it was at plan time (size
+// preSize) that the action overwrites or removes; ok is false when it
+// changes no existing byte (a pure extension, or creating a file).
+func (a *Action) Changed(preSize int64) (r Range, ok bool) {
+	switch a.Op {
+	case OpZeroRange, OpWriteRange:
+		r = Range{a.Offset, a.Length}
+	case OpTruncateFile, OpResizeFile:
+		if a.NewSize < preSize {
+			r = Range{a.NewSize, preSize - a.NewSize}
+		}
+	case OpRemoveFile, OpReplaceFile:
+		r = Range{0, preSize}
+	}
+	return r, r.Length > 0
+}
+
+// LostBytes is how many existing bytes the action overwrites or removes.
+func (a *Action) LostBytes() int64 {
+	if !a.Pre.Exists {
+		return 0
+	}
+	r, _ := a.Changed(a.Pre.Size)
+	return r.Length
+}
+
+// LostBytes is the sum of LostBytes over all actions (what
+// ApplyOptions.MaxRemoveBytes limits).
+func (p *Plan) LostBytes() int64 {
+	var n int64
+	for i := range p.Actions {
+		n += p.Actions[i].LostBytes()
+	}
+	return n
+}
+
+// Write encodes the plan as indented JSON.
+func (p *Plan) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// Save writes the plan to path (created or truncated).
+func (p *Plan) Save(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadPlan decodes and validates a plan.
+func ReadPlan(r io.Reader) (*Plan, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidPlan, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// LoadPlan reads a plan saved by Save.
+func LoadPlan(path string) (*Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadPlan(f)
+}

@@ -1,0 +1,74 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPlanJSONRoundTrip saves a plan, loads it, checks the JSON shape and
+// applies the loaded plan.
+func TestPlanJSONRoundTrip(t *testing.T) {
+	c := opCases[len(opCases)-1] // several files and ops
+	data := makeTree(t)
+	p := buildPlan(t, data, c, SnapshotOptions{})
+	p.Actions[0].Lost = Loss{Records: 2, MsgIDs: []string{"id1", "id2"}, Note: "torn tail"}
+	p.Actions[0].Reason = "rocketmq.commitlog.torn-tail"
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["schema"] != PlanSchema || doc["data_dir"] != data {
+		t.Fatalf("schema/data_dir: %v %v", doc["schema"], doc["data_dir"])
+	}
+	acts := doc["actions"].([]any)
+	if got := acts[1].(map[string]any)["data"]; got != "eHl6" { // base64("xyz")
+		t.Fatalf("inline data is %v, want base64", got)
+	}
+	a0 := acts[0].(map[string]any)
+	pre := a0["pre"].(map[string]any)
+	if pre["sha256"] == "" || len(pre["ranges"].([]any)) != 1 || a0["lost"].(map[string]any)["msg_ids"] == nil {
+		t.Fatalf("action 0 JSON lacks precondition or loss: %s", raw)
+	}
+
+	q, err := LoadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := q.Write(&again); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, again.Bytes()) {
+		t.Fatalf("round trip differs:\n%s\n---\n%s", raw, again.Bytes())
+	}
+	want := clone(readTree(t, data))
+	c.want(want)
+	if _, err := Apply(context.Background(), q, ApplyOptions{BackupDir: backupDir(data)}); err != nil {
+		t.Fatal(err)
+	}
+	sameContent(t, readTree(t, data), want)
+}
+
+func TestReadPlanRejects(t *testing.T) {
+	for _, doc := range []string{
+		`{"schema":"storectl.plan/v0","data_dir":"/x","actions":[]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"rel","actions":[]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[],"surprise":1}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"zero-range","path":"f","offset":0,"length":4,"pre":{"exists":true,"size":10}}]}`,
+	} {
+		if _, err := ReadPlan(strings.NewReader(doc)); !errors.Is(err, ErrInvalidPlan) {
+			t.Errorf("%s: err %v, want ErrInvalidPlan", doc, err)
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storectl/storectl/internal/testutil"
+)
+
+// testChunk replaces chunkSize in tests: small files still span chunks.
+const testChunk = 4096
+
+func TestMain(m *testing.M) {
+	chunkSize = testChunk
+	os.Exit(m.Run())
+}
+
+// fixedMtime is given to every test file so that restoring mtimes is checked
+// against a value no write could produce by accident.
+var fixedMtime = time.Unix(1700000000, 123456789)
+
+// treeFiles is the deterministic content of a test data dir.
+func treeFiles() map[string][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	blob := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.UintN(255) + 1) // never 0, so zeroing always shows
+		}
+		return b
+	}
+	return map[string][]byte{
+		"commitlog/00000000000000000000": blob(3*testChunk + 1234), // several copy chunks
+		"queue/a.idx":                    blob(testChunk + 904),
+		"small.bin":                      blob(100),
+		"empty.bin":                      {},
+	}
+}
+
+// makeTree writes treeFiles under <tmp>/data and returns the data dir.
+func makeTree(t *testing.T) string {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	for rel, b := range treeFiles() {
+		p := filepath.Join(data, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, fixedMtime, fixedMtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+// stageFile writes a staged source outside the data dir.
+func stageFile(t *testing.T, data string, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(data), "stage-"+name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// readTree returns path -> content of every regular file under dir.
+func readTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameContent(t *testing.T, got, want map[string][]byte) {
+	t.Helper()
+	var diffs []string
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			diffs = append(diffs, "missing "+k)
+		} else if !bytes.Equal(g, w) {
+			diffs = append(diffs, "differs "+k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, "unexpected "+k)
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("tree content:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+func clone(m map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for k, v := range m {
+		out[k] = bytes.Clone(v)
+	}
+	return out
+}
+
+const (
+	cl    = "commitlog/00000000000000000000"
+	idx   = "queue/a.idx"
+	small = "small.bin"
+)
+
+// opCase builds a plan on a fresh tree and says what the tree must hold
+// after Apply, computed from the original bytes with plain slice operations.
+type opCase struct {
+	name  string
+	build func(t *testing.T, data string) []Action
+	want  func(m map[string][]byte)
+}
+
+var staged = bytes.Repeat([]byte("STAGED-"), 500) // 3500 bytes
+
+var opCases = []opCase{
+	{"zero-range", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpZeroRange, Path: small, Offset: 10, Length: 20, Reason: "test.zero"}}
+	}, func(m map[string][]byte) { clear(m[small][10:30]) }},
+	{"write-range inline", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpWriteRange, Path: cl, Offset: 100, Length: 5, Data: []byte("HELLO")}}
+	}, func(m map[string][]byte) { copy(m[cl][100:], "HELLO") }},
+	{"write-range staged across chunks", func(t *testing.T, data string) []Action {
+		return []Action{{Op: OpWriteRange, Path: cl, Offset: testChunk - 1000, Source: stageFile(t, data, "w", staged)}}
+	}, func(m map[string][]byte) { copy(m[cl][testChunk-1000:], staged) }},
+	{"truncate-file", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpTruncateFile, Path: idx, NewSize: 1000, Lost: Loss{Records: 3, MsgIDs: []string{"a", "b", "c"}}}}
+	}, func(m map[string][]byte) { m[idx] = m[idx][:1000] }},
+	{"truncate-file to zero", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpTruncateFile, Path: small, NewSize: 0}}
+	}, func(m map[string][]byte) { m[small] = []byte{} }},
+	{"resize-file shrink", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpResizeFile, Path: cl, NewSize: 2*testChunk + 17}}
+	}, func(m map[string][]byte) { m[cl] = m[cl][:2*testChunk+17] }},
+	{"resize-file extend", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpResizeFile, Path: small, NewSize: testChunk + 5000}}
+	}, func(m map[string][]byte) { m[small] = append(m[small], make([]byte, testChunk+5000-100)...) }},
+	{"remove-file", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpRemoveFile, Path: idx}}
+	}, func(m map[string][]byte) { delete(m, idx) }},
+	{"remove empty file", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpRemoveFile, Path: "empty.bin"}}
+	}, func(m map[string][]byte) { delete(m, "empty.bin") }},
+	{"replace-file inline", func(t *testing.T, _ string) []Action {
+		return []Action{{Op: OpReplaceFile, Path: small, Data: []byte("new content")}}
+	}, func(m map[string][]byte) { m[small] = []byte("new content") }},
+	{"replace-file creates from stage", func(t *testing.T, data string) []Action {
+		return []Action{{Op: OpReplaceFile, Path: "queue/new.idx", Source: stageFile(t, data, "r", staged)}}
+	}, func(m map[string][]byte) { m["queue/new.idx"] = bytes.Clone(staged) }},
+	{"several files and ops", func(t *testing.T, data string) []Action {
+		return []Action{
+			{Op: OpZeroRange, Path: small, Offset: 0, Length: 10},
+			{Op: OpWriteRange, Path: small, Offset: 50, Length: 3, Data: []byte("xyz")},
+			{Op: OpTruncateFile, Path: small, NewSize: 80},
+			{Op: OpRemoveFile, Path: idx},
+			{Op: OpReplaceFile, Path: "queue/new.idx", Data: []byte("fresh")},
+			{Op: OpZeroRange, Path: cl, Offset: 2 * testChunk, Length: testChunk},
+			{Op: OpResizeFile, Path: cl, NewSize: 4 * testChunk},
+		}
+	}, func(m map[string][]byte) {
+		clear(m[small][:10])
+		copy(m[small][50:], "xyz")
+		m[small] = m[small][:80]
+		delete(m, idx)
+		m["queue/new.idx"] = []byte("fresh")
+		clear(m[cl][2*testChunk : 3*testChunk])
+		m[cl] = append(m[cl], make([]byte, 4*testChunk-len(m[cl]))...)
+	}},
+}
+
+// buildPlan makes the case's plan over data.
+func buildPlan(t *testing.T, data string, c opCase, o SnapshotOptions) *Plan {
+	t.Helper()
+	p, err := NewPlan(data, "test", fixedMtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range c.build(t, data) {
+		if err := p.Add(a, o); err != nil {
+			t.Fatalf("Add %s: %v", a.Op, err)
+		}
+	}
+	return p
+}
+
+func backupDir(data string) string { return filepath.Join(filepath.Dir(data), "backup") }
+
+// TestApplyUndoOps applies each op, checks the result against the expected
+// tree and the report, then undoes it and checks every byte and mtime is back.
+func TestApplyUndoOps(t *testing.T) {
+	for _, c := range opCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			data := makeTree(t)
+			orig := readTree(t, data)
+			origHash := testutil.TreeHash(t, data)
+			p := buildPlan(t, data, c, SnapshotOptions{})
+			if err := p.Check(data); err != nil { // planning is a dry run: nothing changed
+				t.Fatalf("Check after planning: %v", err)
+			}
+			testutil.SameTree(t, origHash, testutil.TreeHash(t, data))
+
+			rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data)})
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			want := clone(orig)
+			c.want(want)
+			sameContent(t, readTree(t, data), want)
+			checkReport(t, data, rep)
+			if _, err := os.Stat(filepath.Join(rep.BackupDir, ManifestName)); err != nil {
+				t.Fatal(err)
+			}
+
+			afterHash := testutil.TreeHash(t, data)
+			urep, err := Undo(context.Background(), rep.BackupDir, UndoOptions{})
+			if err != nil || urep.Applied {
+				t.Fatalf("Undo dry run: %v applied=%v", err, urep.Applied)
+			}
+			testutil.SameTree(t, afterHash, testutil.TreeHash(t, data))
+
+			if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true}); err != nil {
+				t.Fatalf("Undo: %v", err)
+			}
+			testutil.SameTree(t, origHash, testutil.TreeHash(t, data))
+			if err := p.Check(data); err != nil { // sizes, mtimes and hashes all back
+				t.Fatalf("Check after undo: %v", err)
+			}
+			// A second undo finds nothing to do and changes nothing.
+			urep, err = Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true})
+			if err != nil {
+				t.Fatalf("second Undo: %v", err)
+			}
+			for _, f := range urep.Files {
+				if f.Action != UndoNothing {
+					t.Errorf("second undo: %s: %s", f.Path, f.Action)
+				}
+			}
+			testutil.SameTree(t, origHash, testutil.TreeHash(t, data))
+		})
+	}
+}
+
+// checkReport compares the report's after hashes with the files.
+func checkReport(t *testing.T, data string, rep *ApplyReport) {
+	t.Helper()
+	got := testutil.TreeHash(t, data)
+	for _, a := range rep.Actions {
+		if a.Status != StatusApplied {
+			t.Errorf("%s: status %s", a.ID, a.Status)
+		}
+		if a.SHA256After != got[a.Path] {
+			t.Errorf("%s: report after %q, file %q", a.ID, a.SHA256After, got[a.Path])
+		}
+	}
+}
+
+func TestApplyDefaultBackupDirBesideData(t *testing.T) {
+	if got := DefaultBackupDir("/srv/store/", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)); got != "/srv/store.storectl-backup-20260102T030405Z" {
+		t.Fatalf("DefaultBackupDir = %s", got)
+	}
+	data := makeTree(t)
+	rep, err := Apply(context.Background(), buildPlan(t, data, opCases[0], SnapshotOptions{}), ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(rep.BackupDir) != filepath.Dir(data) || !strings.HasPrefix(filepath.Base(rep.BackupDir), "data.storectl-backup-") {
+		t.Fatalf("backup dir %s not beside %s", rep.BackupDir, data)
+	}
+	if _, err := ReadManifest(rep.BackupDir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUndoRefusesChangedFiles(t *testing.T) {
+	data := makeTree(t)
+	rep, err := Apply(context.Background(), buildPlan(t, data, opCases[0], SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(filepath.Join(data, small), os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte("broker wrote more"))
+	f.Close()
+	before := testutil.TreeHash(t, data)
+	_, err = Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true})
+	var se *StaleError
+	if !errors.Is(err, ErrStale) || !errors.As(err, &se) || se.Path != small {
+		t.Fatalf("Undo after change: %v, want ErrStale on %s", err, small)
+	}
+	testutil.SameTree(t, before, testutil.TreeHash(t, data))
+}
+
+// TestUndoForceWholeFile: a removed file recreated after the apply is stale,
+// and Force puts the original back.
+func TestUndoForceWholeFile(t *testing.T) {
+	data := makeTree(t)
+	orig := testutil.TreeHash(t, data)
+	rep, err := Apply(context.Background(), buildPlan(t, data, opCases[7], SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(data, idx), []byte("recreated"), 0o644)
+	if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true}); !errors.Is(err, ErrStale) {
+		t.Fatalf("want ErrStale, got %v", err)
+	}
+	if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.SameTree(t, orig, testutil.TreeHash(t, data))
+}

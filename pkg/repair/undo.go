@@ -1,0 +1,242 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// UndoOptions tune Undo.
+type UndoOptions struct {
+	// Apply restores the files; without it Undo only describes what it would do.
+	Apply bool
+	// Force restores files that changed after the apply (no ErrStale). The
+	// restored file must still hash to its pre-apply SHA-256, so this only
+	// helps where the later change lies inside the saved pre-images or the
+	// pre-image is the whole file.
+	Force bool
+	// DataDir overrides the manifest's data dir (the store was moved).
+	DataDir string
+	// Faults injects failures; tests only.
+	Faults Faults
+}
+
+// Undo file verdicts.
+const (
+	UndoRestore = "restore"          // put back the pre-apply bytes
+	UndoRemove  = "remove"           // the apply created the file: remove it
+	UndoNothing = "already-restored" // the file already has its pre-apply bytes
+)
+
+// UndoFile is the verdict for one file of the backup.
+type UndoFile struct {
+	Path          string `json:"path"`
+	Action        string `json:"action"`
+	Stale         bool   `json:"stale"` // changed since the apply (restored only with Force)
+	SHA256Current string `json:"sha256_current"`
+	SHA256After   string `json:"sha256_after"`
+	SHA256Before  string `json:"sha256_before"`
+	Done          bool   `json:"done"`
+}
+
+// UndoReport says what Undo found and did.
+type UndoReport struct {
+	BackupDir string     `json:"backup_dir"`
+	DataDir   string     `json:"data_dir"`
+	State     string     `json:"state"` // the manifest state found
+	Files     []UndoFile `json:"files"`
+	Applied   bool       `json:"applied"`
+	Steps     int        `json:"steps"`
+}
+
+// Undo puts back every byte an Apply changed, from the backup dir it wrote.
+// It first checks that every file still has the hash the apply left (else
+// ErrStale, unless Force) and that every needed pre-image is intact; each
+// restored file is verified against its pre-apply SHA-256 before it
+// replaces the current one. Files already restored are skipped, so an
+// interrupted Undo can be run again.
+func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, error) {
+	m, err := ReadManifest(backupDir)
+	if err != nil {
+		return nil, err
+	}
+	root := m.DataDir
+	if o.DataDir != "" {
+		root = o.DataDir
+	}
+	rep := &UndoReport{BackupDir: backupDir, DataDir: root, State: m.State}
+	var stale error
+	for i := range m.Files {
+		uf, err := classify(root, m, &m.Files[i])
+		if err != nil {
+			return rep, err
+		}
+		if uf.Stale && stale == nil {
+			stale = &StaleError{Path: uf.Path, What: "sha256 since the apply", Expected: orAbsent(uf.SHA256After), Actual: orAbsent(uf.SHA256Current)}
+		}
+		if uf.Action != UndoNothing {
+			if err := verifyImages(backupDir, imagesOf(m, uf.Path)); err != nil {
+				return rep, err
+			}
+		}
+		rep.Files = append(rep.Files, uf)
+	}
+	if stale != nil && !o.Force {
+		return rep, stale
+	}
+	if !o.Apply {
+		return rep, nil
+	}
+	w := &fsw{faults: o.Faults}
+	defer func() { rep.Steps = w.n }()
+	for i := len(m.Files) - 1; i >= 0; i-- {
+		uf := &rep.Files[i]
+		if uf.Action == UndoNothing {
+			continue
+		}
+		err := ctx.Err()
+		if err == nil {
+			err = restoreFile(w, root, backupDir, &m.Files[i], imagesOf(m, uf.Path))
+		}
+		if err != nil {
+			return rep, fmt.Errorf("%w: undo stopped at %s: %w (files restored so far stay restored; run undo again)", ErrApplyFailed, uf.Path, err)
+		}
+		uf.Done = true
+	}
+	m.State = StateUndone
+	if err := writeManifest(w, backupDir, m); err != nil {
+		return rep, fmt.Errorf("%w: every file was restored but the manifest was not updated: %w", ErrApplyFailed, err)
+	}
+	rep.Applied = true
+	return rep, nil
+}
+
+// classify compares one file with its before and after states. The after
+// state only counts once the apply finished (state applied).
+func classify(root string, m *Manifest, rec *FileRecord) (UndoFile, error) {
+	uf := UndoFile{Path: rec.Path, SHA256Before: rec.SHA256Before, SHA256After: rec.SHA256After}
+	if _, err := resolve(root, rec.Path); err != nil {
+		return uf, err
+	}
+	_, cur, err := hashWhole(filepath.Join(root, rec.Path))
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return uf, err
+	}
+	uf.SHA256Current = cur
+	applied := m.State == StateApplied || m.State == StateUndone
+	switch {
+	case exists == rec.Existed && cur == rec.SHA256Before:
+		uf.Action = UndoNothing
+	case !rec.Existed:
+		uf.Action = UndoRemove
+		uf.Stale = !applied || !rec.ExistsAfter || cur != rec.SHA256After
+	default:
+		uf.Action = UndoRestore
+		uf.Stale = !applied || exists != rec.ExistsAfter || cur != rec.SHA256After
+	}
+	return uf, nil
+}
+
+// verifyImages checks the length and SHA-256 of saved pre-images.
+func verifyImages(bdir string, imgs []PreImage) error {
+	for _, img := range imgs {
+		n, sum, err := hashWhole(filepath.Join(bdir, img.File))
+		if err != nil {
+			return fmt.Errorf("backup: pre-image of action %s: %w", img.Action, err)
+		}
+		if n != img.Length || sum != img.SHA256 {
+			return fmt.Errorf("backup: pre-image %s is damaged (%d bytes, sha256 %s; manifest says %d, %s)", img.File, n, sum, img.Length, img.SHA256)
+		}
+	}
+	return nil
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "absent"
+	}
+	return s
+}
+
+// restoreFile puts rec back to its pre-apply bytes from the pre-images in
+// bdir, verifying the result hashes to SHA256Before before it replaces the
+// current file, and restores the mtime. A file the apply created is removed.
+func restoreFile(w *fsw, root, bdir string, rec *FileRecord, imgs []PreImage) error {
+	target := filepath.Join(root, rec.Path)
+	if !rec.Existed {
+		if err := w.remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return w.syncDir(filepath.Dir(target))
+	}
+	f, err := openStage(target)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		f.Close()
+		if !committed {
+			os.Remove(f.Name())
+		}
+	}()
+	if err := buildRestore(w, f, target, bdir, rec, imgs); err != nil {
+		return err
+	}
+	if committed, err = commitStage(w, f, target, rec); err != nil {
+		return err
+	}
+	if err := w.step("chtimes " + target); err != nil {
+		return err
+	}
+	mt := time.Unix(0, rec.MtimeNs)
+	return os.Chtimes(target, mt, mt)
+}
+
+// buildRestore writes the pre-apply content of rec into the stage f.
+func buildRestore(w *fsw, f *os.File, target, bdir string, rec *FileRecord, imgs []PreImage) error {
+	whole := len(imgs) == 1 && imgs[0].Whole
+	if !whole {
+		cur, err := os.Open(target)
+		if err != nil {
+			return fmt.Errorf("restoring %s: %w", rec.Path, err)
+		}
+		_, _, err = copyCounted(w, f, 0, cur)
+		cur.Close()
+		if err == nil {
+			err = w.truncate(f, rec.Size)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, img := range imgs {
+		src, err := os.Open(filepath.Join(bdir, img.File))
+		if err != nil {
+			return fmt.Errorf("pre-image of %s: %w", img.Action, err)
+		}
+		n, sum, err := copyCounted(w, f, img.Offset, src)
+		src.Close()
+		if err != nil {
+			return err
+		}
+		if n != img.Length || sum != img.SHA256 {
+			return fmt.Errorf("pre-image %s is damaged (%d bytes, sha256 %s; manifest says %d, %s)", img.File, n, sum, img.Length, img.SHA256)
+		}
+	}
+	if whole {
+		if err := w.truncate(f, rec.Size); err != nil {
+			return err
+		}
+	}
+	sum, err := hashRange(f, Range{0, rec.Size})
+	if err == nil && sum != rec.SHA256Before {
+		err = fmt.Errorf("restored %s hashes to %s, not its pre-apply %s", rec.Path, sum, rec.SHA256Before)
+	}
+	return err
+}
