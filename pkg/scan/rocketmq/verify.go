@@ -1,0 +1,228 @@
+package rocketmq
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// VerifyConfig says what Verify checks: the commitlog scan config plus the
+// geometry of the derived files, which is not stored in them.
+type VerifyConfig struct {
+	Config             // the commitlog scan config (Root, CommitLogDir, MappedFileSize, ...)
+	CQFileSize   int64 // mappedFileSizeConsumeQueue; 0 = infer from the files (else 300000*20)
+	IndexSlots   int   // maxHashSlotNum; 0 = infer from the file size (rmq.IndexLayoutFromSize)
+	IndexEntries int   // maxIndexNum; 0 = follows from the size and IndexSlots
+}
+
+// maxFindingsPerUnit bounds the findings one consume queue or one index
+// file adds, so a wholly wrong file gives a readable report; the rest are
+// counted in one CodeVerifyTooMany finding.
+const maxFindingsPerUnit = 200
+
+// Record flags kept by the collector.
+const (
+	vfLMQ        = 1 << iota // INNER_MULTI_DISPATCH: also dispatched to LMQ queues
+	vfInnerBatch             // inner batch record: one unit covers INNER_NUM offsets
+	vfMatched                // a consume queue unit of its own queue points at it
+)
+
+// vrec is what the cross-file checks need of one valid commitlog record,
+// without its body: about 64 bytes per message.
+type vrec struct {
+	phy      int64
+	queueOff int64
+	tagsCode int64
+	storeTS  int64
+	size     int32
+	topic    int32 // index into verifier.topics
+	queueID  int32
+	sysFlag  int32
+	hashOff  int32 // first of its index key hashes in verifier.hashes
+	nhash    uint16
+	flags    uint8
+}
+
+func (r *vrec) dispatched() bool {
+	t := r.sysFlag & rmq.FlagTransactionMask
+	return t == rmq.TxNotType || t == rmq.TxCommit
+}
+
+// verifier holds the state shared by the cross-file checks.
+type verifier struct {
+	cfg         *VerifyConfig
+	res         *scan.Result
+	store       *Store
+	recs        []vrec // valid records below the recovery end, in phy order
+	all         []vrec // every valid record of the primary walks (for the start-file rule)
+	topics      []string
+	topicID     map[string]int32
+	hashes      []int32
+	minPhy      int64
+	recoveryEnd int64
+	abort       bool
+	// dispatchFrom is the max over all consume queues of offset+size of
+	// their last unit: the broker's dispatchFromPhyOffset.
+	dispatchFrom int64
+	// redispatchFrom is where the next start dispatches from again: a
+	// record at or past it that has no unit will get one.
+	redispatchFrom int64
+	queues         map[queueKey]*queueState
+	evidence       map[string]any // store version evidence
+	capped         map[string]int // findings per cap key
+	lostCount      int            // records the next start will not dispatch
+	cp             rmq.Checkpoint
+	cpPresent      bool
+}
+
+// Verify scans the commitlog (ScanCommitLog) and cross-checks the consume
+// queues, index files, checkpoint, abort marker and config/topics.json
+// against it. Every finding names the file concerned and the byte offset
+// in it. It returns an error only when it could not look at all.
+func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Result, error) {
+	cfg.fill()
+	v := &verifier{cfg: &cfg, topicID: map[string]int32{}, queues: map[queueKey]*queueState{},
+		evidence: map[string]any{}, capped: map[string]int{}}
+	inner := cfg.Config
+	userHook := cfg.OnMessage
+	v2, propCRC, trailing := 0, 0, 0
+	inner.OnMessage = func(m *rmq.Message, phy int64) error {
+		v.collect(m, phy)
+		if m.Magic == rmq.MagicMessageV2 {
+			v2++
+		}
+		if m.PropCRC().Present {
+			propCRC++
+		}
+		if n := len(m.Properties); n > 0 && m.Properties[n-1] == rmq.PropertySeparator {
+			trailing++
+		}
+		if userHook != nil {
+			return userHook(m, phy)
+		}
+		return nil
+	}
+	res, err := ScanCommitLog(ctx, inner, opts)
+	if err != nil {
+		return res, err
+	}
+	v.res = res
+	v.evidence["v2_records"], v.evidence["prop_crc_records"] = v2, propCRC
+	v.evidence["properties_trailing_separator"] = trailing
+	if v.store, err = OpenStore(cfg.Config); err != nil {
+		return res, err
+	}
+	defer v.store.Close()
+	if len(v.store.lay.segs) > 0 {
+		v.minPhy = v.store.lay.segs[0].base
+	}
+	if res.RecoveryEnd != nil {
+		v.recoveryEnd = *res.RecoveryEnd
+	}
+	v.recs = v.all
+	if i := sort.Search(len(v.all), func(i int) bool { return v.all[i].phy >= v.recoveryEnd }); i < len(v.all) {
+		v.recs = v.all[:i:i]
+	}
+	_, err = os.Stat(filepath.Join(cfg.Root, "abort"))
+	v.abort = err == nil
+	v.loadCheckpoint()
+	steps := []func(context.Context) error{v.checkConsumeQueues, v.checkIndexFiles, v.checkCheckpoint, v.checkTopics}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := step(ctx); err != nil {
+			res.Fail(err)
+		}
+	}
+	v.layout()
+	res.SortFindings()
+	return res, ctx.Err()
+}
+
+// collect keeps the compact form of one valid record.
+func (v *verifier) collect(m *rmq.Message, phy int64) {
+	id, ok := v.topicID[string(m.Topic)]
+	if !ok {
+		id = int32(len(v.topics))
+		v.topics = append(v.topics, string(m.Topic))
+		v.topicID[string(m.Topic)] = id
+	}
+	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: m.TagsCode(), storeTS: m.StoreTimestamp,
+		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int32(len(v.hashes))}
+	if m.InnerBatch() {
+		r.flags |= vfInnerBatch
+	}
+	if _, ok := m.Property(propInnerMultiDispatch); ok {
+		r.flags |= vfLMQ
+	}
+	if m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
+		key := make([]byte, 0, 64)
+		add := func(k []byte) {
+			key = append(append(append(key[:0], m.Topic...), '#'), k...)
+			if r.nhash < 1<<16-1 {
+				v.hashes = append(v.hashes, rmq.IndexKeyHash(key))
+				r.nhash++
+			}
+		}
+		if u, ok := m.Property(rmq.PropUniqKey); ok {
+			add(u)
+		}
+		if ks, ok := m.Property(rmq.PropKeys); ok {
+			for _, k := range bytes.Split(ks, []byte{' '}) {
+				if len(k) > 0 {
+					add(k)
+				}
+			}
+		}
+	}
+	v.all = append(v.all, r)
+}
+
+// propInnerMultiDispatch is MessageConst.PROPERTY_INNER_MULTI_DISPATCH:
+// the LMQ queues a record is also dispatched to.
+const propInnerMultiDispatch = "INNER_MULTI_DISPATCH"
+
+// lmqPrefix is MixAll.LMQ_PREFIX: light message queue topics.
+const lmqPrefix = "%LMQ%"
+
+// recAt returns the index of the record starting at phy below the
+// recovery end, or -1.
+func (v *verifier) recAt(phy int64) int {
+	i := sort.Search(len(v.recs), func(i int) bool { return v.recs[i].phy >= phy })
+	if i < len(v.recs) && v.recs[i].phy == phy {
+		return i
+	}
+	return -1
+}
+
+// recCovering returns the index of the record whose bytes include phy
+// (not at its start), or -1.
+func (v *verifier) recCovering(phy int64) int {
+	i := sort.Search(len(v.recs), func(i int) bool { return v.recs[i].phy > phy }) - 1
+	if i >= 0 && phy > v.recs[i].phy && phy < v.recs[i].phy+int64(v.recs[i].size) {
+		return i
+	}
+	return -1
+}
+
+// add appends f unless the cap for key is reached; the first finding
+// over the cap becomes a CodeVerifyTooMany note.
+func (v *verifier) add(key string, f scan.Finding) {
+	v.capped[key]++
+	switch n := v.capped[key]; {
+	case n <= maxFindingsPerUnit:
+		v.res.Add(f)
+	case n == maxFindingsPerUnit+1:
+		v.res.Add(scan.Finding{Code: CodeVerifyTooMany, Severity: f.Severity, Path: f.Path, Offset: f.Offset,
+			Repair: f.Repair, Message: fmt.Sprintf("more than %d findings for %s; the rest are not listed", maxFindingsPerUnit, key)})
+	}
+}
+
+func (v *verifier) rel(p string) string { return v.cfg.rel(p) }

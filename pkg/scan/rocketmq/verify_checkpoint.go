@@ -1,0 +1,168 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// maxRecoverySteps bounds the simulated walk of the unpatched broker past
+// the recovery end (one step per stale record), so a file full of stale
+// copies cannot stall verify.
+const maxRecoverySteps = 1 << 20
+
+// loadCheckpoint reads the checkpoint file (§6.1); a missing or short
+// file leaves cpPresent false (the broker then starts from zeros).
+func (v *verifier) loadCheckpoint() {
+	b, err := os.ReadFile(filepath.Join(v.cfg.Root, "checkpoint"))
+	if err != nil || len(b) < rmq.CheckpointSize {
+		return
+	}
+	cp, err := rmq.DecodeCheckpoint(b[:rmq.CheckpointSize], 0)
+	if err == nil {
+		v.cp, v.cpPresent = cp, true
+	}
+}
+
+// abnormalStart is the base of the commitlog file recoverAbnormally starts
+// from (§3.3): walking from the last file down, the first whose first
+// record is valid, has a store time and is not newer than the
+// checkpoint's min timestamp; file 0 when none matches.
+func (v *verifier) abnormalStart() int64 {
+	segs := v.store.lay.segs
+	if len(segs) == 0 {
+		return 0
+	}
+	minTS := v.cp.MinTimestamp() // zero checkpoint: 0, nothing matches
+	for i := len(segs) - 1; i >= 0; i-- {
+		j := sort.Search(len(v.all), func(k int) bool { return v.all[k].phy >= segs[i].base })
+		if j < len(v.all) && v.all[j].phy == segs[i].base && v.all[j].storeTS != 0 && v.all[j].storeTS <= minTS {
+			return segs[i].base
+		}
+	}
+	return segs[0].base
+}
+
+// brokerEndWithoutFix walks on from the recovery end the way the broker's
+// validator does before rocketmq #10017: a stale record (stored physical
+// offset elsewhere) passes when its CRC does. It returns where that walk
+// stops and how many stale records it accepted.
+func (v *verifier) brokerEndWithoutFix() (int64, int) {
+	p, n := v.recoveryEnd, 0
+	for range maxRecoverySteps {
+		m, err := v.store.RecordAt(p)
+		switch {
+		case err == nil && m.IsBlank():
+			i := v.store.seg(p)
+			if i < 0 || i+1 >= len(v.store.lay.segs) {
+				return p, n
+			}
+			p = v.store.lay.segs[i+1].base
+		case errors.Is(err, ErrStale) && m.TotalSize > 0:
+			n++
+			p += int64(m.TotalSize)
+		default:
+			return p, n
+		}
+	}
+	return p, n
+}
+
+// checkCheckpoint compares the checkpoint with the data and says what the
+// next start's recovery will do.
+func (v *verifier) checkCheckpoint(context.Context) error {
+	var lastTS int64
+	for i := range v.recs {
+		lastTS = max(lastTS, v.recs[i].storeTS)
+	}
+	slack := v.cfg.TimestampSlack.Milliseconds()
+	if !v.cpPresent {
+		v.res.Add(scan.Finding{Code: CodeCheckpointMissing, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone,
+			Evidence: map[string]string{"checkpoint": "fail"},
+			Message:  "checkpoint file missing or short: the broker starts from zero timestamps (an abnormal recovery scans from the first commitlog file)"})
+	} else {
+		for _, c := range []struct {
+			name string
+			off  int64
+			ts   int64
+		}{{"physicMsgTimestamp", 0, v.cp.PhysicMsgTimestamp}, {"logicsMsgTimestamp", 8, v.cp.LogicsMsgTimestamp},
+			{"indexMsgTimestamp", 16, v.cp.IndexMsgTimestamp}} {
+			if len(v.recs) > 0 && c.ts > lastTS+slack {
+				v.res.Add(scan.Finding{Code: CodeCheckpointAhead, Severity: scan.Warning, Path: "checkpoint", Offset: c.off, Length: 8,
+					Repair: scan.RepairNone, Expected: "<= " + fmtInt(lastTS+slack), Actual: fmtInt(c.ts),
+					Evidence: map[string]string{c.name: "fail"},
+					Message: fmt.Sprintf("checkpoint %s is %d ms after the newest message the commitlog keeps: flushed data was lost", c.name, c.ts-lastTS)})
+			}
+		}
+	}
+	v.recoveryPlan()
+	return nil
+}
+
+// recoveryPlan adds the info finding that says which recovery runs, from
+// which file, where it truncates and what the unpatched broker accepts.
+func (v *verifier) recoveryPlan() {
+	fixEnd, stale := v.brokerEndWithoutFix()
+	v.res.Layout["recovery_end_without_10017_fix"] = fixEnd
+	v.res.Layout["stale_records_accepted_without_fix"] = stale
+	staleMsg := "no stale records past it"
+	if stale > 0 {
+		staleMsg = fmt.Sprintf("without the rocketmq #10017 fix the broker would accept %d stale records and end at %d", stale, fixEnd)
+	}
+	det := map[string]any{"recovery_end": v.recoveryEnd, "recovery_end_without_fix": fixEnd, "stale_records_accepted": stale,
+		"checkpoint_min_timestamp": v.cp.MinTimestamp(), "dispatch_from": v.dispatchFrom}
+	if !v.abort {
+		start := v.normalStart()
+		det["start_file"], det["mode"] = rmq.FormatFileName(start), "recoverNormally"
+		v.res.Layout["recovery_start_file"] = rmq.FormatFileName(start)
+		v.res.Add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone, Details: det,
+			Message: fmt.Sprintf("clean shutdown: recoverNormally from commitlog file %s, ending at %d; %s",
+				rmq.FormatFileName(start), v.recoveryEnd, staleMsg)})
+		return
+	}
+	start := v.abnormalStart()
+	det["start_file"], det["mode"] = rmq.FormatFileName(start), "recoverAbnormally"
+	v.res.Layout["recovery_start_file"] = rmq.FormatFileName(start)
+	v.res.Add(scan.Finding{Code: CodeUncleanShutdown, Severity: scan.Info, Path: "abort", Repair: scan.RepairNone, Details: det,
+		Evidence: map[string]string{"abort_file": "present"},
+		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at commitlog file %s (first record not newer than checkpoint min %d), re-dispatches from there and truncates at %d; %s",
+			rmq.FormatFileName(start), v.cp.MinTimestamp(), v.recoveryEnd, staleMsg)})
+	skipped := 0
+	for i := range v.recs {
+		if r := &v.recs[i]; r.phy < start && r.flags&(vfMatched|vfInnerBatch) == 0 && r.dispatched() {
+			skipped++
+		}
+	}
+	if skipped > 0 {
+		v.res.Add(scan.Finding{Code: CodeRecoverySkips, Severity: scan.Error, Path: "checkpoint", Repair: scan.RepairRebuildIndex,
+			Details: map[string]any{"records": skipped, "start_file": rmq.FormatFileName(start)},
+			Message: fmt.Sprintf("abnormal recovery starts at %s and will not dispatch %d earlier messages that have no consume queue unit",
+				rmq.FormatFileName(start), skipped)})
+	}
+}
+
+// normalStart is the file recoverNormally starts from: 4.x the third
+// from last; 5.x walking back from the last file (down to file 1) the
+// first whose first record's stored offset <= dispatchFromPhyOffset.
+func (v *verifier) normalStart() int64 {
+	segs := v.store.lay.segs
+	if len(segs) == 0 {
+		return 0
+	}
+	if v.versionGuess() == "4.x" {
+		return segs[max(len(segs)-3, 0)].base
+	}
+	for i := len(segs) - 1; i > 0; i-- {
+		j := sort.Search(len(v.all), func(k int) bool { return v.all[k].phy >= segs[i].base })
+		if j < len(v.all) && v.all[j].phy == segs[i].base && v.all[j].phy <= v.dispatchFrom {
+			return segs[i].base
+		}
+	}
+	return segs[0].base
+}

@@ -1,0 +1,223 @@
+package rocketmq
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// unitScan is the running state of one queue's unit walk.
+type unitScan struct {
+	q                 *queueState
+	ended             bool // the first invalid unit was seen: recovery stops there
+	afterEnd          bool // a non-zero unit after the end was reported
+	prevOff, prevSize int64
+	placeholders      int64
+	expired           int64
+}
+
+// scanQueue walks the units of one queue in stream order (§4.1, §4.2).
+func (v *verifier) scanQueue(q *queueState, files []cqFile, fileSize int64, buf []byte) error {
+	us := &unitScan{q: q, prevOff: -1}
+	if len(files) > 0 {
+		q.minIdx = files[0].base / rmq.CQUnitSize
+		q.units = q.minIdx
+	}
+	for _, f := range files {
+		if err := v.scanQueueFile(us, f, fileSize, buf); err != nil {
+			return err
+		}
+		if us.ended && us.afterEnd {
+			break
+		}
+	}
+	if us.placeholders > 0 {
+		v.add(q.rel+":ph", scan.Finding{Code: CodeCQPlaceholder, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
+			Length: us.placeholders * rmq.CQUnitSize, Details: map[string]any{"units": us.placeholders},
+			Message: fmt.Sprintf("%d pre-blank placeholder units (size 0x7FFFFFFF) before the queue's first message", us.placeholders)})
+	}
+	if us.expired > 0 {
+		v.add(q.rel+":exp", scan.Finding{Code: CodeCQExpired, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
+			Details: map[string]any{"units": us.expired, "commitlog_min_offset": v.minPhy},
+			Message: fmt.Sprintf("%d units point below the commitlog's first file (expired messages; normal)", us.expired)})
+	}
+	return nil
+}
+
+func (v *verifier) scanQueueFile(us *unitScan, f cqFile, fileSize int64, buf []byte) error {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	end := min(f.size, fileSize) / rmq.CQUnitSize * rmq.CQUnitSize
+	for pos := int64(0); pos < end; {
+		n := min(int64(len(buf)), end-pos)
+		got, err := fh.ReadAt(buf[:n], pos)
+		if int64(got) < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		for i := int64(0); i < n; i += rmq.CQUnitSize {
+			u, _ := rmq.DecodeCQUnit(buf[i:i+rmq.CQUnitSize], pos+i) // length checked: never fails
+			v.unit(us, f, pos+i, u)
+			if us.ended && us.afterEnd {
+				return nil
+			}
+		}
+		pos += n
+	}
+	return nil
+}
+
+// unit checks one unit at pos in file f.
+func (v *verifier) unit(us *unitScan, f cqFile, pos int64, u rmq.CQUnit) {
+	q := us.q
+	idx := (f.base + pos) / rmq.CQUnitSize
+	if us.ended {
+		if !u.IsZero() {
+			us.afterEnd = true
+			v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Warning, scan.RepairRebuildIndex,
+				"unit after the queue's end (the first invalid unit); recovery drops it and everything after it", nil))
+		}
+		return
+	}
+	if !u.Valid() {
+		us.ended = true
+		if !u.IsZero() {
+			v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
+				"invalid unit (offset < 0 or size <= 0): recovery ends the queue here and drops the units after it",
+				map[string]string{"valid": "fail"}))
+		}
+		return
+	}
+	q.units = idx + 1
+	if u.IsPlaceholder() || u.Size == rmq.CQPlaceholderSize {
+		if q.real == 0 && u.IsPlaceholder() {
+			us.placeholders++
+			return
+		}
+		v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
+			"placeholder-sized unit after the queue's first message", map[string]string{"placeholder_position": "fail"}))
+		return
+	}
+	q.real++
+	q.lastEnd = max(q.lastEnd, u.CommitLogOffset+int64(u.Size))
+	if us.prevOff >= 0 && u.CommitLogOffset < us.prevOff+us.prevSize {
+		fd := v.unitFinding(f, pos, idx, u, CodeCQOrder, scan.Error, scan.RepairRebuildIndex,
+			"unit does not follow the previous unit in commitlog order", map[string]string{"order": "fail"})
+		fd.Expected, fd.Actual = ">= "+fmtInt(us.prevOff+us.prevSize), fmtInt(u.CommitLogOffset)
+		v.add(q.rel, fd)
+	}
+	us.prevOff, us.prevSize = u.CommitLogOffset, int64(u.Size)
+	switch {
+	case u.CommitLogOffset < v.minPhy:
+		us.expired++
+	case u.CommitLogOffset >= v.recoveryEnd:
+		fd := v.unitFinding(f, pos, idx, u, CodeCQBeyondEnd, scan.Warning, scan.RepairTruncate,
+			"unit points at or past the commitlog recovery end; recovery truncates it", map[string]string{"below_recovery_end": "fail"})
+		fd.Expected, fd.Actual = "< "+fmtInt(v.recoveryEnd), fmtInt(u.CommitLogOffset)
+		v.add(q.rel, fd)
+	default:
+		v.linkUnit(us, f, pos, idx, u)
+	}
+}
+
+// linkUnit checks that a unit points at the start of a valid record of
+// its queue with the right size, queue offset and tags code (§4.1).
+func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit) {
+	q := us.q
+	ri := v.recAt(u.CommitLogOffset)
+	if ri < 0 {
+		v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
+			"unit "+v.whatIsAt(u.CommitLogOffset), map[string]string{"record_start": "fail"}))
+		return
+	}
+	r := &v.recs[ri]
+	ev := map[string]string{"record_start": "pass"}
+	var exp, act []string
+	check := func(name string, ok bool, want, got string) {
+		ev[name] = passFail(ok)
+		if !ok {
+			exp, act = append(exp, name+"="+want), append(act, name+"="+got)
+		}
+	}
+	lmq := strings.HasPrefix(q.topic, lmqPrefix)
+	if lmq {
+		// LMQ queues hold records of other topics (INNER_MULTI_DISPATCH):
+		// only the pointer and the size can be judged.
+		check("multi_dispatch", r.flags&vfLMQ != 0, "INNER_MULTI_DISPATCH", "absent")
+	} else {
+		check("topic", v.topics[r.topic] == q.topic, q.topic, v.topics[r.topic])
+		check("queue_id", r.queueID == q.queueID, fmtInt(int64(q.queueID)), fmtInt(int64(r.queueID)))
+		if r.flags&vfInnerBatch == 0 {
+			check("queue_offset", r.queueOff == idx, fmtInt(idx), fmtInt(r.queueOff))
+		}
+	}
+	check("size", int64(r.size) == int64(u.Size), fmtInt(int64(r.size)), fmtInt(int64(u.Size)))
+	check("dispatched_type", r.dispatched(), "NOT_TYPE or COMMIT", fmt.Sprintf("sysflag 0x%x", r.sysFlag))
+	switch {
+	case u.IsExtAddress() || lmq:
+		ev["tags_code"] = "not checked"
+	case q.topic == rmq.ScheduleTopic && r.tagsCode != u.TagsCode:
+		// The delivery time depends on the broker's messageDelayLevel,
+		// which is not in the store: don't judge it.
+		ev["tags_code"] = "not checked (delay levels unknown)"
+	default:
+		check("tags_code", r.tagsCode == u.TagsCode, fmtInt(r.tagsCode), fmtInt(u.TagsCode))
+	}
+	if lmq || (v.topics[r.topic] == q.topic && r.queueID == q.queueID) {
+		r.flags |= vfMatched
+	}
+	if len(exp) == 0 {
+		return
+	}
+	fd := v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
+		"unit does not match the record it points at ("+strings.Join(failed(ev), ", ")+")", ev)
+	fd.Expected, fd.Actual = strings.Join(exp, " "), strings.Join(act, " ")
+	v.add(q.rel, fd)
+}
+
+func failed(ev map[string]string) []string {
+	var out []string
+	for _, k := range []string{"topic", "queue_id", "queue_offset", "size", "dispatched_type", "tags_code", "multi_dispatch"} {
+		if ev[k] == "fail" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// whatIsAt describes a commitlog offset that is not the start of a valid
+// record below the recovery end.
+func (v *verifier) whatIsAt(phy int64) string {
+	if i := v.recCovering(phy); i >= 0 {
+		return fmt.Sprintf("points into the middle of the record at %d (size %d)", v.recs[i].phy, v.recs[i].size)
+	}
+	m, err := v.store.RecordAt(phy)
+	switch {
+	case errors.Is(err, ErrStale):
+		return fmt.Sprintf("points at a stale record (stored physical offset %d)", m.PhysicalOffset)
+	case errors.Is(err, ErrNoFile):
+		return "points at an offset no commitlog file holds"
+	case err == nil && m.IsBlank():
+		return "points at a BLANK end-of-file record"
+	case err == nil:
+		return "points at a record the scan did not accept"
+	}
+	return "points at no valid record"
+}
+
+func (v *verifier) unitFinding(f cqFile, pos, idx int64, u rmq.CQUnit, code string, sev scan.Severity,
+	repair, msg string, ev map[string]string) scan.Finding {
+	return scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos, Length: rmq.CQUnitSize, Repair: repair,
+		Message: msg, Evidence: ev, Details: map[string]any{"queue_offset": idx, "phy_offset": u.CommitLogOffset,
+			"size": u.Size, "tags_code": fmtInt(u.TagsCode)}}
+}

@@ -1,0 +1,218 @@
+package rocketmq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// cqFile is one file of a consume queue dir.
+type cqFile struct {
+	name string
+	path string
+	rel  string
+	base int64 // parsed name: byte offset in the queue stream; -1 when unparsable
+	size int64
+}
+
+// queueState is one consume queue as found on disk and scanned.
+type queueState struct {
+	topic   string
+	queueID int32
+	rel     string // consumequeue/<topic>/<queueId>
+	files   []cqFile
+	exists  bool
+	units   int64 // queue max offset: index of the first invalid unit
+	minIdx  int64 // index of the first unit of the first file
+	lastEnd int64 // offset+size of the last real unit (0 if none)
+	real    int64 // real (non-placeholder) units
+}
+
+// listQueues reads consumequeue/<topic>/<queueId>/ into v.queues and
+// picks the consume queue file size.
+func (v *verifier) listQueues() error {
+	root := filepath.Join(v.cfg.Root, "consumequeue")
+	topics, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if !t.IsDir() {
+			continue
+		}
+		qs, err := os.ReadDir(filepath.Join(root, t.Name()))
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			qdir := filepath.Join(root, t.Name(), q.Name())
+			id, err := strconv.ParseInt(q.Name(), 10, 32)
+			if !q.IsDir() || err != nil || id < 0 {
+				v.res.Add(scan.Finding{Code: CodeCQBadFileName, Severity: scan.Warning, Path: v.rel(qdir), Repair: scan.RepairNone,
+					Message: "entry in a topic's consume queue dir is not a queue id directory; the broker ignores or fails on it"})
+				continue
+			}
+			qs := &queueState{topic: t.Name(), queueID: int32(id), rel: v.rel(qdir), exists: true}
+			if err := v.listQueueFiles(qs, qdir); err != nil {
+				return err
+			}
+			v.queues[queueKey{qs.topic, qs.queueID}] = qs
+		}
+	}
+	return nil
+}
+
+func (v *verifier) listQueueFiles(qs *queueState, qdir string) error {
+	ents, err := os.ReadDir(qdir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		st, err := e.Info()
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(qdir, e.Name())
+		f := cqFile{name: e.Name(), path: p, rel: v.rel(p), size: st.Size(), base: -1}
+		if b, err := rmq.ParseFileName(e.Name()); err == nil {
+			f.base = b
+		}
+		qs.files = append(qs.files, f)
+	}
+	sort.Slice(qs.files, func(i, j int) bool {
+		a, b := qs.files[i], qs.files[j]
+		if a.base != b.base {
+			return a.base < b.base
+		}
+		return a.name < b.name
+	})
+	return nil
+}
+
+// pickCQFileSize returns the consume queue mapped file size and where it
+// came from: the config, the most common size of files that are not the
+// last of their queue (those are full), or the broker default.
+func (v *verifier) pickCQFileSize() (int64, string) {
+	if v.cfg.CQFileSize > 0 {
+		return v.cfg.CQFileSize, "config"
+	}
+	count := map[int64]int{}
+	lastCount := map[int64]int{}
+	for _, q := range v.queues {
+		for i, f := range q.files {
+			if f.size <= 0 || f.size%rmq.CQUnitSize != 0 {
+				continue
+			}
+			if i < len(q.files)-1 {
+				count[f.size]++
+			} else {
+				lastCount[f.size]++
+			}
+		}
+	}
+	if len(count) == 0 {
+		count = lastCount
+	}
+	best, bestN := int64(0), 0
+	for s, n := range count {
+		if n > bestN || (n == bestN && s > best) {
+			best, bestN = s, n
+		}
+	}
+	if best == 0 {
+		return rmq.DefaultCQFileSize, "default"
+	}
+	return best, "inferred"
+}
+
+// checkQueueFiles checks names and sizes of one queue's files and
+// returns the files whose units can be read in stream order.
+func (v *verifier) checkQueueFiles(qs *queueState, fileSize int64) []cqFile {
+	var out []cqFile
+	for i, f := range qs.files {
+		last := i == len(qs.files)-1
+		switch {
+		case f.base < 0 || f.base%rmq.CQUnitSize != 0 || f.base%fileSize != 0:
+			v.add(qs.rel, scan.Finding{Code: CodeCQBadFileName, Severity: scan.Error, Path: f.rel, Repair: scan.RepairRebuildIndex,
+				Expected: "20-digit multiple of " + fmtInt(fileSize), Actual: f.name, Evidence: map[string]string{"name": "fail"},
+				Message: "consume queue file name is not a 20-digit multiple of the file size; the broker cannot place its units"})
+			continue
+		case last && f.size == 0 && len(qs.files) > 1:
+			v.add(qs.rel, scan.Finding{Code: CodeCQEmptyLast, Severity: scan.Info, Path: f.rel, Repair: scan.RepairNone,
+				Message: "zero-length last consume queue file; the broker deletes it at load"})
+			continue
+		case f.size != fileSize:
+			v.add(qs.rel, scan.Finding{Code: CodeCQBadFileSize, Severity: scan.Error, Path: f.rel, Offset: min(f.size, fileSize),
+				Length: abs(fileSize - f.size), Repair: scan.RepairRebuildIndex, Expected: fmtInt(fileSize), Actual: fmtInt(f.size),
+				Evidence: map[string]string{"file_size": "fail"},
+				Message:  "consume queue file size differs from the mapped file size; the broker refuses to load the store (\"length not matched\")"})
+		}
+		if n := len(out); n > 0 && f.base != out[n-1].base+fileSize {
+			for b := out[n-1].base + fileSize; b < f.base && b-out[n-1].base <= 64*fileSize; b += fileSize {
+				p := qs.rel + "/" + rmq.FormatFileName(b)
+				v.add(qs.rel, scan.Finding{Code: CodeCQMissing, Severity: scan.Error, Path: p, Repair: scan.RepairRebuildIndex,
+					Evidence: map[string]string{"name_continuity": "fail"}, Details: map[string]any{"queue_offset": b / rmq.CQUnitSize},
+					Message: fmt.Sprintf("consume queue file is missing between %s and %s; its units are lost", out[n-1].name, f.name)})
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkConsumeQueues runs every consume queue check (see verify_cq.go).
+func (v *verifier) checkConsumeQueues(ctx context.Context) error {
+	if err := v.listQueues(); err != nil {
+		return err
+	}
+	fileSize, src := v.pickCQFileSize()
+	v.res.Layout["cq_file_size"], v.res.Layout["cq_file_size_source"] = fileSize, src
+	keys := make([]queueKey, 0, len(v.queues))
+	nfiles := 0
+	for k, q := range v.queues {
+		keys = append(keys, k)
+		nfiles += len(q.files)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
+		}
+		return keys[i].queueID < keys[j].queueID
+	})
+	v.res.Layout["cq_queues"], v.res.Layout["cq_files"] = len(keys), nfiles
+	buf := make([]byte, cqReadSize)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q := v.queues[k]
+		files := v.checkQueueFiles(q, fileSize)
+		if err := v.scanQueue(q, files, fileSize, buf); err != nil {
+			v.res.Fail(fmt.Errorf("%s: %w", q.rel, err))
+		}
+		v.dispatchFrom = max(v.dispatchFrom, q.lastEnd)
+	}
+	v.redispatchFrom = v.dispatchFrom
+	if v.abort {
+		v.redispatchFrom = min(v.redispatchFrom, v.abnormalStart())
+	}
+	v.checkMissing(fileSize)
+	return nil
+}
+
+// cqReadSize is how much of a consume queue file is read at once: a
+// multiple of the unit size, small enough to keep memory flat whatever
+// the configured file size.
+const cqReadSize = 52428 * rmq.CQUnitSize

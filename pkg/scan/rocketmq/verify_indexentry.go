@@ -1,0 +1,147 @@
+package rocketmq
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// indexEntries reads entries 1..used-1 in order and checks each against
+// its chain predecessor, the header ranges and the record it points at.
+func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
+	lay := w.lay
+	buf := make([]byte, indexReadSize)
+	for n0 := int64(1); n0 < w.used; {
+		k := min(int64(len(buf))/rmq.IndexEntrySize, w.used-n0)
+		off := lay.EntryOffset(n0)
+		if err := readFull(fh, buf[:k*rmq.IndexEntrySize], off); err != nil {
+			return err
+		}
+		for i := int64(0); i < k; i++ {
+			b := buf[i*rmq.IndexEntrySize : (i+1)*rmq.IndexEntrySize]
+			e, _ := rmq.DecodeIndexEntry(b, off+i*rmq.IndexEntrySize) // 20 bytes: never fails
+			v.indexEntry(w, n0+i, e)
+		}
+		n0 += k
+	}
+	if w.beyond > 0 {
+		f := w.f
+		v.res.Add(scan.Finding{Code: CodeIndexBeyondEnd, Severity: w.beyondSev, Path: f.rel, Offset: lay.EntryOffset(1),
+			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{"below_recovery_end": "fail"},
+			Details: map[string]any{"entries": w.beyond, "recovery_end": v.recoveryEnd},
+			Message: fmt.Sprintf("%d index entries point at or past the commitlog recovery end (messages recovery drops)%s", w.beyond,
+				map[bool]string{true: "; the broker deletes this index file at load after the unclean shutdown", false: ""}[w.beyondSev == scan.Info])})
+	}
+	if w.expired > 0 {
+		v.res.Add(scan.Finding{Code: CodeIndexBadEntry, Severity: scan.Info, Path: w.f.rel, Offset: lay.EntryOffset(1),
+			Repair: scan.RepairNone, Details: map[string]any{"entries": w.expired, "commitlog_min_offset": v.minPhy},
+			Message: fmt.Sprintf("%d index entries point below the commitlog's first file (expired messages; normal)", w.expired)})
+	}
+	return nil
+}
+
+// indexEntry checks entry n.
+func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
+	f, lay, h := w.f, w.lay, w.f.hdr
+	off := lay.EntryOffset(n)
+	w.keyHash[n] = e.KeyHash
+	bad := func(code, msg string, ev map[string]string, exp, act string) {
+		fd := v.indexFinding(f, code, off, rmq.IndexEntrySize, fmt.Sprintf("entry %d: %s", n, msg), ev)
+		fd.Expected, fd.Actual = exp, act
+		fd.Details = map[string]any{"entry": n, "phy_offset": e.PhyOffset, "key_hash": fmtInt(int64(e.KeyHash)),
+			"time_diff": e.TimeDiff, "prev_index": e.PrevIndex}
+		v.add(f.rel, fd)
+	}
+	// Chain: strictly decreasing, same bucket, one successor each.
+	switch p := int64(e.PrevIndex); {
+	case e.KeyHash < 0:
+		bad(CodeIndexBadEntry, "key hash is negative (the broker stores abs(hashCode))", map[string]string{"key_hash": "fail"}, ">= 0", fmtInt(int64(e.KeyHash)))
+	case p < 0 || p >= n:
+		bad(CodeIndexBadChain, "previous entry number is not below this one (chains must strictly decrease)",
+			map[string]string{"decreasing": "fail"}, "< "+fmtInt(n), fmtInt(p))
+	case p > 0:
+		if w.keyHash[p] >= 0 && int64(w.keyHash[p])%lay.Slots != int64(e.KeyHash)%lay.Slots {
+			bad(CodeIndexBadChain, fmt.Sprintf("previous entry %d is in another slot", p), map[string]string{"same_slot": "fail"},
+				fmtInt(int64(e.KeyHash)%lay.Slots), fmtInt(int64(w.keyHash[p])%lay.Slots))
+		}
+		if w.referenced[p] {
+			bad(CodeIndexBadChain, fmt.Sprintf("previous entry %d is already another entry's predecessor", p),
+				map[string]string{"single_parent": "fail"}, "", "")
+		}
+		w.referenced[p] = true
+	}
+	if n == 1 {
+		w.firstPhy = e.PhyOffset
+	}
+	w.maxPhy = max(w.maxPhy, e.PhyOffset)
+	switch {
+	case e.PhyOffset < v.minPhy:
+		w.expired++
+		return
+	case e.PhyOffset >= v.recoveryEnd:
+		w.beyond++
+		return
+	}
+	ri := v.recAt(e.PhyOffset)
+	if ri < 0 {
+		bad(CodeIndexBadEntry, v.whatIsAt(e.PhyOffset), map[string]string{"record_start": "fail"}, "", fmtInt(e.PhyOffset))
+		return
+	}
+	r := &v.recs[ri]
+	if n == 1 {
+		w.firstTS, w.firstTSChecked = r.storeTS, true
+	}
+	w.maxTS = max(w.maxTS, r.storeTS)
+	if !slices.Contains(v.hashes[r.hashOff:r.hashOff+int32(r.nhash)], e.KeyHash) {
+		bad(CodeIndexBadEntry, fmt.Sprintf("key hash matches no key of the record at %d (topic#UNIQ_KEY, topic#KEYS)", r.phy),
+			map[string]string{"record_start": "pass", "key_hash": "fail"}, "", fmtInt(int64(e.KeyHash)))
+		return
+	}
+	if e.PhyOffset < h.BeginPhyOffset || e.PhyOffset > h.EndPhyOffset {
+		bad(CodeIndexBadEntry, "offset is outside the header's [beginPhyOffset, endPhyOffset]",
+			map[string]string{"phy_range": "fail"}, fmt.Sprintf("[%d, %d]", h.BeginPhyOffset, h.EndPhyOffset), fmtInt(e.PhyOffset))
+	}
+	if r.storeTS < h.BeginTimestamp || r.storeTS > h.EndTimestamp {
+		bad(CodeIndexBadEntry, "record's store time is outside the header's [beginTimestamp, endTimestamp]",
+			map[string]string{"time_range": "fail"}, fmt.Sprintf("[%d, %d]", h.BeginTimestamp, h.EndTimestamp), fmtInt(r.storeTS))
+	}
+	// Entry 1's timeDiff was computed against the header before entry 1
+	// reset beginTimestamp (§5 quirk): only later entries are checked.
+	if n >= 2 && h.BeginTimestamp > 0 {
+		want := min(max((r.storeTS-h.BeginTimestamp)/1000, 0), 1<<31-1)
+		if int64(e.TimeDiff) != want {
+			bad(CodeIndexBadEntry, "timeDiff does not match the record's store time", map[string]string{"time_diff": "fail"},
+				fmtInt(want), fmtInt(int64(e.TimeDiff)))
+		}
+	}
+}
+
+// indexHeaderVsEntries checks the header's begin/end values against the
+// entries: the first entry sets the begin values, every entry the end.
+func (v *verifier) indexHeaderVsEntries(w *indexWalk) {
+	f, h := w.f, w.f.hdr
+	if w.used <= 1 {
+		return
+	}
+	type hc struct {
+		name     string
+		off      int64
+		want, at int64
+		ok       bool
+	}
+	checks := []hc{{"beginPhyOffset", 16, w.firstPhy, h.BeginPhyOffset, true}, {"endPhyOffset", 24, w.maxPhy, h.EndPhyOffset, true},
+		{"beginTimestamp", 0, w.firstTS, h.BeginTimestamp, w.firstTSChecked}}
+	if w.beyond == 0 && w.expired == 0 && w.maxTS > 0 {
+		checks = append(checks, hc{"endTimestamp", 8, w.maxTS, h.EndTimestamp, true})
+	}
+	for _, c := range checks {
+		if c.ok && c.want != c.at {
+			fd := v.indexFinding(f, CodeIndexBadHeader, c.off, 8, "header "+c.name+" does not match the entries", map[string]string{c.name: "fail"})
+			fd.Expected, fd.Actual = fmtInt(c.want), fmtInt(c.at)
+			v.add(f.rel, fd)
+		}
+	}
+}

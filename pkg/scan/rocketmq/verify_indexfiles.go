@@ -1,0 +1,123 @@
+package rocketmq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// indexNameLen is the length of an index file name: the creation local
+// time yyyyMMddHHmmssSSS (UtilAll.timeMillisToHumanString).
+const indexNameLen = 17
+
+// indexFile is one file of index/.
+type indexFile struct {
+	name, path, rel string
+	size            int64
+	hdr             rmq.IndexHeader
+	hdrOK           bool
+}
+
+// pickIndexLayout returns the slot and entry counts of the index files
+// and where they came from: the config, the most common file size, or
+// the broker defaults.
+func (v *verifier) pickIndexLayout(files []indexFile) (rmq.IndexLayout, string) {
+	slots, entries := int64(v.cfg.IndexSlots), int64(v.cfg.IndexEntries)
+	if slots > 0 && entries > 0 {
+		return rmq.IndexLayout{Slots: slots, Entries: entries}, "config"
+	}
+	count := map[int64]int{}
+	for _, f := range files {
+		count[f.size]++
+	}
+	sizes := make([]int64, 0, len(count))
+	for s := range count {
+		sizes = append(sizes, s)
+	}
+	sort.Slice(sizes, func(i, j int) bool {
+		if count[sizes[i]] != count[sizes[j]] {
+			return count[sizes[i]] > count[sizes[j]]
+		}
+		return sizes[i] > sizes[j]
+	})
+	for _, s := range sizes {
+		if l, err := rmq.IndexLayoutFromSize(s, slots); err == nil {
+			if slots > 0 {
+				return l, "config slots, entries inferred from size"
+			}
+			return l, "inferred from size"
+		}
+	}
+	return rmq.IndexLayout{Slots: rmq.DefaultIndexSlots, Entries: rmq.DefaultIndexEntries}, "default"
+}
+
+// checkIndexFiles lists index/ and checks every file (verify_index.go).
+func (v *verifier) checkIndexFiles(ctx context.Context) error {
+	dir := filepath.Join(v.cfg.Root, "index")
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var files []indexFile
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		st, err := e.Info()
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, e.Name())
+		f := indexFile{name: e.Name(), path: p, rel: v.rel(p), size: st.Size()}
+		if !allDigits(e.Name()) || len(e.Name()) != indexNameLen {
+			v.res.Add(scan.Finding{Code: CodeIndexBadFileName, Severity: scan.Warning, Path: f.rel, Repair: scan.RepairRebuildIndex,
+				Expected: "17-digit yyyyMMddHHmmssSSS", Actual: e.Name(), Evidence: map[string]string{"name": "fail"},
+				Message: "file in index/ is not named by a 17-digit time; the broker would load it as an index file anyway"})
+		}
+		files = append(files, f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
+	lay, src := v.pickIndexLayout(files)
+	v.res.Layout["index_files"], v.res.Layout["index_slots"], v.res.Layout["index_entries"] = len(files), lay.Slots, lay.Entries
+	v.res.Layout["index_layout_source"] = src
+	for i := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := v.checkIndexFile(&files[i], lay); err != nil {
+			v.res.Fail(fmt.Errorf("%s: %w", files[i].rel, err))
+		}
+	}
+	for i := 1; i < len(files); i++ {
+		a, b := files[i-1], files[i]
+		if a.hdrOK && b.hdrOK && a.hdr.IndexCount > 1 && b.hdr.IndexCount > 1 && b.hdr.BeginPhyOffset < a.hdr.EndPhyOffset {
+			v.add(b.rel, scan.Finding{Code: CodeIndexBadHeader, Severity: scan.Warning, Path: b.rel, Offset: 16, Length: 8,
+				Repair: scan.RepairRebuildIndex, Expected: ">= " + fmtInt(a.hdr.EndPhyOffset), Actual: fmtInt(b.hdr.BeginPhyOffset),
+				Evidence: map[string]string{"file_order": "fail"},
+				Message:  "index file begins below the end of the previous index file; the broker indexes each message once, in order"})
+		}
+	}
+	return nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func (v *verifier) indexFinding(f *indexFile, code string, off, length int64, msg string, ev map[string]string) scan.Finding {
+	return scan.Finding{Code: code, Severity: scan.Warning, Path: f.rel, Offset: off, Length: length,
+		Repair: scan.RepairRebuildIndex, Message: msg, Evidence: ev}
+}

@@ -1,0 +1,110 @@
+package rocketmq
+
+import (
+	"fmt"
+	"sort"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// missingQueue aggregates the records of a queue that has no dir.
+type missingQueue struct {
+	n, redispatched int
+	first, last     int64
+}
+
+// checkMissing reports dispatched records (NOT_TYPE or COMMIT) below the
+// recovery end that no unit of their own queue points at. A record after
+// the queue's last unit that the next start dispatches again is "not
+// dispatched yet" (warning); one inside the queue, before it, or one the
+// next start will not dispatch is lost (error).
+func (v *verifier) checkMissing(fileSize int64) {
+	noDir := map[queueKey]*missingQueue{}
+	skipped := 0
+	lost := 0
+	for i := range v.recs {
+		r := &v.recs[i]
+		if r.flags&vfMatched != 0 || !r.dispatched() {
+			continue
+		}
+		if r.flags&vfInnerBatch != 0 {
+			skipped++ // BatchConsumeQueue topics: not checked here
+			continue
+		}
+		k := queueKey{v.topics[r.topic], r.queueID}
+		q := v.queues[k]
+		redispatch := r.phy >= v.redispatchFrom
+		if q == nil {
+			mq := noDir[k]
+			if mq == nil {
+				mq = &missingQueue{first: r.phy}
+				noDir[k] = mq
+			}
+			mq.n++
+			mq.last = r.phy
+			if redispatch {
+				mq.redispatched++
+			}
+			continue
+		}
+		qo := r.queueOff
+		state, sev, msg := "lost", scan.Error, "message has no consume queue unit inside its queue's range: consumers will never see it"
+		switch {
+		case qo >= q.units && redispatch:
+			state, sev, msg = "not-dispatched", scan.Warning, "message is not dispatched yet (after the queue's last unit); the broker dispatches it at the next start"
+		case qo >= q.units:
+			state, msg = "not-dispatched", "message is after the queue's last unit but before where the next start dispatches from: it will never be dispatched"
+		case qo < q.minIdx:
+			msg = "message is before the queue's first consume queue file although it is still in the commitlog: its units are lost"
+		}
+		if state == "lost" || sev == scan.Error {
+			lost++
+		}
+		path, off := q.rel, int64(0)
+		if qo >= 0 && qo < 1<<58 {
+			b := qo * rmq.CQUnitSize
+			path, off = q.rel+"/"+rmq.FormatFileName(b/fileSize*fileSize), b%fileSize
+		}
+		v.add(q.rel+":missing", scan.Finding{Code: CodeCQMissing, Severity: sev, Path: path, Offset: off, Length: rmq.CQUnitSize,
+			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"unit": "fail"},
+			Details: map[string]any{"state": state, "phy_offset": r.phy, "size": r.size, "queue_offset": qo,
+				"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}})
+	}
+	v.missingQueueDirs(noDir)
+	v.lostCount = lost
+	if skipped > 0 {
+		v.res.Add(scan.Finding{Code: CodeCQNotChecked, Severity: scan.Info, Path: "consumequeue", Repair: scan.RepairNone,
+			Details: map[string]any{"records": skipped},
+			Message: fmt.Sprintf("%d inner-batch records without a consume queue unit were not judged (batch consume queues are not verified)", skipped)})
+	}
+}
+
+func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
+	keys := make([]queueKey, 0, len(noDir))
+	for k := range noDir {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
+		}
+		return keys[i].queueID < keys[j].queueID
+	})
+	for _, k := range keys {
+		mq := noDir[k]
+		sev, state := scan.Error, "lost"
+		msg := fmt.Sprintf("no consume queue dir for %s/%d although %d messages of it are in the commitlog", k.topic, k.queueID, mq.n)
+		if mq.redispatched == mq.n {
+			sev, state = scan.Warning, "not-dispatched"
+			msg += "; the broker dispatches them at the next start"
+		} else {
+			v.lostCount += mq.n - mq.redispatched
+			msg += "; the next start will not dispatch them all"
+		}
+		v.res.Add(scan.Finding{Code: CodeCQMissing, Severity: sev, Path: fmt.Sprintf("consumequeue/%s/%d", k.topic, k.queueID),
+			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"queue_dir": "fail"},
+			Details: map[string]any{"state": state, "records": mq.n, "first_phy_offset": mq.first, "last_phy_offset": mq.last,
+				"redispatched": mq.redispatched, "topic": k.topic, "queue_id": k.queueID}})
+	}
+}
