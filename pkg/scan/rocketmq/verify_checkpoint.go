@@ -97,7 +97,7 @@ func (v *verifier) checkCheckpoint(context.Context) error {
 				v.res.Add(scan.Finding{Code: CodeCheckpointAhead, Severity: scan.Warning, Path: "checkpoint", Offset: c.off, Length: 8,
 					Repair: scan.RepairNone, Expected: "<= " + fmtInt(lastTS+slack), Actual: fmtInt(c.ts),
 					Evidence: map[string]string{c.name: "fail"},
-					Message: fmt.Sprintf("checkpoint %s is %d ms after the newest message the commitlog keeps: flushed data was lost", c.name, c.ts-lastTS)})
+					Message:  fmt.Sprintf("checkpoint %s is %d ms after the newest message the commitlog keeps: flushed data was lost", c.name, c.ts-lastTS)})
 			}
 		}
 	}

@@ -4,16 +4,16 @@ package rocketmq
 // store.component.what). Never rename one: scripts match on them.
 const (
 	// Consume queues (consumequeue/<topic>/<queueId>/<20 digits>).
-	CodeCQBadUnit      = "rocketmq.consumequeue.bad-unit"
-	CodeCQMissing      = "rocketmq.consumequeue.missing"
-	CodeCQBeyondEnd    = "rocketmq.consumequeue.beyond-end"
-	CodeCQExpired      = "rocketmq.consumequeue.expired"
-	CodeCQPlaceholder  = "rocketmq.consumequeue.placeholder"
-	CodeCQOrder        = "rocketmq.consumequeue.out-of-order"
-	CodeCQBadFileName  = "rocketmq.consumequeue.bad-file-name"
-	CodeCQBadFileSize  = "rocketmq.consumequeue.bad-file-size"
-	CodeCQEmptyLast    = "rocketmq.consumequeue.empty-last-file"
-	CodeCQNotChecked   = "rocketmq.consumequeue.not-checked"
+	CodeCQBadUnit     = "rocketmq.consumequeue.bad-unit"
+	CodeCQMissing     = "rocketmq.consumequeue.missing"
+	CodeCQBeyondEnd   = "rocketmq.consumequeue.beyond-end"
+	CodeCQExpired     = "rocketmq.consumequeue.expired"
+	CodeCQPlaceholder = "rocketmq.consumequeue.placeholder"
+	CodeCQOrder       = "rocketmq.consumequeue.out-of-order"
+	CodeCQBadFileName = "rocketmq.consumequeue.bad-file-name"
+	CodeCQBadFileSize = "rocketmq.consumequeue.bad-file-size"
+	CodeCQEmptyLast   = "rocketmq.consumequeue.empty-last-file"
+	CodeCQNotChecked  = "rocketmq.consumequeue.not-checked"
 
 	// Index files (index/<17 digits>).
 	CodeIndexBadEntry    = "rocketmq.index.bad-entry"

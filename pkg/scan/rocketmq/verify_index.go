@@ -50,7 +50,7 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 		v.add(f.rel, scan.Finding{Code: CodeIndexBadHeader, Severity: scan.Warning, Path: f.rel, Offset: min(f.size, want),
 			Length: abs(want - f.size), Repair: scan.RepairRebuildIndex, Expected: fmtInt(want), Actual: fmtInt(f.size),
 			Evidence: map[string]string{"file_size": "fail"},
-			Message: fmt.Sprintf("index file size does not fit %d slots and %d entries; the broker maps it at full size, so missing bytes read as zeros", lay.Slots, lay.Entries)})
+			Message:  fmt.Sprintf("index file size does not fit %d slots and %d entries; the broker maps it at full size, so missing bytes read as zeros", lay.Slots, lay.Entries)})
 	}
 	if f.size < rmq.IndexHeaderSize {
 		return nil
