@@ -1,0 +1,6 @@
+// Package rocketmq plans repairs of a RocketMQ store as repair.Plans:
+// truncating the commitlog where a correct recovery stops, and rebuilding
+// the consume queues, index files and checkpoint timestamps that the
+// broker's dispatch derives from the commitlog. Planning only reads the
+// data dir; pkg/repair.Apply performs the writes.
+package rocketmq

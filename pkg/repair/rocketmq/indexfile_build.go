@@ -1,0 +1,207 @@
+package rocketmq
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+)
+
+// IndexNameLayout is the Go layout of UtilAll.timeMillisToHumanString,
+// the broker's index file name: local time yyyyMMddHHmmssSSS.
+const IndexNameLayout = "20060102150405.000"
+
+// IndexFileName formats ms (Unix milliseconds) as an index file name in loc.
+func IndexFileName(ms int64, loc *time.Location) string {
+	s := time.UnixMilli(ms).In(loc).Format(IndexNameLayout)
+	return s[:14] + s[15:] // drop the '.'
+}
+
+// idxbFile is one rebuilt index file while it is being written: the slots
+// live in memory, entries are streamed to the staged file in order.
+type idxbFile struct {
+	hdr      rmq.IndexHeader
+	created  int64 // store timestamp of the record whose dispatch created it
+	slots    []int32
+	path     string // staged file
+	f        *os.File
+	w        *bufio.Writer
+	name     string // final name under index/
+	full     bool
+	firstRec int64 // phy offset of the first indexed record (-1 if none)
+}
+
+// idxbBuilder mirrors IndexService.buildIndex / IndexFile.putKey.
+type idxbBuilder struct {
+	lay   rmq.IndexLayout
+	stage string
+	files []*idxbFile
+	cur   *idxbFile
+}
+
+// idxbBuild indexes the records of d into files staged under
+// stage/index/, named by their creation record's store time for now (the
+// caller renames them). It returns the files in creation order, closed.
+func idxbBuild(d *rbData, lay rmq.IndexLayout, stage string) (files []*idxbFile, err error) {
+	b := &idxbBuilder{lay: lay, stage: filepath.Join(stage, "index")}
+	if err := os.MkdirAll(b.stage, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := b.closeCur(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			for _, f := range b.files {
+				if f.f != nil {
+					f.f.Close()
+				}
+			}
+		}
+	}()
+	for i := range d.recs {
+		r := &d.recs[i]
+		// retryGetAndCreateIndexFile runs for every dispatched record,
+		// before the ROLLBACK check, so a full file rolls over even for a
+		// record without keys.
+		if err := b.ensure(r.storeTS); err != nil {
+			return nil, err
+		}
+		if r.phy < b.cur.hdr.EndPhyOffset {
+			continue // buildIndex: already indexed
+		}
+		for _, h := range d.keysOf(i) {
+			if err := b.ensure(r.storeTS); err != nil { // putKey failed: file full
+				return nil, err
+			}
+			if err := b.put(h, r.phy, r.storeTS); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.files, nil
+}
+
+// ensure makes cur the last index file that is not full, creating one
+// seeded with the previous file's end offset and timestamp.
+func (b *idxbBuilder) ensure(ts int64) error {
+	if b.cur != nil && b.cur.hdr.IndexCount < int32(b.lay.Entries) {
+		return nil
+	}
+	var prev rmq.IndexHeader
+	if b.cur != nil {
+		prev = b.cur.hdr
+		b.cur.full = true
+		if err := b.closeCur(); err != nil {
+			return err
+		}
+	}
+	nf := &idxbFile{created: ts, slots: make([]int32, b.lay.Slots), firstRec: -1}
+	nf.hdr.IndexCount = 1
+	if prev.EndPhyOffset > 0 {
+		nf.hdr.BeginPhyOffset, nf.hdr.EndPhyOffset = prev.EndPhyOffset, prev.EndPhyOffset
+	}
+	if prev.EndTimestamp > 0 {
+		nf.hdr.BeginTimestamp, nf.hdr.EndTimestamp = prev.EndTimestamp, prev.EndTimestamp
+	}
+	nf.path = filepath.Join(b.stage, fmt.Sprintf("build-%06d", len(b.files)))
+	f, err := os.OpenFile(nf.path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(b.lay.EntryOffset(1), 0); err != nil {
+		f.Close()
+		return err
+	}
+	nf.f, nf.w = f, bufio.NewWriterSize(f, 1<<20)
+	b.files = append(b.files, nf)
+	b.cur = nf
+	return nil
+}
+
+// put is IndexFile.putKey for a file known not to be full.
+func (b *idxbBuilder) put(keyHash int32, phy, ts int64) error {
+	f := b.cur
+	h := &f.hdr
+	slot := int64(keyHash) % b.lay.Slots
+	prev := f.slots[slot]
+	if prev <= 0 || prev > h.IndexCount {
+		prev = 0
+	}
+	// timeDiff is computed before the first entry overwrites beginTimestamp.
+	diff := (ts - h.BeginTimestamp) / 1000
+	switch {
+	case h.BeginTimestamp <= 0:
+		diff = 0
+	case diff > 1<<31-1:
+		diff = 1<<31 - 1
+	case diff < 0:
+		diff = 0
+	}
+	var e [rmq.IndexEntrySize]byte
+	binary.BigEndian.PutUint32(e[0:], uint32(keyHash))
+	binary.BigEndian.PutUint64(e[4:], uint64(phy))
+	binary.BigEndian.PutUint32(e[12:], uint32(int32(diff)))
+	binary.BigEndian.PutUint32(e[16:], uint32(prev))
+	if _, err := f.w.Write(e[:]); err != nil {
+		return err
+	}
+	f.slots[slot] = h.IndexCount
+	if h.IndexCount <= 1 {
+		h.BeginPhyOffset, h.BeginTimestamp = phy, ts
+		f.firstRec = phy
+	}
+	if prev == 0 {
+		h.HashSlotCount++
+	}
+	h.IndexCount++
+	h.EndPhyOffset, h.EndTimestamp = phy, ts
+	return nil
+}
+
+// closeCur writes the header and slots of cur, sizes the file to the
+// layout (the entry tail stays a sparse run of zeros) and closes it.
+func (b *idxbBuilder) closeCur() error {
+	f := b.cur
+	if f == nil || f.f == nil {
+		return nil
+	}
+	defer func() {
+		if f.f != nil {
+			f.f.Close()
+		}
+		f.f, f.w = nil, nil
+	}()
+	if err := f.w.Flush(); err != nil {
+		return err
+	}
+	head := make([]byte, rmq.IndexHeaderSize+len(f.slots)*rmq.IndexSlotSize)
+	idxbPutHeader(head, f.hdr)
+	for i, v := range f.slots {
+		binary.BigEndian.PutUint32(head[rmq.IndexHeaderSize+i*rmq.IndexSlotSize:], uint32(v))
+	}
+	if _, err := f.f.WriteAt(head, 0); err != nil {
+		return err
+	}
+	if err := f.f.Truncate(b.lay.Size()); err != nil {
+		return err
+	}
+	f.slots = nil
+	c := f.f
+	f.f = nil
+	return c.Close()
+}
+
+// idxbPutHeader encodes h into the first 40 bytes of b (IndexHeader.updateByteBuffer).
+func idxbPutHeader(b []byte, h rmq.IndexHeader) {
+	binary.BigEndian.PutUint64(b[0:], uint64(h.BeginTimestamp))
+	binary.BigEndian.PutUint64(b[8:], uint64(h.EndTimestamp))
+	binary.BigEndian.PutUint64(b[16:], uint64(h.BeginPhyOffset))
+	binary.BigEndian.PutUint64(b[24:], uint64(h.EndPhyOffset))
+	binary.BigEndian.PutUint32(b[32:], uint32(h.HashSlotCount))
+	binary.BigEndian.PutUint32(b[36:], uint32(h.IndexCount))
+}

@@ -1,0 +1,256 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/repair"
+	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+// Reason codes of rebuild-index actions (cli-contract.md finding codes).
+const (
+	ReasonCQMissing  = "rocketmq.consumequeue.missing"
+	ReasonCQBadUnit  = "rocketmq.consumequeue.bad-unit"
+	ReasonCQExtra    = "rocketmq.consumequeue.extra-file"
+	ReasonIndex      = "rocketmq.index.bad-entry"
+	ReasonIndexExtra = "rocketmq.index.extra-file"
+	ReasonCheckpoint = "rocketmq.checkpoint.timestamps"
+)
+
+// MaxCQFileSize bounds mappedFileSizeConsumeQueue: the broker keeps it in
+// an int and maps a whole file; 1 GiB is 50x the default, and the builder
+// holds one file in memory.
+const MaxCQFileSize = 1 << 30
+
+// RebuildConfig says what to rebuild and with which geometry. Sizes left
+// zero come from Broker, then from the existing files, then the broker's
+// defaults.
+type RebuildConfig struct {
+	DataDir        string
+	CommitLogDir   string // default DataDir/commitlog
+	MappedFileSize int64  // commitlog file size; 0 = inferred by the scanner
+	MaxMessageSize int    // 0 = the scanner's default
+	CQFileSize     int64  // mappedFileSizeConsumeQueue (rounded up to 20 bytes)
+	IndexSlots     int64  // maxHashSlotNum
+	IndexEntries   int64  // maxIndexNum
+	Broker         *scanrmq.BrokerConf
+	// SkipConsumeQueue and SkipIndex leave that part alone.
+	SkipConsumeQueue, SkipIndex bool
+	// StageDir is where the rebuilt files are written; it must not exist
+	// and must not be inside DataDir. Default <parent>/.<base>.storectl-stage-<n>.
+	StageDir string
+	// KeepStage keeps the staged files after planning, for Apply (the plan's
+	// actions point at them). Without it the stage is removed.
+	KeepStage bool
+	// Location names new index files (local time, as the broker); default time.Local.
+	Location    *time.Location
+	ToolVersion string
+	Now         time.Time // plan creation time; default time.Now()
+}
+
+// PlanRebuildIndex rebuilds consume queues, index files and the
+// checkpoint's logics/index timestamps from the commitlog records before
+// the recovery end into a staging dir, compares them with the store and
+// returns the plan that makes the store equal to them: replace-file for
+// every differing or missing file, remove-file for files that should not
+// exist, write-range for the 16 checkpoint bytes. It never writes inside
+// the data dir. A store that already matches gives an empty plan.
+func PlanRebuildIndex(ctx context.Context, cfg RebuildConfig) (*repair.Plan, *RebuildReport, error) {
+	if cfg.DataDir == "" {
+		return nil, nil, errors.New("rebuild-index: no data dir")
+	}
+	data, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DataDir = data
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now = time.Now()
+	}
+	ex, err := rbListExisting(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := &RebuildReport{DataDir: data}
+	if err := rbGeometry(&cfg, ex, rep); err != nil {
+		return nil, nil, err
+	}
+	stage, err := rbMakeStage(&cfg, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(stage)
+		}
+	}()
+	plan, err := rbPlan(ctx, &cfg, ex, stage, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep = cfg.KeepStage && len(plan.Actions) > 0
+	if keep {
+		rep.StageDir = stage
+	}
+	return plan, rep, nil
+}
+
+func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage string, rep *RebuildReport) (*repair.Plan, error) {
+	d, err := rbCollect(ctx, scanrmq.Config{Root: cfg.DataDir, CommitLogDir: cfg.CommitLogDir,
+		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize})
+	if err != nil {
+		return nil, err
+	}
+	rep.RecoveryEnd, rep.Records, rep.LMQRecords = d.recoveryEnd, len(d.recs), d.lmq
+	rep.IndexKeys = len(d.keys)
+	if d.lmq > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records carry INNER_MULTI_DISPATCH (LMQ); they are dispatched to their own queue only, as with enableMultiDispatch=false; %%LMQ%% queues are left alone", d.lmq))
+	}
+	plan, err := repair.NewPlan(cfg.DataDir, cfg.ToolVersion, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.SkipConsumeQueue {
+		qs, warns, err := cqbBuild(d, rep.CQFileSize)
+		if err != nil {
+			return nil, err
+		}
+		rep.Warnings = append(rep.Warnings, warns...)
+		buf := make([]byte, 0, rep.CQFileSize)
+		for _, q := range qs {
+			if err := q.write(stage, rep.CQFileSize, buf); err != nil {
+				return nil, err
+			}
+		}
+		if err := rbCompareCQ(plan, cfg.DataDir, stage, qs, ex, rep); err != nil {
+			return nil, err
+		}
+	}
+	var idx []*idxbFile
+	if !cfg.SkipIndex {
+		if idx, err = idxbBuild(d, rep.IndexLayout, stage); err != nil {
+			return nil, err
+		}
+		if err := rbNameIndexFiles(idx, ex, cfg.Location, rep); err != nil {
+			return nil, err
+		}
+		if err := rbCompareIndex(plan, cfg.DataDir, idx, ex, rep); err != nil {
+			return nil, err
+		}
+	}
+	if err := rbCheckpoint(plan, cfg, d, idx, rep); err != nil {
+		return nil, err
+	}
+	return plan, ctx.Err()
+}
+
+// rbGeometry settles the CQ file size and the index layout.
+func rbGeometry(cfg *RebuildConfig, ex *rbExisting, rep *RebuildReport) error {
+	cq, slots, entries := cfg.CQFileSize, cfg.IndexSlots, cfg.IndexEntries
+	if b := cfg.Broker; b != nil {
+		cq = cmpOr(cq, b.MappedFileSizeConsumeQueue)
+		slots = cmpOr(slots, b.MaxHashSlotNum)
+		entries = cmpOr(entries, b.MaxIndexNum)
+	}
+	rep.CQFileSizeFrom = "config"
+	if cq <= 0 && ex.cqSize > 0 {
+		cq, rep.CQFileSizeFrom = ex.cqSize, "existing files"
+	}
+	if cq <= 0 {
+		rep.CQFileSizeFrom = "default"
+	}
+	rep.CQFileSize = CQFileSizeFor(cq)
+	if rep.CQFileSize > MaxCQFileSize {
+		return fmt.Errorf("consume queue file size %d exceeds %d", rep.CQFileSize, MaxCQFileSize)
+	}
+	rep.IndexLayoutFrom = "config"
+	if (slots <= 0 || entries <= 0) && ex.indexSize > 0 {
+		if lay, err := rmq.IndexLayoutFromSize(ex.indexSize, max(slots, 0)); err == nil && (entries <= 0 || lay.Entries == entries) {
+			slots, entries, rep.IndexLayoutFrom = lay.Slots, lay.Entries, "existing files"
+		}
+	}
+	if slots <= 0 || entries <= 0 {
+		rep.IndexLayoutFrom = "default"
+		slots, entries = cmpOr(slots, rmq.DefaultIndexSlots), cmpOr(entries, rmq.DefaultIndexEntries)
+	}
+	rep.IndexLayout = rmq.IndexLayout{Slots: slots, Entries: entries}
+	if slots > rmq.MaxIndexSlots || entries < 2 || entries > 4*rmq.MaxIndexSlots || rep.IndexLayout.Size() > repair.MaxNewSize {
+		return fmt.Errorf("index layout %d slots x %d entries is out of range", slots, entries)
+	}
+	return nil
+}
+
+func cmpOr(a, b int64) int64 {
+	if a > 0 {
+		return a
+	}
+	return b
+}
+
+// rbMakeStage creates the staging dir beside the data dir (same
+// filesystem, so the staged files are as durable as the store), never
+// inside it: the broker would load stray files.
+func rbMakeStage(cfg *RebuildConfig, rep *RebuildReport) (string, error) {
+	if cfg.StageDir != "" {
+		abs, err := filepath.Abs(cfg.StageDir)
+		if err != nil {
+			return "", err
+		}
+		if rel, err := filepath.Rel(cfg.DataDir, abs); err == nil && !strings.HasPrefix(rel, "..") {
+			return "", fmt.Errorf("stage dir %s is inside the data dir", abs)
+		}
+		return abs, os.Mkdir(abs, 0o700)
+	}
+	parent, base := filepath.Dir(cfg.DataDir), filepath.Base(cfg.DataDir)
+	for n := 1; n < 1000; n++ {
+		p := filepath.Join(parent, fmt.Sprintf(".%s.storectl-stage-%d", base, n))
+		err := os.Mkdir(p, 0o700)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if !rbSameDevice(cfg.DataDir, p) {
+			rep.Notes = append(rep.Notes, "the stage dir is on another filesystem than the data dir (mount point)")
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("no free stage dir name beside %s", cfg.DataDir)
+}
+
+func rbSameDevice(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	sa, ok1 := fa.Sys().(*syscall.Stat_t)
+	sb, ok2 := fb.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && sa.Dev == sb.Dev
+}
+
+// RemoveStage removes the staging dir a kept plan points at (after Apply,
+// or when the plan is abandoned).
+func (r *RebuildReport) RemoveStage() error {
+	if r == nil || r.StageDir == "" {
+		return nil
+	}
+	err := os.RemoveAll(r.StageDir)
+	if err == nil {
+		r.StageDir = ""
+	}
+	return err
+}

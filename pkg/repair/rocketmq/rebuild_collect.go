@@ -1,0 +1,153 @@
+package rocketmq
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+// PropInnerMultiDispatch is MessageConst.PROPERTY_INNER_MULTI_DISPATCH:
+// the comma-separated LMQ queues a record is also dispatched to when the
+// broker runs with enableMultiDispatch (default false).
+const PropInnerMultiDispatch = "INNER_MULTI_DISPATCH"
+
+// LMQPrefix starts the topic name of every light message queue (%LMQ%...);
+// their consume queues are never touched by the rebuild.
+const LMQPrefix = "%LMQ%"
+
+// rbRecord is what the rebuilder keeps of one valid commitlog record:
+// about 56 bytes plus 4 per index key, so a store of N messages needs
+// roughly 64*N bytes while planning.
+type rbRecord struct {
+	phy         int64
+	storeTS     int64
+	queueOffset int64
+	tagsCode    int64
+	size        int32
+	queue       int32  // index into rbData.queues; -1 when not dispatched to a CQ
+	keyEnd      uint32 // rbData.keys[prev.keyEnd:keyEnd] are this record's index key hashes
+}
+
+// rbQueue names one consume queue.
+type rbQueue struct {
+	Topic   string
+	QueueID int32
+}
+
+// rbData is everything the builders need from the commitlog.
+type rbData struct {
+	recs        []rbRecord
+	keys        []int32 // IndexKeyHash of topic#key, per record in order
+	queues      []rbQueue
+	recoveryEnd int64
+	lmq         int // records carrying INNER_MULTI_DISPATCH
+	scan        *scan.Result
+}
+
+// rbCollector turns OnMessage callbacks into rbRecords.
+type rbCollector struct {
+	d      rbData
+	qidx   map[string]int32
+	keyBuf []byte
+	qBuf   []byte
+	err    error
+}
+
+// rbCollect scans the commitlog once (ScanCommitLog with OnMessage) and
+// keeps the records before the recovery end: records past it are never
+// dispatched by a correct recovery.
+func rbCollect(ctx context.Context, cfg scanrmq.Config) (*rbData, error) {
+	c := &rbCollector{qidx: map[string]int32{}}
+	cfg.OnMessage = c.onMessage
+	res, err := scanrmq.ScanCommitLog(ctx, cfg, scan.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if res.Incomplete {
+		return nil, fmt.Errorf("commitlog scan incomplete, refusing to rebuild from it: %v", res.Errors)
+	}
+	if res.RecoveryEnd == nil {
+		return nil, errors.New("commitlog scan gave no recovery end")
+	}
+	d := &c.d
+	d.scan, d.recoveryEnd = res, *res.RecoveryEnd
+	// Records arrive in offset order; cut those at or past the recovery end.
+	n := sort.Search(len(d.recs), func(i int) bool { return d.recs[i].phy >= d.recoveryEnd })
+	if n < len(d.recs) {
+		if n > 0 {
+			d.keys = d.keys[:d.recs[n-1].keyEnd]
+		} else {
+			d.keys = d.keys[:0]
+		}
+		d.recs = d.recs[:n]
+	}
+	return d, nil
+}
+
+// maxRecords bounds the records one plan keeps in memory (64 bytes each,
+// so about 16 GiB): past it the plan fails instead of the process being
+// killed for memory.
+const maxRecords = 1 << 28
+
+func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
+	if len(c.d.recs) >= maxRecords {
+		c.err = fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
+		return c.err
+	}
+	r := rbRecord{phy: phy, storeTS: m.StoreTimestamp, queueOffset: m.QueueOffset, size: m.TotalSize, queue: -1}
+	tx := m.TransactionType()
+	if m.Dispatched() { // NOT_TYPE or COMMIT
+		r.tagsCode = m.TagsCode()
+		c.qBuf = binary.BigEndian.AppendUint32(append(c.qBuf[:0], m.Topic...), uint32(m.QueueID))
+		q, ok := c.qidx[string(c.qBuf)]
+		if !ok {
+			q = int32(len(c.d.queues))
+			c.d.queues = append(c.d.queues, rbQueue{Topic: string(m.Topic), QueueID: m.QueueID})
+			c.qidx[string(c.qBuf)] = q
+		}
+		r.queue = q
+		if _, ok := m.Property(PropInnerMultiDispatch); ok {
+			c.d.lmq++
+		}
+	}
+	if tx != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK only
+		if v, ok := m.Property(rmq.PropUniqKey); ok {
+			c.addKey(m.Topic, v)
+		}
+		if v, ok := m.Property(rmq.PropKeys); ok {
+			for _, k := range bytes.Split(v, []byte{' '}) {
+				if len(k) > 0 {
+					c.addKey(m.Topic, k)
+				}
+			}
+		}
+	}
+	r.keyEnd = uint32(len(c.d.keys))
+	c.d.recs = append(c.d.recs, r)
+	return nil
+}
+
+// addKey records IndexKeyHash(topic + "#" + key) (IndexService.buildKey).
+func (c *rbCollector) addKey(topic, key []byte) {
+	c.keyBuf = append(append(append(c.keyBuf[:0], topic...), '#'), key...)
+	c.d.keys = append(c.d.keys, rmq.IndexKeyHash(c.keyBuf))
+}
+
+// keysOf returns the index key hashes of record i.
+func (d *rbData) keysOf(i int) []int32 {
+	start := uint32(0)
+	if i > 0 {
+		start = d.recs[i-1].keyEnd
+	}
+	return d.keys[start:d.recs[i].keyEnd]
+}

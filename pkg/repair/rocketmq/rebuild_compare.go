@@ -1,0 +1,233 @@
+package rocketmq
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/repair"
+)
+
+// rbReadOpt reads a file; a missing file is nil, false.
+func rbReadOpt(p string) ([]byte, bool, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+// rbUnits decodes every 20-byte unit of b (a trailing partial unit is
+// ignored: it cannot be a unit).
+func rbUnits(b []byte) []rmq.CQUnit {
+	out := make([]rmq.CQUnit, 0, len(b)/rmq.CQUnitSize)
+	for i := 0; i+rmq.CQUnitSize <= len(b); i += rmq.CQUnitSize {
+		u, _ := rmq.DecodeCQUnit(b[i:i+rmq.CQUnitSize], int64(i))
+		out = append(out, u)
+	}
+	return out
+}
+
+// rbCompareCQ emits replace-file for every rebuilt CQ file whose bytes
+// differ from the store's (or that is missing) and remove-file for every
+// existing CQ file the rebuild does not produce, and fills rep.Queues.
+func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbExisting, rep *RebuildReport) error {
+	want := map[string]bool{}
+	diffs := map[rbQueue]*QueueDiff{}
+	diffOf := func(k rbQueue) *QueueDiff {
+		if d := diffs[k]; d != nil {
+			return d
+		}
+		d := &QueueDiff{Topic: k.Topic, QueueID: k.QueueID, Complete: true}
+		diffs[k] = d
+		return d
+	}
+	note := func(d *QueueDiff, ud UnitDiff) {
+		switch ud.Kind {
+		case UnitAdded:
+			d.Added++
+		case UnitRemoved:
+			d.Removed++
+		default:
+			d.Changed++
+		}
+		if len(d.Diffs) < MaxListedUnits {
+			d.Diffs = append(d.Diffs, ud)
+		} else {
+			d.Complete = false
+		}
+	}
+	for _, q := range qs {
+		d := diffOf(q.rbQueue)
+		d.Units = q.records
+		for _, rel := range q.files(rep.CQFileSize) {
+			want[rel] = true
+			newB, err := os.ReadFile(filepath.Join(stage, rel))
+			if err != nil {
+				return err
+			}
+			oldB, exists, err := rbReadOpt(filepath.Join(data, rel))
+			if err != nil {
+				return err
+			}
+			if exists && bytes.Equal(oldB, newB) {
+				continue
+			}
+			rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
+			reason := ReasonCQBadUnit
+			if !exists {
+				reason = ReasonCQMissing
+			}
+			d.Files = append(d.Files, rel)
+			if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
+				Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
+				return err
+			}
+		}
+	}
+	extra := make([]string, 0)
+	for rel := range ex.cq {
+		if !want[rel] {
+			extra = append(extra, rel)
+		}
+	}
+	sort.Strings(extra)
+	for _, rel := range extra {
+		k, ok := rbQueueOf(rel)
+		if !ok {
+			continue
+		}
+		oldB, _, err := rbReadOpt(filepath.Join(data, rel))
+		if err != nil {
+			return err
+		}
+		d := diffOf(k)
+		rbUnitDiffs(rel, oldB, nil, func(ud UnitDiff) { note(d, ud) })
+		d.Files = append(d.Files, rel)
+		if err := plan.Add(repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: ReasonCQExtra,
+			Lost: repair.Loss{Records: int64(len(rbUnits(oldB))), Note: "consume queue file no commitlog record before the recovery end maps to"}}, repair.SnapshotOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, d := range diffs {
+		rep.Queues = append(rep.Queues, *d)
+	}
+	sort.Slice(rep.Queues, func(i, j int) bool {
+		a, b := rep.Queues[i], rep.Queues[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.QueueID < b.QueueID
+	})
+	return nil
+}
+
+// rbUnitDiffs calls fn for every unit position where oldB and newB (whole
+// CQ files; either may be shorter or nil) differ.
+func rbUnitDiffs(rel string, oldB, newB []byte, fn func(UnitDiff)) {
+	base, _ := rmq.ParseFileName(filepath.Base(rel))
+	n := max(len(oldB), len(newB))
+	for off := 0; off+rmq.CQUnitSize <= n; off += rmq.CQUnitSize {
+		o, w := rbUnitAt(oldB, off), rbUnitAt(newB, off)
+		if o == w {
+			continue
+		}
+		kind := UnitChanged
+		switch {
+		case o.IsZero():
+			kind = UnitAdded
+		case w.IsZero():
+			kind = UnitRemoved
+		}
+		fn(UnitDiff{Kind: kind, Index: (base + int64(off)) / rmq.CQUnitSize, File: filepath.ToSlash(rel), Offset: int64(off), Old: o, New: w})
+	}
+}
+
+func rbUnitAt(b []byte, off int) rmq.CQUnit {
+	if off+rmq.CQUnitSize > len(b) {
+		return rmq.CQUnit{}
+	}
+	u, _ := rmq.DecodeCQUnit(b[off:off+rmq.CQUnitSize], int64(off))
+	return u
+}
+
+// rbQueueOf parses consumequeue/<topic>/<qid>/<name>.
+func rbQueueOf(rel string) (rbQueue, bool) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) != 4 {
+		return rbQueue{}, false
+	}
+	var id int32
+	if _, err := fmt.Sscanf(parts[2], "%d", &id); err != nil {
+		return rbQueue{}, false
+	}
+	return rbQueue{Topic: parts[1], QueueID: id}, true
+}
+
+// rbDiffIndex compares two files in 1 MiB chunks and reports, for an index
+// layout, the differing header, slots and entries.
+func rbDiffIndex(oldPath, newPath string, lay rmq.IndexLayout, d *IndexFileDiff) (same bool, err error) {
+	of, err := os.Open(oldPath)
+	if err != nil {
+		return false, err
+	}
+	defer of.Close()
+	nf, err := os.Open(newPath)
+	if err != nil {
+		return false, err
+	}
+	defer nf.Close()
+	const chunk = 1 << 20
+	ob, nb := make([]byte, chunk), make([]byte, chunk)
+	slotEnd := lay.EntryOffset(0)
+	lastSlot, lastEntry := int64(-1), int64(-1)
+	same = true
+	for off := int64(0); ; off += chunk {
+		on, oerr := io.ReadFull(of, ob)
+		nn, nerr := io.ReadFull(nf, nb)
+		if on != nn {
+			same = false
+		}
+		for i := 0; i < min(on, nn); i++ {
+			if ob[i] == nb[i] {
+				continue
+			}
+			same = false
+			p := off + int64(i)
+			switch {
+			case p < rmq.IndexHeaderSize:
+				d.HeaderDiffers = true
+			case p < slotEnd:
+				if s := (p - rmq.IndexHeaderSize) / rmq.IndexSlotSize; s != lastSlot {
+					d.SlotsDiffer, lastSlot = d.SlotsDiffer+1, s
+				}
+			default:
+				if e := (p - slotEnd) / rmq.IndexEntrySize; e != lastEntry {
+					d.EntriesDiffer, lastEntry = d.EntriesDiffer+1, e
+					if len(d.DifferingEntry) < MaxListedUnits {
+						d.DifferingEntry = append(d.DifferingEntry, e)
+					}
+				}
+			}
+		}
+		if oerr != nil || nerr != nil {
+			if (oerr == io.EOF || oerr == io.ErrUnexpectedEOF) && (nerr == io.EOF || nerr == io.ErrUnexpectedEOF) {
+				return same, nil
+			}
+			if oerr != nil && oerr != io.EOF && oerr != io.ErrUnexpectedEOF {
+				return false, oerr
+			}
+			if nerr != nil && nerr != io.EOF && nerr != io.ErrUnexpectedEOF {
+				return false, nerr
+			}
+			same = false // one file is longer
+			if oerr == nil || nerr == nil {
+				return same, nil
+			}
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package rocketmq
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/repair"
+)
+
+// The fixtures' broker ran with mappedFileSizeConsumeQueue=1000,
+// maxHashSlotNum=100, maxIndexNum=400 (testdata/rocketmq/README.md): what
+// its broker.conf would say, passed where the files are gone.
+const (
+	fxCQSize       = 1000
+	fxIndexSlots   = 100
+	fxIndexEntries = 400
+)
+
+var cleanFixtures = []string{"rmq497-a-clean", "rmq533-a-clean"}
+
+// TestRebuildConsumeQueueFromScratch deletes consumequeue/, rebuilds it
+// through a plan applied by repair.Apply, and requires every consume queue
+// file to be byte-identical to the one the broker wrote, and nothing more.
+func TestRebuildConsumeQueueFromScratch(t *testing.T) {
+	for _, fx := range cleanFixtures {
+		t.Run(fx, func(t *testing.T) {
+			store := rbFixture(t, fx)
+			orig := rbFiles(t, store, "consumequeue")
+			before := testutil.TreeHash(t, store)
+			if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
+				t.Fatal(err)
+			}
+			cfg := RebuildConfig{DataDir: store, CQFileSize: fxCQSize}
+			p, rep := rbTestPlan(t, cfg)
+			if rep.CQFileSizeFrom != "config" || rep.CQFileSize != fxCQSize {
+				t.Fatalf("cq size %d from %s", rep.CQFileSize, rep.CQFileSizeFrom)
+			}
+			for _, a := range p.Actions {
+				if a.Op != repair.OpReplaceFile || filepath.Dir(filepath.Dir(filepath.Dir(a.Path))) != "consumequeue" {
+					t.Errorf("unexpected action %s %s (index and checkpoint are intact)", a.Op, a.Path)
+				}
+			}
+			if len(p.Actions) != len(orig) {
+				t.Errorf("%d actions for %d broker CQ files", len(p.Actions), len(orig))
+			}
+			rbApply(t, cfg, p, rep)
+			got := rbFiles(t, store, "consumequeue")
+			units := 0
+			for _, rel := range sortedKeys(orig) {
+				if !bytes.Equal(got[rel], orig[rel]) {
+					t.Errorf("%s differs from the broker's file", rel)
+				}
+				for _, u := range rbUnits(orig[rel]) {
+					if !u.IsZero() {
+						units++
+					}
+				}
+			}
+			for rel := range got {
+				if _, ok := orig[rel]; !ok {
+					t.Errorf("rebuild created %s, which the broker did not", rel)
+				}
+			}
+			testutil.SameTree(t, before, testutil.TreeHash(t, store))
+			t.Logf("%d CQ files, %d units byte-identical to the broker's", len(orig), units)
+		})
+	}
+}
+
+// TestRebuildIndexFromScratch deletes index/, rebuilds it and requires
+// the same number of index files with the same header and bytes as the
+// broker's, in name order. The names differ: the broker names a file by
+// its creation wall-clock time, the rebuild by the creating record's store
+// time, so the names are compared by order only.
+func TestRebuildIndexFromScratch(t *testing.T) {
+	for _, fx := range cleanFixtures {
+		t.Run(fx, func(t *testing.T) {
+			store := rbFixture(t, fx)
+			orig := rbFiles(t, store, "index")
+			if err := os.RemoveAll(filepath.Join(store, "index")); err != nil {
+				t.Fatal(err)
+			}
+			cfg := RebuildConfig{DataDir: store, IndexSlots: fxIndexSlots, IndexEntries: fxIndexEntries}
+			p, rep := rbTestPlan(t, cfg)
+			if len(p.Actions) != len(orig) {
+				t.Errorf("%d actions for %d broker index files: %+v", len(p.Actions), len(orig), p.Actions)
+			}
+			rbApply(t, cfg, p, rep)
+			got := rbFiles(t, store, "index")
+			on, gn := sortedKeys(orig), sortedKeys(got)
+			if len(on) != len(gn) {
+				t.Fatalf("%d index files, broker wrote %d", len(gn), len(on))
+			}
+			for i := range on {
+				oh, _ := rmq.DecodeIndexHeader(orig[on[i]], 0)
+				gh, _ := rmq.DecodeIndexHeader(got[gn[i]], 0)
+				if oh != gh {
+					t.Errorf("%s header %+v, broker's %s %+v", gn[i], gh, on[i], oh)
+				}
+				if !bytes.Equal(orig[on[i]], got[gn[i]]) {
+					t.Errorf("%s bytes differ from the broker's %s", gn[i], on[i])
+				}
+				t.Logf("rebuilt %s == broker %s: %d entries, %d slots used", gn[i], on[i], gh.IndexCount-1, gh.HashSlotCount)
+			}
+		})
+	}
+}
+
+// TestRebuildDryRunClean: an untouched store already matches, so the plan
+// is empty, and planning changes nothing and leaves no stage behind.
+func TestRebuildDryRunClean(t *testing.T) {
+	for _, fx := range cleanFixtures {
+		t.Run(fx, func(t *testing.T) {
+			store := rbFixture(t, fx)
+			before := testutil.TreeHash(t, store)
+			p, rep, err := PlanRebuildIndex(context.Background(), RebuildConfig{DataDir: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Actions) != 0 || !rep.PlanEmpty() {
+				t.Fatalf("%d actions on a clean store: %+v\nreport %+v", len(p.Actions), p.Actions, rep)
+			}
+			if rep.CQFileSize != fxCQSize || rep.IndexLayout != (rmq.IndexLayout{Slots: fxIndexSlots, Entries: fxIndexEntries}) {
+				t.Errorf("geometry inferred as %d / %+v", rep.CQFileSize, rep.IndexLayout)
+			}
+			testutil.SameTree(t, before, testutil.TreeHash(t, store))
+			rbNoStageLeft(t, store)
+			t.Logf("%d records up to recovery end %d: 0 actions", rep.Records, rep.RecoveryEnd)
+		})
+	}
+}
