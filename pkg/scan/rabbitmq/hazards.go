@@ -9,6 +9,7 @@ package rabbitmq
 // and the two must agree.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sort"
@@ -211,6 +212,13 @@ func offByNine(b []byte, fs *FileScan) {
 	p2, p3 := -1, -1
 	for _, g := range regs {
 		for p := g.from; p < g.to && (p2 < 0 || p3 < 0); p++ {
+			// v < R ≤ MaxFileSize: the window's first byte is zero, so jump
+			// to the next zero byte (IndexByte is vectorised).
+			z := bytes.IndexByte(b[p:g.to], 0)
+			if z < 0 {
+				break
+			}
+			p += z
 			if !hit(p) {
 				continue
 			}

@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -99,6 +100,15 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 func readFile(t testing.TB, p string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustHex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
 	if err != nil {
 		t.Fatal(err)
 	}
