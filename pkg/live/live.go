@@ -1,0 +1,149 @@
+// Package live tells whether a broker is using a data dir, without ever
+// blocking or taking a lock: a POSIX record lock on RocketMQ's <root>/lock,
+// processes with files of the dir open or mapped (/proc), and a RabbitMQ pid
+// file naming a running process (cli-contract.md, "Live brokers").
+//
+// Every probe errs towards "live": a stale pid file whose pid was reused
+// counts as live, because writers refuse on live and a false refusal costs
+// a retry while a false "not live" costs data.
+package live
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Store kinds Detect knows.
+const (
+	RocketMQ = "rocketmq"
+	RabbitMQ = "rabbitmq"
+)
+
+// maxPidFile bounds what PidFileAlive reads: a pid is at most 7 digits on
+// Linux (pid_max <= 2^22); 64 bytes leave room for a newline and spaces and
+// keep a huge or wrong file from being read whole.
+const maxPidFile = 64
+
+// Status is Detect's verdict. Reasons says why the store looks live, one
+// sentence each; Warnings says what could not be checked (the verdict may
+// then miss a broker run by another user).
+type Status struct {
+	Live     bool     `json:"live"`
+	Reasons  []string `json:"reasons,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Detect runs the probes for kind ("rocketmq", "rabbitmq", or "" for all)
+// on dataDir. RocketMQ: the lock on <dataDir>/lock and open files. RabbitMQ:
+// open files and a pid file (<dataDir>.pid, as RabbitMQ writes it beside
+// the node's mnesia dir, or <dataDir>/*.pid). An error means a probe could
+// not run at all (no /proc, unreadable dataDir).
+func Detect(dataDir string, kind string) (Status, error) {
+	var st Status
+	if kind != "" && kind != RocketMQ && kind != RabbitMQ {
+		return st, fmt.Errorf("live: unknown store kind %q", kind)
+	}
+	root, err := realPath(dataDir)
+	if err != nil {
+		return st, err
+	}
+	if kind != RabbitMQ {
+		lockFile := filepath.Join(root, "lock")
+		held, pid, err := LockHeld(lockFile)
+		switch {
+		case err == nil && held:
+			st.Reasons = append(st.Reasons, fmt.Sprintf("%s is locked by %s", lockFile, pidWord(pid)))
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			st.Warnings = append(st.Warnings, fmt.Sprintf("could not probe the lock on %s: %v", lockFile, err))
+		}
+	}
+	hs, denied, err := openBy(root)
+	if err != nil {
+		return st, fmt.Errorf("live: scanning /proc: %w", err)
+	}
+	st.Reasons = append(st.Reasons, holderReasons(root, hs)...)
+	if denied > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("could not see the open files of %d processes of other users (run as root or as the broker's user)", denied))
+	}
+	if kind != RocketMQ {
+		for _, pf := range pidFiles(root) {
+			if alive, pid := PidFileAlive(pf); alive {
+				st.Reasons = append(st.Reasons, fmt.Sprintf("pid file %s names running process %d", pf, pid))
+			}
+		}
+	}
+	st.Live = len(st.Reasons) > 0
+	return st, nil
+}
+
+// holderReasons gives one reason per process, naming one of its files.
+func holderReasons(root string, hs []Holder) []string {
+	type agg struct {
+		comm, first string
+		n           int
+	}
+	by := map[int]*agg{}
+	var pids []int
+	for _, h := range hs {
+		a := by[h.PID]
+		if a == nil {
+			rel, _ := filepath.Rel(root, h.Path)
+			a = &agg{comm: h.Command, first: rel}
+			by[h.PID] = a
+			pids = append(pids, h.PID)
+		}
+		a.n++
+	}
+	sort.Ints(pids)
+	var out []string
+	for _, pid := range pids {
+		a := by[pid]
+		out = append(out, fmt.Sprintf("process %d (%s) has %d file(s) of the data dir open, e.g. %s", pid, a.comm, a.n, a.first))
+	}
+	return out
+}
+
+// pidFiles lists the candidate RabbitMQ pid files of root.
+func pidFiles(root string) []string {
+	out := []string{root + ".pid"}
+	inside, _ := filepath.Glob(filepath.Join(root, "*.pid"))
+	return append(out, inside...)
+}
+
+// PidFileAlive reads a pid file and reports whether its process exists
+// (kill(pid, 0) succeeds or is refused with EPERM). A missing, empty or
+// malformed file, or a pid <= 0, gives false and pid 0.
+func PidFileAlive(path string) (alive bool, pid int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, 0
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPidFile))
+	if err != nil {
+		return false, 0
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err = strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return false, 0
+	}
+	err = unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM), pid
+}
+
+func pidWord(pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf("process %d", pid)
+	}
+	return "another process (pid unknown: an OFD lock)"
+}
