@@ -79,6 +79,9 @@ type verifier struct {
 	lostCount      int            // records the next start will not dispatch
 	cp             rmq.Checkpoint
 	cpPresent      bool
+	missingFiles   map[string]bool // consume queue files already reported missing
+	unitsLinked    int             // units compared with the record they point at
+	entriesLinked  int             // index entries compared with their record
 }
 
 // Verify scans the commitlog (ScanCommitLog) and cross-checks the consume
@@ -88,7 +91,7 @@ type verifier struct {
 func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Result, error) {
 	cfg.fill()
 	v := &verifier{cfg: &cfg, topicID: map[string]int32{}, queues: map[queueKey]*queueState{},
-		evidence: map[string]any{}, capped: map[string]int{}}
+		evidence: map[string]any{}, capped: map[string]int{}, missingFiles: map[string]bool{}}
 	inner := cfg.Config
 	userHook := cfg.OnMessage
 	v2, propCRC, trailing := 0, 0, 0

@@ -141,6 +141,7 @@ func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit
 		return
 	}
 	r := &v.recs[ri]
+	v.unitsLinked++
 	ev := map[string]string{"record_start": "pass"}
 	var exp, act []string
 	check := func(name string, ok bool, want, got string) {

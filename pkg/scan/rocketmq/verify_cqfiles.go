@@ -162,8 +162,12 @@ func (v *verifier) checkQueueFiles(qs *queueState, fileSize int64) []cqFile {
 		if n := len(out); n > 0 && f.base != out[n-1].base+fileSize {
 			for b := out[n-1].base + fileSize; b < f.base && b-out[n-1].base <= 64*fileSize; b += fileSize {
 				p := qs.rel + "/" + rmq.FormatFileName(b)
+				if v.missingFiles[p] {
+					continue
+				}
+				v.missingFiles[p] = true
 				v.add(qs.rel, scan.Finding{Code: CodeCQMissing, Severity: scan.Error, Path: p, Repair: scan.RepairRebuildIndex,
-					Evidence: map[string]string{"name_continuity": "fail"}, Details: map[string]any{"queue_offset": b / rmq.CQUnitSize},
+					Evidence: map[string]string{"name_continuity": "fail"}, Details: map[string]any{"queue_offset": b / rmq.CQUnitSize, "state": "missing-file"},
 					Message: fmt.Sprintf("consume queue file is missing between %s and %s; its units are lost", out[n-1].name, f.name)})
 			}
 		}

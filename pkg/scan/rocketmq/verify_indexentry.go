@@ -91,6 +91,7 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 		return
 	}
 	r := &v.recs[ri]
+	v.entriesLinked++
 	if n == 1 {
 		w.firstTS, w.firstTSChecked = r.storeTS, true
 	}

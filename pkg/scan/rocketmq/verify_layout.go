@@ -44,6 +44,7 @@ func (v *verifier) layout() {
 			"min_timestamp": v.cp.MinTimestamp()}
 	}
 	l["dispatch_from_phy_offset"] = v.dispatchFrom
+	l["cq_units_linked"], l["index_entries_linked"] = v.unitsLinked, v.entriesLinked
 	v.evidence["checkpoint_5x_fields"] = v.cp.MasterFlushedOffset != 0 || v.cp.ConfirmPhyOffset != 0
 	l["store_version"] = v.versionGuess()
 	l["store_version_evidence"] = v.evidence

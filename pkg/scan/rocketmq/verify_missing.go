@@ -65,6 +65,9 @@ func (v *verifier) checkMissing(fileSize int64) {
 		if qo >= 0 && qo < 1<<58 {
 			b := qo * rmq.CQUnitSize
 			path, off = q.rel+"/"+rmq.FormatFileName(b/fileSize*fileSize), b%fileSize
+			if state == "lost" && !q.hasFile(b/fileSize*fileSize) {
+				v.missingFile(q, path, b/fileSize*fileSize)
+			}
 		}
 		v.add(q.rel+":missing", scan.Finding{Code: CodeCQMissing, Severity: sev, Path: path, Offset: off, Length: rmq.CQUnitSize,
 			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"unit": "fail"},
@@ -78,6 +81,28 @@ func (v *verifier) checkMissing(fileSize int64) {
 			Details: map[string]any{"records": skipped},
 			Message: fmt.Sprintf("%d inner-batch records without a consume queue unit were not judged (batch consume queues are not verified)", skipped)})
 	}
+}
+
+// hasFile reports whether the queue has a file starting at base.
+func (q *queueState) hasFile(base int64) bool {
+	for _, f := range q.files {
+		if f.base == base {
+			return true
+		}
+	}
+	return false
+}
+
+// missingFile reports, once, a consume queue file that is absent although
+// the commitlog holds messages whose units belong in it.
+func (v *verifier) missingFile(q *queueState, path string, base int64) {
+	if v.missingFiles[path] {
+		return
+	}
+	v.missingFiles[path] = true
+	v.add(q.rel, scan.Finding{Code: CodeCQMissing, Severity: scan.Error, Path: path, Repair: scan.RepairRebuildIndex,
+		Evidence: map[string]string{"file": "fail"}, Details: map[string]any{"queue_offset": base / rmq.CQUnitSize, "state": "missing-file"},
+		Message: "consume queue file is missing although the commitlog still holds messages whose units belong in it"})
 }
 
 func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
