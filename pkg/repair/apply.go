@@ -25,9 +25,9 @@ type ApplyOptions struct {
 
 // Action statuses in an ApplyReport.
 const (
-	StatusApplied    = "applied"
-	StatusRolledBack = "rolled-back"
-	StatusNotApplied = "not-applied"
+	StatusApplied    = "applied"     // the action's file was changed and stays changed
+	StatusRolledBack = "rolled-back" // it was changed, then restored from the backup
+	StatusNotApplied = "not-applied" // its file was never changed
 )
 
 // ActionResult is what happened to one action. The hashes are of the whole
@@ -67,6 +67,9 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 	}
 	if err := p.Check(p.DataDir); err != nil {
 		return nil, err
+	}
+	if len(p.Actions) == 0 {
+		return &ApplyReport{DataDir: p.DataDir, Actions: []ActionResult{}}, nil // nothing to change, nothing to back up
 	}
 	bdir := o.BackupDir
 	if bdir == "" {

@@ -57,8 +57,10 @@ func writeZeros(w *fsw, f *os.File, off, length int64) error {
 	return err
 }
 
+// zeroReader is an endless stream of zero bytes.
 type zeroReader struct{}
 
+// Read fills p with zeros.
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // openStage creates a fresh staging file beside target.

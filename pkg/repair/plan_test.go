@@ -72,3 +72,28 @@ func TestReadPlanRejects(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadPlan: any input gives a valid plan or an error, never a panic,
+// and an accepted plan survives a write/read round trip.
+func FuzzReadPlan(f *testing.F) {
+	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[]}`))
+	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"zero-range","path":"f","offset":9223372036854775807,"length":9223372036854775807,"pre":{"exists":true,"size":10,"ranges":[{"offset":0,"length":4,"sha256":"ab"}]}}]}`))
+	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"resize-file","path":"f","new_size":5,"pre":{"exists":true,"size":10,"ranges":[{"offset":5,"length":5,"sha256":"ab"}]}},{"id":"b","op":"write-range","path":"f","offset":0,"length":2,"data":"eHk=","pre":{"exists":true,"size":10,"ranges":[{"offset":0,"length":2,"sha256":"cd"}]}}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ReadPlan(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPlan) {
+				t.Fatalf("error does not wrap ErrInvalidPlan: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := p.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadPlan(&buf); err != nil {
+			t.Fatalf("accepted plan does not round trip: %v", err)
+		}
+		_ = p.LostBytes()
+	})
+}

@@ -24,6 +24,7 @@ type StaleError struct {
 	Actual   string
 }
 
+// Error names the file, what moved, and both values.
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("%v: %s: %s is %s, plan expected %s", ErrStale, e.Path, e.What, e.Actual, e.Expected)
 }
