@@ -44,10 +44,12 @@ and reports what the broker's own recovery would lose or misread.
 	pf.String("config", "", "read settings from this YAML file (default $XDG_CONFIG_HOME/storectl/config.yaml, then /etc/storectl/config.yaml)")
 	pf.StringP("output", "o", "text", "output format: text, json or jsonl")
 	pf.String("color", "auto", "color: auto, always or never (auto: stdout is a TTY, NO_COLOR unset, TERM != dumb)")
+	pf.BoolP("verbose", "v", false, "text output: list info findings one by one too")
 	pf.String("progress", "auto", "progress on stderr: auto (bar on a TTY), plain (log lines) or none")
 	pf.String("fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning or error")
 	pf.String("store", "", "store kind, overriding detection: rocketmq or rabbitmq")
 	pf.Int("jobs", runtime.NumCPU(), "files scanned in parallel")
+	pf.String("broker-version", "", "RabbitMQ: the broker version that will read the files (e.g. 3.13.7, 4.0.2); hazards that version does not have are info only")
 	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")
 	root.AddCommand(newScanCmd(env, nil), newVersionCmd(env), newUndoCmd(env))
 	for _, c := range root.Commands() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/storectl/storectl/pkg/live"
+	rabbitscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 
 	"github.com/storectl/storectl/pkg/report"
@@ -40,8 +42,10 @@ func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanO
 			return nil, err
 		}
 		return rmqscan.ScanCommitLog(ctx, cfg, so)
+	case scan.RabbitMQ:
+		return rabbitscan.Scan(ctx, rabbitConfig(opts.Env, t), so)
 	}
-	return nil, fmt.Errorf("%s scanning is not wired yet", t.Store)
+	return nil, fmt.Errorf("unknown store kind %q", t.Store)
 }
 
 // liveCheck marks the run live when a broker seems to use the data dir,
@@ -56,5 +60,30 @@ func liveCheck(env *Env, run *report.Run, t scan.Target) bool {
 	return true
 }
 
-// liveReasons is replaced by the pkg/live probes.
-var liveReasons = func(t scan.Target) []string { return nil }
+// liveReasons runs the pkg/live probes on the target's data dir (for a
+// RabbitMQ vhost or store dir: on the node dir above it when known).
+func liveReasons(t scan.Target) []string {
+	dir := t.Root
+	if dir == "" {
+		return nil
+	}
+	st, err := live.Detect(dir, t.Store)
+	if err != nil {
+		return nil
+	}
+	return st.Reasons
+}
+
+// rabbitConfig builds the RabbitMQ scanner config for t.
+func rabbitConfig(env *Env, t scan.Target) rabbitscan.Config {
+	cfg := rabbitscan.Config{Root: t.Root, BrokerVersion: env.Config.GetString("broker-version")}
+	switch t.Kind {
+	case scan.TargetRabbitRDQFile:
+		cfg.Files = t.Files
+	case scan.TargetRabbitStoreDir:
+		cfg.StoreDirs = t.StoreDirs
+	default:
+		cfg.VHostDirs = t.VHostDirs
+	}
+	return cfg
+}

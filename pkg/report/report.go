@@ -41,6 +41,9 @@ func ParseFormat(s string) (Format, error) {
 // Style carries presentation choices made once by the command layer.
 type Style struct {
 	Color bool // color the verdict and severity words (text only)
+	// Verbose lists info findings in text output one by one; without it
+	// they are counted per code under the table (json/jsonl always list all).
+	Verbose bool
 }
 
 // Run is the first object of every report.

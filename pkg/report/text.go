@@ -121,11 +121,30 @@ func (e *textEmitter) Summary(s Summary) error {
 			return err
 		}
 	}
-	if len(e.findings) > 0 {
+	shown, hidden := e.findings, map[string]int{}
+	if !e.st.Verbose {
+		shown = nil
+		for _, f := range e.findings {
+			if f.Severity == scan.Info {
+				hidden[f.Code]++
+			} else {
+				shown = append(shown, f)
+			}
+		}
+	}
+	if len(shown) > 0 {
 		fmt.Fprintln(w)
-		if err := renderFindings(w, e.findings); err != nil {
+		if err := renderFindings(w, shown); err != nil {
 			return err
 		}
+	}
+	if len(hidden) > 0 {
+		var parts []string
+		for c, n := range hidden {
+			parts = append(parts, fmt.Sprintf("%s ×%d", c, n))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(w, "\ninfo findings not listed (use -v or -o jsonl): %s\n", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
 	return e.verdict(s)
