@@ -66,7 +66,7 @@ func rbApply(t *testing.T, cfg RebuildConfig, p *repair.Plan, rep *RebuildReport
 	if !chk.OK() {
 		t.Fatalf("staged files fail verification: %v", chk.Problems)
 	}
-	t.Logf("staged check: %d units, %d index entries cross-checked against the commitlog", chk.UnitsChecked, chk.EntriesChecked)
+	t.Logf("staged check: %d units, %d index entries cross-checked against the commitlog; Verify on the view: %d findings, none on CQ/index", chk.UnitsChecked, chk.EntriesChecked, chk.VerifyFindings)
 	if _, err := PrepareDirs(p); err != nil {
 		t.Fatal(err)
 	}

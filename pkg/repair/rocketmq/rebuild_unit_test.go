@@ -149,3 +149,35 @@ func TestRebuildStaleTail(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyStagedCatchesBadStage: a staged unit with a wrong tags code
+// must fail VerifyStaged, from both the own cross-check and Verify.
+func TestVerifyStagedCatchesBadStage(t *testing.T) {
+	store := rbFixture(t, "rmq497-a-clean")
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := RebuildConfig{DataDir: store, CQFileSize: fxCQSize}
+	_, rep := rbTestPlan(t, cfg)
+	p := filepath.Join(rep.StageDir, "consumequeue/TopicB/0/00000000000000000000")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[2*20+19] ^= 1 // unit 2's tagsCode
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chk, err := VerifyStaged(context.Background(), cfg, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, viaVerify := false, false
+	for _, pr := range chk.Problems {
+		own = own || strings.Contains(pr, "unit 2: tagsCode")
+		viaVerify = viaVerify || strings.HasPrefix(pr, "verify: rocketmq.consumequeue.")
+	}
+	if !own || !viaVerify {
+		t.Fatalf("problems %q: own check %v, Verify %v", chk.Problems, own, viaVerify)
+	}
+}

@@ -22,6 +22,7 @@ const maxStagedProblems = 100
 type StagedCheck struct {
 	UnitsChecked   int64    `json:"units_checked"`
 	EntriesChecked int64    `json:"entries_checked"`
+	VerifyFindings int      `json:"verify_findings"` // all findings of Verify on the view
 	Problems       []string `json:"problems,omitempty"`
 }
 
@@ -44,7 +45,10 @@ func (c *StagedCheck) fail(format string, a ...any) {
 // index entry must point at a valid record inside the header's offset
 // range whose topic#key hashes include the entry's keyHash, and every slot
 // chain must descend through entries of its own slot and reach all of
-// them. An error means the check could not run.
+// them. Then it runs scanrmq.Verify, the checks of storectl verify, on a
+// view of the store with the staged files (see rbVerifyView); its
+// consume queue and index findings at warning or above are problems too.
+// An error means the check could not run.
 func VerifyStaged(ctx context.Context, cfg RebuildConfig, rep *RebuildReport) (*StagedCheck, error) {
 	if rep == nil || rep.StageDir == "" {
 		return nil, errors.New("verify staged: no stage dir (plan with KeepStage and a non-empty plan)")
@@ -73,6 +77,9 @@ func VerifyStaged(ctx context.Context, cfg RebuildConfig, rep *RebuildReport) (*
 				return c, err
 			}
 		}
+	}
+	if err := rbVerifyView(ctx, cfg, rep, c); err != nil {
+		return c, err
 	}
 	return c, ctx.Err()
 }
