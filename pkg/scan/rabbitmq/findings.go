@@ -122,6 +122,11 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	switch {
 	case !ver.affected(h):
 		f.Severity = scan.Info
+	case ver.writtenBy313 && onlyGen1(h):
+		// #mc{} files: only 3.13.0 (or a downgrade) runs this scanner; a
+		// nightly cron on a 4.x node must not alarm on it.
+		f.Severity = scan.Info
+		f.Details["only_if_read_by"] = "3.13.0 (the files hold #mc{} terms, written by 3.13+; give --broker-version to be exact)"
 	case referenced || h.Code == CodeScannerCrash:
 		f.Severity = scan.Error
 	default:

@@ -15,6 +15,21 @@ type brokerVersion struct {
 	major, minor, patch int
 	gen                 int
 	offByNineFix        bool
+	// writtenBy313 is set when no version was given and every body term
+	// is an #mc{} container: the files were written by 3.13.0 or later,
+	// so a generation-1 reader (3.10-3.13.0) can only be 3.13.0 itself or
+	// a downgrade. Generation-1 hazards are then info, not errors.
+	writtenBy313 bool
+}
+
+// onlyGen1 reports whether h bites generation-1 scanners only.
+func onlyGen1(h *Hazard) bool {
+	for _, g := range h.Gens {
+		if g != 1 {
+			return false
+		}
+	}
+	return len(h.Gens) > 0
 }
 
 func parseVersion(s string) (brokerVersion, error) {

@@ -64,6 +64,9 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 	if tf, err := s.scanStore(ctx, filepath.Join(vhostDir, "msg_store_transient"), true); err == nil {
 		v.Files = append(v.Files, tf...)
 	}
+	if !ver.set && s.termCnt[rfmt.RecordMC] > 0 && s.termCnt[rfmt.RecordBasicMessage] == 0 {
+		ver.writtenBy313 = true
+	}
 	for _, f := range v.Files {
 		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
 	}
