@@ -94,7 +94,9 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 		if errors.Is(err, ErrBackupDir) {
 			return nil, err // refused before creating anything: leave the dir alone
 		}
-		cleanupBackup(bdir, created) // the dir was empty or ours
+		if !o.Faults.noRollback {
+			cleanupBackup(bdir, created) // the dir was empty or ours
+		}
 		if errors.Is(err, ErrStale) {
 			return nil, err
 		}
@@ -162,6 +164,9 @@ func imagesOf(m *Manifest, path string) []PreImage {
 // rollback restores the changed files (in reverse order, never faulted),
 // marks the manifest and returns the error for Apply to return.
 func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, done []int, rep *ApplyReport, cause error) error {
+	if aw.faults.noRollback {
+		return fmt.Errorf("%w: %w (simulated crash: no rollback)", ErrApplyFailed, cause)
+	}
 	w := &fsw{faults: Faults{skipSync: aw.faults.skipSync}}
 	for i := len(done) - 1; i >= 0; i-- {
 		rec := groups[done[i]].rec

@@ -121,3 +121,43 @@ func TestApplyCancelled(t *testing.T) {
 		t.Fatal("backup left behind although nothing was changed")
 	}
 }
+
+// TestCrashThenUndoForce kills Apply (no rollback) at every step and leaves
+// a staging file behind, as a crash would; Undo --force from the backup
+// must then give back the original tree, byte for byte.
+func TestCrashThenUndoForce(t *testing.T) {
+	c := opCases[len(opCases)-1] // several files and ops
+	data := makeTree(t)
+	rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{skipSync: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recovered := 0
+	for n := 1; n <= rep.Steps; n++ {
+		data := makeTree(t)
+		orig := testutil.TreeHash(t, data)
+		_, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: n, skipSync: true, noRollback: true}})
+		if !errors.Is(err, ErrApplyFailed) {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		os.WriteFile(filepath.Join(data, StagePrefix+small), []byte("half-written"), 0o600)
+		m, err := ReadManifest(backupDir(data))
+		if err != nil { // died while writing the backup: the data dir is untouched
+			os.Remove(filepath.Join(data, StagePrefix+small))
+			testutil.SameTree(t, orig, testutil.TreeHash(t, data))
+			continue
+		}
+		urep, err := Undo(context.Background(), backupDir(data), UndoOptions{Apply: true, Force: true, Faults: Faults{skipSync: true}})
+		if err != nil {
+			t.Fatalf("step %d (state %s): undo --force: %v", n, m.State, err)
+		}
+		if len(urep.Stages) != 1 {
+			t.Fatalf("step %d: leftover stages %v", n, urep.Stages)
+		}
+		testutil.SameTree(t, orig, testutil.TreeHash(t, data))
+		recovered++
+	}
+	if recovered == 0 {
+		t.Fatal("no crash left a manifest to recover from")
+	}
+}

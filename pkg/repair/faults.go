@@ -31,6 +31,9 @@ type Faults struct {
 	// skipSync counts fsync steps without making the syscall: the
 	// fault-at-every-step tests would otherwise spend minutes in fsync.
 	skipSync bool
+	// noRollback makes a failed Apply stop dead, as if the process had been
+	// killed: no rollback, no backup cleanup (tests of crash recovery).
+	noRollback bool
 }
 
 // fsw performs the counted write steps. Every mutation of the backup or the

@@ -51,6 +51,10 @@ type UndoReport struct {
 	Files     []UndoFile `json:"files"`
 	Applied   bool       `json:"applied"`
 	Steps     int        `json:"steps"`
+	// Stages are staging files a killed Apply or Undo left beside the
+	// files (a broker could take them for store files); an applying Undo
+	// removes them.
+	Stages []string `json:"stages,omitempty"`
 }
 
 // Undo puts back every byte an Apply changed, from the backup dir it wrote.
@@ -84,6 +88,9 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 			}
 		}
 		rep.Files = append(rep.Files, uf)
+		if _, err := os.Lstat(stagePath(filepath.Join(root, uf.Path))); err == nil {
+			rep.Stages = append(rep.Stages, filepath.Join(filepath.Dir(uf.Path), StagePrefix+filepath.Base(uf.Path)))
+		}
 	}
 	if stale != nil && !o.Force {
 		return rep, stale
@@ -106,6 +113,14 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 			return rep, fmt.Errorf("%w: undo stopped at %s: %w (files restored so far stay restored; run undo again)", ErrApplyFailed, uf.Path, err)
 		}
 		uf.Done = true
+	}
+	for _, st := range rep.Stages {
+		if err := w.remove(filepath.Join(root, st)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rep, fmt.Errorf("%w: removing the leftover staging file %s: %w", ErrApplyFailed, st, err)
+		}
+		if err := w.syncDir(filepath.Dir(filepath.Join(root, st))); err != nil {
+			return rep, fmt.Errorf("%w: %w", ErrApplyFailed, err)
+		}
 	}
 	m.State = StateUndone
 	if err := writeManifest(w, backupDir, m); err != nil {
