@@ -52,6 +52,7 @@ func TestApplyFaultEveryStep(t *testing.T) {
 					}
 				}
 			}
+			t.Logf("%d apply steps, each one faulted", steps)
 			if !sawDataWrite {
 				t.Fatalf("no fault hit after a data file had changed: rollback never exercised")
 			}
@@ -99,6 +100,7 @@ func TestUndoFaultEveryStep(t *testing.T) {
 					t.Fatal("undo never succeeded")
 				}
 			}
+			t.Logf("%d undo steps, each one faulted", steps)
 			if steps < 3 {
 				t.Fatalf("undo took only %d steps", steps)
 			}
@@ -157,6 +159,7 @@ func TestCrashThenUndoForce(t *testing.T) {
 		testutil.SameTree(t, orig, testutil.TreeHash(t, data))
 		recovered++
 	}
+	t.Logf("%d crash points, %d recovered by undo --force, the rest died before the manifest", rep.Steps, recovered)
 	if recovered == 0 {
 		t.Fatal("no crash left a manifest to recover from")
 	}
