@@ -131,16 +131,29 @@ func mkGap(b []byte, from, to int) Gap {
 }
 
 // termKind classifies a body by its first tuple element without decoding
-// it: <<131, 104, Arity, 119|115, Len, Name...>>.
+// it: <<131, 104, Arity, 119|115, Len:8, Name...>> (small atoms, OTP 26+)
+// or <<131, 104, Arity, 118|100, Len:16, Name...>> (ATOM_UTF8_EXT /
+// ATOM_EXT, as OTP 25 writes them in the 3.10 fixtures).
 func termKind(body []byte) string {
-	if len(body) < 5 || body[1] != 104 || (body[3] != 115 && body[3] != 119) {
+	if len(body) < 5 || body[1] != 104 {
 		return ""
 	}
-	n := int(body[4])
-	if 5+n > len(body) {
+	var n, at int
+	switch body[3] {
+	case 115, 119:
+		n, at = int(body[4]), 5
+	case 100, 118:
+		if len(body) < 6 {
+			return ""
+		}
+		n, at = int(body[4])<<8|int(body[5]), 6
+	default:
 		return ""
 	}
-	switch string(body[5 : 5+n]) {
+	if at+n > len(body) {
+		return ""
+	}
+	switch string(body[at : at+n]) {
 	case rfmt.RecordBasicMessage:
 		return rfmt.RecordBasicMessage
 	case rfmt.RecordMC:
