@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/report"
@@ -25,6 +27,10 @@ var update = flag.Bool("update", false, "rewrite testscript files with actual ou
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
+		"holdlock":      holdLock,
+		"storectl-flip": flipByte,
+		"storectl-zero": checkZero,
+		"storectl-size": checkSize,
 		"storectl": func() {
 			// Test-only fault hook: fail the Nth write step of --apply.
 			if n, err := strconv.Atoi(os.Getenv("STORECTL_TEST_FAIL_WRITE")); err == nil {
@@ -54,6 +60,7 @@ func TestScripts(t *testing.T) {
 			"jsonl":    cmdJSONL,
 			"jsonpath": cmdJSONPath,
 			"schema":   cmdSchema,
+			"waitfile": cmdWaitFile,
 		},
 	})
 }
@@ -180,4 +187,109 @@ func cmdSchema(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("line %d: %v\n%s", i+1, err, l)
 		}
 	}
+}
+
+// holdLock FILE READY RELEASE: take a POSIX write lock on byte 0 of FILE
+// (as RocketMQ's FileChannel.lock does), create READY, and hold the lock
+// until RELEASE exists (at most 60 s). Runs as a child process.
+func holdLock() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: holdlock FILE READY RELEASE")
+		os.Exit(2)
+	}
+	f, err := os.OpenFile(os.Args[1], os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		fmt.Fprintln(os.Stderr, "lock:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(os.Args[2], []byte("locked\n"), 0o644); err != nil {
+		os.Exit(1)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(os.Args[3]); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.Close()
+	os.Exit(0)
+}
+
+// waitfile FILE: wait (at most 20 s) until FILE exists.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	p := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear", args[0])
+}
+
+// flipByte FILE OFFSET: xor one byte with 0xFF (a child command so that
+// scripts can damage fixtures).
+func flipByte() {
+	if len(os.Args) != 3 {
+		os.Exit(2)
+	}
+	off, _ := strconv.ParseInt(os.Args[2], 10, 64)
+	f, err := os.OpenFile(os.Args[1], os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		os.Exit(1)
+	}
+	b[0] ^= 0xFF
+	if _, err := f.WriteAt(b, off); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// checkZero FILE FROM TO: exit 0 when bytes [FROM, TO) of FILE are all
+// zero and TO is the file size.
+func checkZero() {
+	if len(os.Args) != 4 {
+		os.Exit(2)
+	}
+	from, _ := strconv.ParseInt(os.Args[2], 10, 64)
+	to, _ := strconv.ParseInt(os.Args[3], 10, 64)
+	b, err := os.ReadFile(os.Args[1])
+	if err != nil || int64(len(b)) != to {
+		fmt.Fprintf(os.Stderr, "size %d, want %d (%v)\n", len(b), to, err)
+		os.Exit(1)
+	}
+	for i := from; i < to; i++ {
+		if b[i] != 0 {
+			fmt.Fprintf(os.Stderr, "byte %d is %#x\n", i, b[i])
+			os.Exit(1)
+		}
+	}
+	os.Exit(0)
+}
+
+// checkSize FILE SIZE: exit 0 when FILE has exactly SIZE bytes.
+func checkSize() {
+	if len(os.Args) != 3 {
+		os.Exit(2)
+	}
+	want, _ := strconv.ParseInt(os.Args[2], 10, 64)
+	st, err := os.Stat(os.Args[1])
+	if err != nil || st.Size() != want {
+		fmt.Fprintf(os.Stderr, "size of %s: %v (want %d) %v\n", os.Args[1], st, want, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }

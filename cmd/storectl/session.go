@@ -128,6 +128,14 @@ func (s *session) summary(code int) report.Summary {
 // finish writes the summary for code and returns the error that makes
 // run() exit with that same code.
 func (s *session) finish(code int) error {
+	if s.verdict == "" {
+		switch code {
+		case exitRefused:
+			s.verdict = "refused: " + joinErrs(s.errors)
+		case exitApplyFailed:
+			s.verdict = "apply failed and was rolled back: " + joinErrs(s.errors)
+		}
+	}
 	if err := s.em.Summary(s.summary(code)); err != nil {
 		return &incompleteError{fmt.Errorf("writing report: %w", err)}
 	}

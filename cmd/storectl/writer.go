@@ -56,7 +56,7 @@ type actionRecord struct {
 	Path         string      `json:"path"`
 	Offset       int64       `json:"offset"`
 	Length       int64       `json:"length"`
-	NewSize      int64       `json:"new_size"`
+	NewSize      *int64      `json:"new_size,omitempty"`
 	Reason       string      `json:"reason,omitempty"`
 	Lost         repair.Loss `json:"lost"`
 	Message      string      `json:"message,omitempty"`
@@ -66,7 +66,12 @@ type actionRecord struct {
 
 func plannedRecord(a repair.Action) actionRecord {
 	r := actionRecord{Status: "planned", ID: a.ID, Op: string(a.Op), Path: a.Path, Offset: a.Offset, Length: a.Length,
-		NewSize: a.NewSize, Reason: a.Reason, Lost: a.Lost, Message: a.Lost.Note, SHA256Before: a.Pre.SHA256}
+		Reason: a.Reason, Lost: a.Lost, Message: a.Lost.Note, SHA256Before: a.Pre.SHA256}
+	switch a.Op {
+	case repair.OpTruncateFile, repair.OpResizeFile, repair.OpReplaceFile:
+		n := a.NewSize
+		r.NewSize = &n
+	}
 	if r.Lost.MsgIDs == nil {
 		r.Lost.MsgIDs = []string{}
 	}

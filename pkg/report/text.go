@@ -117,7 +117,15 @@ func (e *textEmitter) Summary(s Summary) error {
 	}
 	if len(e.actions) > 0 {
 		fmt.Fprintln(w)
-		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "reason", "lost"}); err != nil {
+		for _, a := range e.actions {
+			if l, ok := a["lost"].(map[string]any); ok {
+				a["lost"] = fmt.Sprintf("%s record(s)", cell(l["records"]))
+			}
+			if m, ok := a["message"].(string); ok {
+				a["message"] = wrap(m, 60)
+			}
+		}
+		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "reason", "lost", "message"}); err != nil {
 			return err
 		}
 	}

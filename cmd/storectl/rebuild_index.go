@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storectl/storectl/pkg/repair"
+	rmqrepair "github.com/storectl/storectl/pkg/repair/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+func newRebuildIndexCmd(env *Env) *cobra.Command {
+	wo := &writerOptions{}
+	cmd := &cobra.Command{
+		Use:   "rebuild-index DATADIR",
+		Short: "Regenerate derived indexes from the data files, verified, through the same plan/apply/backup path",
+		Long: `rebuild-index regenerates what the broker derives from its data files:
+
+  RocketMQ: consume queues (consumequeue/<topic>/<queueId>/), index files (index/)
+  and the checkpoint's logics/index timestamps, from the valid part of the commitlog,
+  exactly as the broker's dispatch writes them. Sizes come from flags, then
+  --broker-config, then the existing files, then the broker's defaults.
+
+It builds into a staging dir beside the data dir, compares with what is there and
+plans replace/remove actions (dry run: per queue units added, removed and changed;
+per index file entries that differ). With --apply the staged files are verified
+with the same checks as verify before anything is swapped in.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ts, err := detectAll(args, env.Config.GetString("store"))
+			if err != nil {
+				return err
+			}
+			t := ts[0]
+			if err := needDataDir(t); err != nil {
+				return err
+			}
+			if t.Store != scan.RocketMQ {
+				return usagef(fmt.Errorf("rebuild-index for RabbitMQ is not supported yet (use truncate, which removes clean.dot so the broker rebuilds its index)"))
+			}
+			var rep *rmqrepair.RebuildReport
+			defer func() {
+				if rep != nil && wo.PlanOut == "" {
+					_ = rep.RemoveStage()
+				}
+			}()
+			c := env.Config
+			cfgFor := func() (rmqrepair.RebuildConfig, error) {
+				sc, err := rocketConfig(env, t, 0, c.GetInt64("mapped-file-size"))
+				if err != nil {
+					return rmqrepair.RebuildConfig{}, err
+				}
+				rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize,
+					CQFileSize: c.GetInt64("cq-file-size"), IndexSlots: c.GetInt64("index-slots"), IndexEntries: c.GetInt64("index-entries"),
+					ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != ""}
+				if p := c.GetString("broker-config"); p != "" {
+					bc, err := rmqscan.ReadBrokerConf(p)
+					if err != nil {
+						return rc, usagef(fmt.Errorf("--broker-config: %w", err))
+					}
+					rc.Broker = &bc
+				}
+				return rc, nil
+			}
+			plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+				rc, err := cfgFor()
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				p, r, err := rmqrepair.PlanRebuildIndex(ctx, rc)
+				rep = r
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				extra := map[string]any{"rebuild": r}
+				if wo.Apply && len(p.Actions) > 0 {
+					chk, err := rmqrepair.VerifyStaged(ctx, rc, r)
+					if err != nil {
+						return nil, nil, nil, fmt.Errorf("verifying the staged indexes: %w", err)
+					}
+					extra["staged_check"] = chk
+					if !chk.OK() {
+						return nil, nil, nil, fmt.Errorf("the staged indexes fail verification, nothing applied: %s", strings.Join(chk.Problems, "; "))
+					}
+				}
+				return p, nil, extra, nil
+			}
+			verify := func(ctx context.Context) (*scan.Result, error) {
+				return verifyTarget(ctx, env, t, scan.Options{Jobs: c.GetInt("jobs")})
+			}
+			return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, verify)
+		},
+	}
+	addWriterFlags(cmd, wo)
+	f := cmd.Flags()
+	f.Int64("mapped-file-size", 0, "commitlog file size (mappedFileSizeCommitLog); 0 infers it")
+	f.Int64("cq-file-size", 0, "consume queue file size (mappedFileSizeConsumeQueue); 0: existing files, else 300000*20")
+	f.Int64("index-slots", 0, "index hash slots (maxHashSlotNum); 0: existing files, else 5000000")
+	f.Int64("index-entries", 0, "index entries per file (maxIndexNum); 0: existing files, else 20000000")
+	return cmd
+}

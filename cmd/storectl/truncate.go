@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storectl/storectl/pkg/repair"
+	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
+	rmqrepair "github.com/storectl/storectl/pkg/repair/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+func newTruncateCmd(env *Env) *cobra.Command {
+	wo := &writerOptions{}
+	cmd := &cobra.Command{
+		Use:   "truncate DATADIR",
+		Short: "Cut torn, stale or corrupt tails the way a correct broker recovery would (dry run unless --apply)",
+		Long: `truncate plans what a correct recovery does and makes it durable:
+
+  RocketMQ: at the recovery end (with the rocketmq #10017 offset check) zero the rest
+  of that commitlog file (sizes stay the mapped size), move later files that hold
+  nothing valid to the backup, drop consume queue units at or past the end, and say
+  which index files need rebuild-index.
+  RabbitMQ: cut the torn tail of the current .rdq file at the end of its last valid
+  record (decided on evidence, not by the first bad frame); other files are only
+  reported. After a clean shutdown clean.dot goes to the backup so the next start
+  rebuilds its index.
+
+Without --apply it prints the plan and changes nothing (exit 1 when the plan has
+actions). With --apply it refuses on a live broker, asks once on a terminal (or
+needs --yes), checks that nothing moved since the plan, copies every byte it
+changes to the backup dir, writes through fsynced staging files, and re-verifies.
+'storectl undo BACKUP_DIR --apply' puts everything back.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ts, err := detectAll(args, env.Config.GetString("store"))
+			if err != nil {
+				return err
+			}
+			t := ts[0]
+			if err := needDataDir(t); err != nil {
+				return err
+			}
+			plan, verify := truncatePlanner(env, t)
+			return runWriter(cmd.Context(), env, cmd, "truncate", t, wo, plan, verify)
+		},
+	}
+	addWriterFlags(cmd, wo)
+	cmd.Flags().Int64("mapped-file-size", 0, "RocketMQ: commitlog file size (mappedFileSizeCommitLog); 0 infers it")
+	return cmd
+}
+
+// needDataDir refuses writers on a single file or a bare store dir: they
+// need the whole data dir to see every file a change affects.
+func needDataDir(t scan.Target) error {
+	switch t.Kind {
+	case scan.TargetRocketStore, scan.TargetRabbitNode, scan.TargetRabbitVHost:
+		return nil
+	}
+	return usagef(fmt.Errorf("%s is a %s: writers need the whole data dir (the RocketMQ store root, or the RabbitMQ node or vhost dir)", t.Path, t.Kind))
+}
+
+func truncatePlanner(env *Env, t scan.Target) (planner, verifier) {
+	switch t.Store {
+	case scan.RocketMQ:
+		cfgFor := func() (rmqscan.Config, error) {
+			return rocketConfig(env, t, 0, env.Config.GetInt64("mapped-file-size"))
+		}
+		plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+			cfg, err := cfgFor()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			p, rep, err := rmqrepair.PlanTruncate(ctx, cfg)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return p, nil, map[string]any{"truncate": rep, "recovery_end": rep.RecoveryEnd}, nil
+		}
+		verify := func(ctx context.Context) (*scan.Result, error) {
+			cfg, err := cfgFor()
+			if err != nil {
+				return nil, err
+			}
+			return rmqscan.ScanCommitLog(ctx, cfg, scan.Options{Jobs: env.Config.GetInt("jobs")})
+		}
+		return plan, verify
+	case scan.RabbitMQ:
+		plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+			p, rep, err := rabbitrepair.PlanTruncate(ctx, rabbitConfig(env, t))
+			if errors.Is(err, rabbitrepair.ErrNoVHost) {
+				return nil, nil, nil, usagef(err)
+			}
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return p, nil, map[string]any{"truncate": rep}, nil
+		}
+		verify := func(ctx context.Context) (*scan.Result, error) {
+			return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
+		}
+		return plan, verify
+	}
+	return nil, nil
+}
