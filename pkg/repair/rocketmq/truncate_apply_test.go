@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -133,4 +134,71 @@ func TestTruncateApplyFaults(t *testing.T) {
 			t.Logf("%d write steps, each failed once", steps)
 		})
 	}
+}
+
+// TestTruncateMidStoreEnd: a damaged record in the second commitlog file
+// ends recovery there. The rest of that file is zeroed, the two later
+// files (whose records the decode oracle counts) go to the backup, and
+// every consume queue keeps exactly its raw units before the end (CQ
+// files that start past it removed); Undo restores everything.
+func TestTruncateMidStoreEnd(t *testing.T) {
+	const ds = "rmq533-a-clean"
+	var victim trOracleLine
+	msgs := map[string]int64{}
+	for _, l := range trOracle(t, ds+".decode.jsonl") {
+		if l.Kind == "msg" {
+			if msgs[l.File]++; l.File == rmq.FormatFileName(262144) && msgs[l.File] == 10 {
+				victim = l
+			}
+		}
+	}
+	store := trStore(t, ds)
+	file := filepath.Join(store, "commitlog", victim.File)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[victim.Pos+28+7] ^= 0x40 // low byte of the stored PHYSICALOFFSET: a stale record
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig := testutil.TreeHash(t, store)
+	p, rep := trPlan(t, store)
+	end := victim.PhyOffset
+	if rep.RecoveryEnd != end || rep.Reason != scanrmq.CodeStaleRecord {
+		t.Fatalf("end %d (%s), want %d", rep.RecoveryEnd, rep.Reason, end)
+	}
+	removed := map[string]int64{}
+	for _, a := range p.Actions {
+		if a.Op == repair.OpRemoveFile && filepath.Dir(a.Path) == "commitlog" {
+			removed[filepath.Base(a.Path)] = a.Lost.Records
+		}
+	}
+	for _, f := range []string{rmq.FormatFileName(524288), rmq.FormatFileName(786432)} {
+		if r, ok := removed[f]; !ok || r != msgs[f] {
+			t.Errorf("commitlog/%s: removed %v with %d records lost, the oracle holds %d", f, ok, r, msgs[f])
+		}
+	}
+	if len(removed) != 2 {
+		t.Errorf("removed commitlog files %v, want the two after the end", removed)
+	}
+	want := map[string][][]int64{}
+	for q, units := range trRawCQ(t, ds+".decode.jsonl") {
+		i := 0
+		for i < len(units) && units[i][1] < end {
+			i++
+		}
+		want[q] = units[:i]
+	}
+	_, bdir, err := trApply(t, p, repair.Faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := trSameCQs(t, want, trReadCQs(t, store))
+	t.Logf("end %d in %s; %d CQ units kept, %d CQ actions", end, victim.File, n, len(rep.ConsumeQueues))
+	trScanClean(t, store, end)
+	if _, err := repair.Undo(context.Background(), bdir, repair.UndoOptions{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.SameTree(t, orig, testutil.TreeHash(t, store))
 }
