@@ -1,0 +1,210 @@
+package rabbitmq
+
+// verify: the evidence-based scan plus every cross-file check of a vhost
+// (format: /work/shared/docs/rabbitmq-format.md §1.3, §4, §5, §6) and the
+// prediction of what the broker's next start keeps and drops.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// Finding codes added by verify.
+const (
+	CodeFileSummary = "rabbitmq.index.file-summary" // file_summary.ets disagrees with the files
+	CodeIndexUnread = "rabbitmq.index.unreadable"   // a clean-shutdown file that does not parse
+	CodeCleanPart   = "rabbitmq.index.partial-clean-state"
+	CodeQueueOrphan = "rabbitmq.queue.orphan" // a queue dir no durable queue can own
+)
+
+// Shutdown states of a message store (§1.3).
+const (
+	StateClean   = "clean"   // clean.dot and both .ets dumps present and readable
+	StateUnclean = "unclean" // the next start rebuilds the index from scratch
+)
+
+// Drop reasons verify adds to the format package's (rfmt.Drop*, the .qs
+// reasons of rfmt.QSDropReason).
+const (
+	DropMissing   = "missing"    // A: the shared-store message is in no .rdq
+	DropOrphanDir = "orphan-dir" // the broker deletes the whole queue dir
+	// DropScanner prefixes a hazard code: the configured broker version's
+	// scanner loses the record during the dirty recovery.
+	DropScanner = "scanner:"
+)
+
+// At-risk keys of scan.Queue.AtRisk: the versions with a known scanner bug.
+var atRiskKeys = []string{VersionsGen1, VersionsGen2, VersionsOffByNine}
+
+// atRiskKey maps a hazard code to its at-risk key.
+func atRiskKey(code string) string {
+	switch code {
+	case CodeGen1Stop, CodeScannerCrash:
+		return VersionsGen1
+	case CodeZeroHoleMisread:
+		return VersionsGen2
+	case CodeOffByNine:
+		return VersionsOffByNine
+	}
+	return ""
+}
+
+// EntryFate is what the next start does with one queue index entry.
+type EntryFate struct {
+	Entry  rfmt.QueueEntry
+	MsgID  string // Entry.MsgID, or the id inside a .qs/embedded body; "" if unknown
+	Keep   bool
+	Reason string  // drop reason when !Keep
+	Record *Record // the shared-store record holding the message, when found
+}
+
+// QueueFate is one queue's prediction: the contract's queue record plus
+// the fate of every entry, in seq order.
+type QueueFate struct {
+	scan.Queue
+	Path      string // the queue dir on disk
+	OrphanWhy string // why no durable queue can own the dir; "" when one can
+	Entries   []EntryFate
+}
+
+// VHostVerify is the detailed result of VerifyVHost.
+type VHostVerify struct {
+	Scan      *VHostScan
+	State     string   // StateClean or StateUnclean
+	StateFrom []string // the files the state was decided from, and why
+	ClientRefs int     // client_refs in clean.dot (-1 when unread)
+	Queues    []*QueueFate
+	Findings  []scan.Finding // the scan's, re-homed and de-duplicated, plus verify's
+	Layout    map[string]any
+}
+
+// Verify runs ScanVHost on every vhost dir of cfg and adds the cross-file
+// checks and the next-start prediction (Result.Queues). Store dirs and
+// single files given without a vhost get the plain scan: nothing can be
+// cross-checked there. Like Scan, the error is for a verify that could not
+// start; per-path failures mark the result Incomplete.
+func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, error) {
+	if _, err := parseVersion(cfg.BrokerVersion); err != nil {
+		return nil, err
+	}
+	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
+	vhosts := []map[string]any{}
+	for _, d := range cfg.VHostDirs {
+		vv, err := VerifyVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts})
+		if err != nil {
+			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
+			continue
+		}
+		addFiles(res, vv.Scan.Files)
+		res.Add(vv.Findings...)
+		for _, q := range vv.Queues {
+			res.Queues = append(res.Queues, q.Queue)
+		}
+		vhosts = append(vhosts, vv.Layout)
+	}
+	if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 {
+		rest, err := Scan(ctx, Config{Root: cfg.Root, StoreDirs: cfg.StoreDirs, Files: cfg.Files,
+			BrokerVersion: cfg.BrokerVersion}, opts)
+		if err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, rest.Files...)
+		res.Add(rest.Findings...)
+		res.BytesScanned += rest.BytesScanned
+		if rest.Incomplete {
+			res.Incomplete = true
+			res.Errors = append(res.Errors, rest.Errors...)
+		}
+	}
+	res.Layout["vhosts"] = vhosts
+	if len(vhosts) == 1 {
+		for _, k := range []string{"shutdown", "cq_index", "versions"} {
+			res.Layout[k] = vhosts[0][k]
+		}
+	}
+	res.SortFindings()
+	return res, ctx.Err()
+}
+
+// VerifyVHost scans one vhost dir and cross-checks it: queue index entries
+// against the shared store, the clean-shutdown index and file summary
+// against the files, orphan queue dirs; then predicts per queue what the
+// next start keeps, drops, and what buggy scanner versions would lose.
+func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostVerify, error) {
+	ver, err := parseVersion(o.BrokerVersion)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ScanVHost(ctx, root, vhostDir, o)
+	if err != nil {
+		return nil, err
+	}
+	vv := &VHostVerify{Scan: v, ClientRefs: -1}
+	// The scan's queue-side and index findings are rebuilt here with exact
+	// entry offsets (message-missing at the .qi/.idx/journal entry,
+	// index.mismatch at the .ets object), so each surfaces once.
+	rebuilt := map[string]bool{CodeMessageMissing: true, CodeIndexMismatch: true}
+	for _, c := range anomalyCodes {
+		rebuilt[c] = true
+	}
+	for _, f := range v.Findings {
+		if !rebuilt[f.Code] {
+			vv.Findings = append(vv.Findings, f)
+		}
+	}
+	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
+	vv.State, vv.StateFrom, vv.ClientRefs = cs.state, cs.from, cs.clientRefs
+	vv.Findings = append(vv.Findings, cs.findings...)
+	vv.Queues = predict(v, vv.State == StateClean, ver)
+	vv.Findings = append(vv.Findings, anomalyFindings(root, v.Queues, vv.Queues)...)
+	vv.Findings = append(vv.Findings, orphanFindings(root, vv.Queues)...)
+	vv.Findings = append(vv.Findings, missingFindings(root, vv.Queues, v.Refs, vv.State == StateClean)...)
+	if cs.index != nil {
+		vv.Findings = append(vv.Findings, cleanIndexFindings(v, cs)...)
+	}
+	if cs.summary != nil {
+		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
+	}
+	vv.Findings = dedupe(vv.Findings)
+	vv.Layout = verifyLayout(v, vv, vhostDir)
+	return vv, nil
+}
+
+// anomalyCodes are the format package's queue index anomaly codes.
+var anomalyCodes = []string{rfmt.CodeQIBadHeader, rfmt.CodeQITorn, rfmt.CodeQIBadEntry, rfmt.CodeQISeqMismatch,
+	rfmt.CodeQSCRC, rfmt.CodeQSBadEntry, rfmt.CodeQSOrphan, rfmt.CodeIDXBadRecord, rfmt.CodeIDXAllZero,
+	rfmt.CodeIDXUnknownSeq, rfmt.CodeJournalTail, rfmt.CodeJournalConflict, rfmt.CodeQueueName,
+	rfmt.CodeVHostConfig, rfmt.CodeFileTooLarge}
+
+// dedupe merges findings with the same code, path, offset and msg id (a
+// missing .qs is reported by every entry that points into it); the merged
+// finding counts them in Details["occurrences"].
+func dedupe(fs []scan.Finding) []scan.Finding {
+	type key struct {
+		code, path, id string
+		off            int64
+	}
+	at := map[key]int{}
+	var out []scan.Finding
+	for _, f := range fs {
+		k := key{f.Code, f.Path, f.MsgID, f.Offset}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, f)
+			continue
+		}
+		g := &out[i]
+		if g.Details == nil {
+			g.Details = map[string]any{}
+		}
+		n, _ := g.Details["occurrences"].(int)
+		g.Details["occurrences"] = max(n, 1) + 1
+		g.Severity = max(g.Severity, f.Severity)
+	}
+	return out
+}

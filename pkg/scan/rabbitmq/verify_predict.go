@@ -1,0 +1,215 @@
+package rabbitmq
+
+// The prediction of the next start, per queue (§1.3, §4.3, §5, §7b).
+//
+// Clean start (clean.dot + both .ets usable): the queues recover from
+// their recovery terms without re-reading segments, so every persistent
+// entry is kept; transient ones never survive a restart. Unclean start:
+// rabbit_classic_queue_index_v2:recover/7 drops transient entries (D),
+// shared-store entries whose message the store scan does not find (A),
+// bad .qs entries (B) and location-0 or malformed ones (C). The store scan
+// is storectl's (what a correct scanner finds); with --broker-version the
+// records that version's scanner loses during a dirty recovery are
+// dropped too. Queue dirs no durable queue can own are deleted whole.
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// predict builds one QueueFate per queue dir of v.
+func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
+	if v.Queues == nil {
+		return nil
+	}
+	found := map[string]*Record{}
+	for _, f := range v.Files {
+		for _, r := range f.Records {
+			if !f.Transient && r.Status == StatusReferenced {
+				found[r.ID()] = r
+			}
+		}
+	}
+	atRisk, lostByVer := hazardVictims(v, ver)
+	var out []*QueueFate
+	for _, qd := range v.Queues.Queues {
+		qf := &QueueFate{Queue: scan.Queue{VHost: v.VHost, Dir: qd.Hash, Index: indexKind(qd.Dir),
+			AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
+		if qd.HasName {
+			qf.Queue.Queue = qd.Name.Name
+		}
+		for _, k := range atRiskKeys {
+			qf.AtRisk[k] = 0
+		}
+		qf.OrphanWhy = orphanReason(qd, v.VHost)
+		for _, e := range qd.Entries {
+			ef := fate(e, qf.OrphanWhy != "", clean, found, lostByVer)
+			qf.Entries = append(qf.Entries, ef)
+			qf.Queue.Entries++
+			if !ef.Keep {
+				qf.Drop++
+				if ef.MsgID != "" {
+					qf.DropMsgIDs = append(qf.DropMsgIDs, ef.MsgID)
+				}
+				continue
+			}
+			qf.Keep++
+			if e.Location != rfmt.LocationSharedStore {
+				continue
+			}
+			for _, k := range atRiskKeys {
+				if atRisk[k][ef.MsgID] {
+					qf.AtRisk[k]++
+					qf.AtRiskMsgIDs[k] = append(qf.AtRiskMsgIDs[k], ef.MsgID)
+				}
+			}
+		}
+		if len(qf.AtRiskMsgIDs) == 0 {
+			qf.AtRiskMsgIDs = nil
+		}
+		out = append(out, qf)
+	}
+	return out
+}
+
+// fate decides one entry.
+func fate(e rfmt.QueueEntry, orphan, clean bool, found map[string]*Record, lostByVer map[string]string) EntryFate {
+	ef := EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
+	shared := e.Location == rfmt.LocationSharedStore
+	if shared {
+		ef.Record = found[e.MsgID]
+	}
+	drop := func(reason string) EntryFate {
+		ef.Keep, ef.Reason = false, reason
+		return ef
+	}
+	switch {
+	case orphan:
+		return drop(DropOrphanDir)
+	case !e.Persistent:
+		return drop(rfmt.DropTransient)
+	case clean:
+		return ef
+	case e.Drop != "":
+		return drop(e.Drop)
+	case shared && ef.Record == nil:
+		return drop(DropMissing)
+	case shared && lostByVer[e.MsgID] != "":
+		return drop(DropScanner + lostByVer[e.MsgID])
+	}
+	return ef
+}
+
+// hazardVictims returns, per at-risk key, the ids of the records a
+// version with that scanner bug loses, and the ids the configured
+// version's scanner loses in a dirty recovery (id -> hazard code).
+func hazardVictims(v *VHostScan, ver brokerVersion) (map[string]map[string]bool, map[string]string) {
+	atRisk := map[string]map[string]bool{}
+	for _, k := range atRiskKeys {
+		atRisk[k] = map[string]bool{}
+	}
+	lost := map[string]string{}
+	for _, f := range v.Files {
+		if f.Transient {
+			continue
+		}
+		for i := range f.Hazards {
+			h := &f.Hazards[i]
+			k := atRiskKey(h.Code)
+			dirty := false
+			for _, w := range h.When {
+				dirty = dirty || w == "dirty recovery"
+			}
+			for _, vic := range h.Victims {
+				if k != "" {
+					atRisk[k][vic.MsgID] = true
+				}
+				if ver.set && dirty && ver.affected(h) {
+					lost[vic.MsgID] = h.Code
+				}
+			}
+		}
+	}
+	return atRisk, lost
+}
+
+// entryMsgID is the entry's store msg id, or for a .qs or embedded
+// message the id inside its body; "" when unknown.
+func entryMsgID(e rfmt.QueueEntry) string {
+	if e.MsgID != "" || len(e.Body) == 0 {
+		return e.MsgID
+	}
+	m, err := rfmt.DecodeMessage(trimQSPadding(e.Body), 0)
+	if err != nil || len(m.ID) != 16 {
+		return ""
+	}
+	return hexID([16]byte(m.ID))
+}
+
+// trimQSPadding cuts the zero padding after a .qs blob's ETF term
+// (Size = external_size, an upper bound, §5.2).
+func trimQSPadding(b []byte) []byte {
+	if rfmt.IsExactTerm(b) {
+		return b
+	}
+	for n := len(b); n > 0 && b[n-1] == 0; n-- {
+		if rfmt.IsExactTerm(b[:n-1]) {
+			return b[:n-1]
+		}
+	}
+	return b
+}
+
+// orphanReason says why no durable queue can own the dir; "" when one can.
+// The broker deletes such dirs at start (rabbit_queue_index:start/2). The
+// metadata store is not read, so a dir whose .queue_name is consistent is
+// assumed to belong to a durable queue.
+func orphanReason(qd *rfmt.QueueDir, vhost string) string {
+	switch {
+	case !qd.HasName:
+		return "no readable .queue_name (every queue writes one when it creates its dir)"
+	case rfmt.QueueDirName(qd.Name.VHost, qd.Name.Name) != qd.Hash:
+		return ".queue_name names queue " + qd.Name.Name + " of vhost " + qd.Name.VHost + ", which hashes to " +
+			rfmt.QueueDirName(qd.Name.VHost, qd.Name.Name)
+	case vhost != "" && qd.Name.VHost != vhost:
+		return ".queue_name names vhost " + qd.Name.VHost + ", this is vhost " + vhost
+	}
+	return ""
+}
+
+// indexKind says which index versions the dir holds files of.
+func indexKind(dir string) string {
+	ents, _ := os.ReadDir(dir)
+	v1, v2 := false, false
+	for _, e := range ents {
+		switch filepath.Ext(e.Name()) {
+		case ".qi", ".qs":
+			v2 = true
+		case ".idx", ".jif":
+			v1 = true
+		}
+	}
+	switch {
+	case v1 && v2:
+		return "v1+v2"
+	case v1:
+		return "v1"
+	case v2:
+		return "v2"
+	}
+	return "none"
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
