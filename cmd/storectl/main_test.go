@@ -26,6 +26,10 @@ import (
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")
 
 func TestMain(m *testing.M) {
+	// Re-executed as another user by the matrix test (see runAsNobody).
+	if os.Getenv("STORECTL_TEST_MAIN") == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Getenv: os.Getenv}))
+	}
 	testscript.Main(m, map[string]func(){
 		"holdlock":      holdLock,
 		"storectl-flip": flipByte,

@@ -72,8 +72,27 @@ func (s *session) action(a any) error {
 
 // result emits a scan result's files and findings and takes its totals.
 func (s *session) result(res *scan.Result) error {
+	// A file that could not be read has no end: it is reported as an
+	// error finding (and the result is incomplete), not as a file object
+	// with a value outside the contract's `end` set.
+	for _, f := range res.Files {
+		if f.End != "" {
+			continue
+		}
+		named := false
+		for _, g := range res.Findings {
+			named = named || (g.Path == f.Path && g.Severity == scan.Error)
+		}
+		if !named {
+			res.Findings = append(res.Findings, scan.Finding{Code: "storectl.file.unreadable", Severity: scan.Error, Path: f.Path,
+				Repair: scan.RepairNone, Message: "the file could not be read; it was not checked (see summary errors)"})
+		}
+	}
 	res.SortFindings()
 	for _, f := range res.Files {
+		if f.End == "" {
+			continue
+		}
 		s.files++
 		if err := s.em.File(f); err != nil {
 			return err
