@@ -73,13 +73,13 @@ type QueueFate struct {
 
 // VHostVerify is the detailed result of VerifyVHost.
 type VHostVerify struct {
-	Scan      *VHostScan
-	State     string   // StateClean or StateUnclean
-	StateFrom []string // the files the state was decided from, and why
-	ClientRefs int     // client_refs in clean.dot (-1 when unread)
-	Queues    []*QueueFate
-	Findings  []scan.Finding // the scan's, re-homed and de-duplicated, plus verify's
-	Layout    map[string]any
+	Scan       *VHostScan
+	State      string   // StateClean or StateUnclean
+	StateFrom  []string // the files the state was decided from, and why
+	ClientRefs int      // client_refs in clean.dot (-1 when unread)
+	Queues     []*QueueFate
+	Findings   []scan.Finding // the scan's, re-homed and de-duplicated, plus verify's
+	Layout     map[string]any
 }
 
 // Verify runs ScanVHost on every vhost dir of cfg and adds the cross-file

@@ -184,4 +184,3 @@ func fileSummaryFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 	}
 	return out
 }
-
