@@ -169,6 +169,8 @@ func (s *session) finish(code int) error {
 		return &refusedError{errors.New(joinErrs(s.errors))}
 	case exitApplyFailed:
 		return &applyError{errors.New(joinErrs(s.errors))}
+	case exitUsage:
+		return usagef(errors.New(joinErrs(s.errors)))
 	}
 	return fmt.Errorf("exit %d", code)
 }

@@ -179,6 +179,9 @@ func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t
 	}
 	switch {
 	case err == nil:
+	case errors.Is(err, repair.ErrBackupDir), errors.Is(err, repair.ErrInvalidPlan):
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitUsage)
 	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit):
 		s.errors = append(s.errors, err.Error())
 		return s.finish(exitRefused)
