@@ -39,16 +39,20 @@ fuzz:
 demo: build
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)/rocketmq $(DEMO)/rabbitmq
 	@tar -C $(DEMO)/rocketmq -xzf testdata/rocketmq/rmq533-c-stale.tar.gz
-	@tar -C $(DEMO)/rabbitmq -xzf testdata/rabbitmq-4.0/datasets/crash.tar.gz
-	@echo "### RocketMQ 5.3.3 store with 13 stale records copied into a reused commitlog tail"
-	@echo "\$$ storectl scan $(DEMO)/rocketmq/store"
-	@$(BIN) scan --color always $(DEMO)/rocketmq/store; echo "(exit code $$?)"
+	@tar -C $(DEMO)/rabbitmq -xzf testdata/rabbitmq/datasets/crash-mid-write-confirmed.tar.gz
+	@echo "### RocketMQ 5.3.3 store: 13 stale records copied into a reused commitlog tail (rocketmq #10017)"
+	@echo "\$$ storectl verify $(DEMO)/rocketmq/store"
+	@$(BIN) verify --color always $(DEMO)/rocketmq/store; echo "(exit code $$?)"
 	@echo
-	@echo "### RabbitMQ 4.0.5 node after kill -9, with real compaction zero holes"
-	@echo "\$$ storectl scan $(DEMO)/rabbitmq/rmq40@localhost"
-	@$(BIN) scan --color always $(DEMO)/rabbitmq/rmq40@localhost; echo "(exit code $$?)"
+	@echo "\$$ storectl truncate $(DEMO)/rocketmq/store      # dry run: the plan, nothing written"
+	@$(BIN) truncate --color always $(DEMO)/rocketmq/store; echo "(exit code $$?)"
 	@echo
-	@echo "Try: $(BIN) scan -o jsonl $(DEMO)/rocketmq/store | tail -n1 | jq .exit_code"
+	@echo "### RabbitMQ 3.10.8 node killed mid-write: torn tail in the current .rdq file"
+	@echo "\$$ storectl verify $(DEMO)/rabbitmq/rmqfix@localhost"
+	@$(BIN) verify --color always $(DEMO)/rabbitmq/rmqfix@localhost; echo "(exit code $$?)"
+	@echo
+	@echo "Next: $(BIN) truncate --apply --yes $(DEMO)/rocketmq/store   (backup first; undo with storectl undo)"
+	@echo "      $(BIN) verify -o jsonl $(DEMO)/rocketmq/store | tail -n1 | jq .exit_code"
 
 vet:
 	$(GO) vet $(PKGS)

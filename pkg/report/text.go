@@ -184,7 +184,10 @@ func (e *textEmitter) verdict(s Summary) error {
 	if s.Incomplete {
 		v += " (INCOMPLETE: " + strings.Join(s.Errors, "; ") + ")"
 	}
-	_, err := e.color(attr).Fprintf(e.w, "%s: %s (exit %d)\n", v, strings.Join(parts, " · "), s.ExitCode)
+	if _, err := e.color(attr).Fprintf(e.w, "%s: %s (exit %d)", v, strings.Join(parts, " · "), s.ExitCode); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(e.w)
 	return err
 }
 
