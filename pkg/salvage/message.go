@@ -1,0 +1,164 @@
+package salvage
+
+import (
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+)
+
+// Selection names which messages an export takes.
+type Selection string
+
+// The selections of --select.
+const (
+	SelectAll             Selection = "all"
+	SelectLost            Selection = "lost"
+	SelectAtRisk          Selection = "at-risk"
+	SelectUnreferenced    Selection = "unreferenced"
+	SelectAfterCorruption Selection = "after-corruption"
+)
+
+// Store kinds in Message.Store.
+const (
+	StoreRabbitMQ = "rabbitmq"
+	StoreRocketMQ = "rocketmq"
+)
+
+// ParseSelections parses a comma-separated --select value.
+func ParseSelections(s string) ([]Selection, error) {
+	var out []Selection
+	seen := map[Selection]bool{}
+	for _, p := range strings.Split(s, ",") {
+		sel := Selection(strings.TrimSpace(p))
+		switch sel {
+		case SelectAll, SelectLost, SelectAtRisk, SelectUnreferenced, SelectAfterCorruption:
+		default:
+			return nil, fmt.Errorf("--select %q: want all, lost, at-risk, unreferenced or after-corruption", p)
+		}
+		if !seen[sel] {
+			seen[sel] = true
+			out = append(out, sel)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// Message is one line of messages.jsonl. Fields of the other store kind
+// are omitted.
+type Message struct {
+	Store  string `json:"store"`  // StoreRabbitMQ or StoreRocketMQ
+	MsgID  string `json:"msg_id"` // RabbitMQ: 32 hex digits; RocketMQ: the offset msg id
+	Path   string `json:"path"`   // record's file, relative to the data dir
+	Offset int64  `json:"offset"` // record's offset in that file
+	// RecordSize is the whole record in bytes, framing included.
+	RecordSize int64 `json:"record_size"`
+
+	// RabbitMQ.
+	VHost       string   `json:"vhost,omitempty"`
+	Queues      []string `json:"queues,omitempty"` // one name per reference
+	Status      string   `json:"status,omitempty"` // referenced | unreferenced | unknown
+	Term        string   `json:"term,omitempty"`   // basic_message | mc
+	Exchange    *string  `json:"exchange,omitempty"`
+	RoutingKeys []string `json:"routing_keys,omitempty"`
+	// PropertiesBin is the AMQP 0-9-1 content-header property list exactly
+	// as stored (base64 in JSON); Publish sends these properties.
+	PropertiesBin []byte `json:"properties_bin,omitempty"`
+
+	// RocketMQ.
+	Topic          string `json:"topic,omitempty"`
+	QueueID        *int32 `json:"queue_id,omitempty"`
+	QueueOffset    *int64 `json:"queue_offset,omitempty"`
+	PhyOffset      *int64 `json:"phy_offset,omitempty"`
+	Tags           string `json:"tags,omitempty"`
+	Keys           string `json:"keys,omitempty"`
+	StoreTimestamp int64  `json:"store_timestamp,omitempty"`
+
+	// Properties: RabbitMQ basic properties (PropsJSON), RocketMQ message
+	// properties (name -> value).
+	Properties map[string]any `json:"properties,omitempty"`
+
+	BodyFile string `json:"body_file"` // relative to the out dir
+	Size     int64  `json:"size"`      // body bytes
+	SHA256   string `json:"sha256"`    // of the body
+
+	SelectedBy []Selection `json:"selected_by"`
+	Why        []string    `json:"why"` // one sentence per reason
+}
+
+// PropsJSON renders AMQP basic properties for messages.jsonl: absent
+// properties are left out; headers are a list of {name, type, value}
+// in wire order (type is the AMQP field type letter).
+func PropsJSON(p *rfmt.BasicProperties) map[string]any {
+	if p == nil {
+		return nil
+	}
+	out := map[string]any{}
+	str := func(k string, v *string) {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	str("content_type", p.ContentType)
+	str("content_encoding", p.ContentEncoding)
+	if p.Headers != nil {
+		out["headers"] = tableJSON(p.Headers)
+	}
+	if p.DeliveryMode != nil {
+		out["delivery_mode"] = *p.DeliveryMode
+	}
+	if p.Priority != nil {
+		out["priority"] = *p.Priority
+	}
+	str("correlation_id", p.CorrelationID)
+	str("reply_to", p.ReplyTo)
+	str("expiration", p.Expiration)
+	str("message_id", p.MessageID)
+	if p.Timestamp != nil {
+		out["timestamp"] = *p.Timestamp
+	}
+	str("type", p.Type)
+	str("user_id", p.UserID)
+	str("app_id", p.AppID)
+	str("cluster_id", p.ClusterID)
+	return out
+}
+
+func tableJSON(t rfmt.Table) []map[string]any {
+	out := make([]map[string]any, 0, len(t))
+	for _, f := range t {
+		v := valueJSON(f.Value)
+		v["name"] = f.Name
+		out = append(out, v)
+	}
+	return out
+}
+
+func valueJSON(v rfmt.FieldValue) map[string]any {
+	m := map[string]any{"type": string(rune(v.Type))}
+	switch x := v.V.(type) {
+	case []byte:
+		if utf8.Valid(x) {
+			m["value"] = string(x)
+		} else {
+			m["value_base64"] = base64.StdEncoding.EncodeToString(x)
+		}
+	case []rfmt.FieldValue:
+		a := make([]map[string]any, 0, len(x))
+		for _, e := range x {
+			a = append(a, valueJSON(e))
+		}
+		m["value"] = a
+	case rfmt.Table:
+		m["value"] = tableJSON(x)
+	case rfmt.Decimal:
+		m["value"] = map[string]any{"scale": x.Scale, "unscaled": x.Unscaled}
+	default:
+		m["value"] = x
+	}
+	return m
+}

@@ -1,0 +1,316 @@
+package salvage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
+)
+
+// Options say what an export selects.
+type Options struct {
+	Select []Selection
+	// BrokerVersions are the RabbitMQ versions whose scanner misreads make
+	// a message at-risk (any of them); empty: every version the scanner
+	// models (with its default severities).
+	BrokerVersions []string
+}
+
+func (o *Options) has(s Selection) bool {
+	for _, x := range o.Select {
+		if x == s || x == SelectAll {
+			return true
+		}
+	}
+	return false
+}
+
+// Report summarises an export.
+type Report struct {
+	Store    string         `json:"store"`
+	Out      string         `json:"out"`
+	Selected int            `json:"selected"`
+	Bytes    int64          `json:"bytes"` // body bytes written
+	By       map[string]int `json:"by_selection"`
+	// Missing lists referenced RabbitMQ msg ids no .rdq holds at all:
+	// nothing can be exported for them.
+	Missing []MissingRef `json:"missing,omitempty"`
+	// Skipped counts records that matched but could not be decoded.
+	Skipped int      `json:"skipped"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// MissingRef is a referenced msg id with no record anywhere.
+type MissingRef struct {
+	VHost  string   `json:"vhost"`
+	MsgID  string   `json:"msg_id"`
+	Queues []string `json:"queues"`
+}
+
+type recKey struct {
+	path string
+	off  int64
+}
+
+// ExportRabbitMQ selects messages from every vhost of cfg (VHostDirs, or
+// StoreDirs without queue indexes: then only all is meaningful) and adds
+// them to w. Records are taken in file order, first copy of each id only
+// (later duplicates are skipped); msg_store_transient is included in all.
+func ExportRabbitMQ(ctx context.Context, cfg rscan.Config, o Options, w *Writer) (*Report, error) {
+	rep := &Report{Store: StoreRabbitMQ, Out: w.Dir(), By: map[string]int{}}
+	if len(cfg.VHostDirs) == 0 {
+		return nil, fmt.Errorf("salvage needs a RabbitMQ node or vhost dir")
+	}
+	for _, d := range cfg.VHostDirs {
+		if err := exportVHost(ctx, cfg.Root, d, o, w, rep); err != nil {
+			return rep, fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err)
+		}
+	}
+	return rep, nil
+}
+
+func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, rep *Report) error {
+	v, err := rscan.ScanVHost(ctx, root, dir, rscan.VHostOptions{})
+	if err != nil {
+		return err
+	}
+	atRisk, err := atRiskVictims(ctx, root, dir, o, v)
+	if err != nil {
+		return err
+	}
+	lost := lostRecords(v)
+	if v.Refs == nil && (o.has(SelectUnreferenced) || o.has(SelectLost) || o.has(SelectAtRisk)) {
+		rep.Notes = append(rep.Notes, v.Dir+": no queue indexes: references unknown, lost/at-risk/unreferenced select nothing")
+	}
+	for _, id := range v.Lost {
+		rep.Missing = append(rep.Missing, MissingRef{VHost: v.VHost, MsgID: id, Queues: v.Refs[id]})
+	}
+	for _, f := range v.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		after := afterCorruption(v, f)
+		var data []byte
+		for _, r := range f.Records {
+			if r.Status == rscan.StatusDuplicate {
+				continue
+			}
+			var sel []Selection
+			var why []string
+			add := func(s Selection, reason string) {
+				if o.has(s) {
+					sel = append(sel, s)
+					why = append(why, reason)
+				}
+			}
+			if o.has(SelectAll) {
+				sel, why = append(sel, SelectAll), append(why, "all: a record of "+f.Path)
+			}
+			k := recKey{f.Path, r.Offset}
+			if reason, ok := lost[k]; ok {
+				add(SelectLost, reason)
+			}
+			if reason, ok := atRisk[k]; ok {
+				add(SelectAtRisk, reason)
+			}
+			if r.Status == rscan.StatusUnreferenced {
+				add(SelectUnreferenced, "unreferenced: no queue index references this msg id; the broker's compaction reclaims it")
+			}
+			if reason, ok := after[r.Offset]; ok {
+				add(SelectAfterCorruption, reason)
+			}
+			if len(sel) == 0 {
+				continue
+			}
+			if data == nil {
+				if data, err = os.ReadFile(f.Abs); err != nil {
+					return err
+				}
+			}
+			if r.End() > int64(len(data)) || r.BadBody {
+				rep.Skipped++
+				continue
+			}
+			m, body, err := rabbitMessage(v, f, r, data[r.Offset:r.End()])
+			if err != nil {
+				rep.Skipped++
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s@%d: %v", f.Path, r.Offset, err))
+				continue
+			}
+			m.SelectedBy, m.Why = dedupSel(sel), why
+			if err := w.Add(m, body); err != nil {
+				return err
+			}
+			rep.Selected++
+			rep.Bytes += int64(len(body))
+			for _, s := range m.SelectedBy {
+				rep.By[string(s)]++
+			}
+		}
+	}
+	return nil
+}
+
+func dedupSel(s []Selection) []Selection {
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// rabbitMessage decodes one record frame into a Message and its payload.
+func rabbitMessage(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record, frame []byte) (Message, []byte, error) {
+	dm, err := rfmt.DecodeMessage(frame[rfmt.RDQHeaderLen:len(frame)-1], r.Offset+rfmt.RDQHeaderLen)
+	if err != nil {
+		return Message{}, nil, err
+	}
+	if dm.Content == nil {
+		return Message{}, nil, fmt.Errorf("%s message: only AMQP 0-9-1 content is exported", dm.Protocol)
+	}
+	m := Message{Store: StoreRabbitMQ, MsgID: r.ID(), Path: f.Path, Offset: r.Offset, RecordSize: r.TotalSize,
+		VHost: v.VHost, Queues: r.ReferencedBy, Status: r.Status, Term: dm.Record,
+		RoutingKeys: dm.RoutingKeys, PropertiesBin: dm.Content.PropertiesBin, Properties: PropsJSON(dm.Properties)}
+	x := dm.Exchange
+	m.Exchange = &x
+	if f.Transient {
+		m.Status += " (msg_store_transient)"
+	}
+	return m, append([]byte(nil), dm.Payload...), nil
+}
+
+// lostRecords: after a clean shutdown the broker reads each message where
+// msg_store_index.ets says; a referenced record whose id the index puts
+// nowhere intact is unreadable to it.
+func lostRecords(v *rscan.VHostScan) map[recKey]string {
+	out := map[recKey]string{}
+	c := v.Clean
+	if c == nil || !c.CleanDot || !c.HasIndex || v.Refs == nil {
+		return out
+	}
+	type loc struct{ file, off int64 }
+	intact := map[loc]*rscan.Record{}
+	for _, f := range v.Files {
+		if f.Transient {
+			continue
+		}
+		for _, r := range f.Records {
+			if !r.BadBody {
+				intact[loc{r.File, r.Offset}] = r
+			}
+		}
+	}
+	idx := map[[16]byte]rscan.IndexEntry{}
+	for _, e := range c.Index {
+		idx[e.MsgID] = e
+	}
+	for _, f := range v.Files {
+		if f.Transient {
+			continue
+		}
+		for _, r := range f.Records {
+			if r.Status != rscan.StatusReferenced {
+				continue
+			}
+			e, ok := idx[r.MsgID]
+			if !ok {
+				out[recKey{f.Path, r.Offset}] = "lost: referenced by " + strings.Join(r.ReferencedBy, ", ") +
+					" but msg_store_index.ets has no entry for it; a clean start cannot read it"
+				continue
+			}
+			if at := intact[loc{e.File, e.Offset}]; at == nil || at.MsgID != r.MsgID || at.TotalSize != e.TotalSize {
+				out[recKey{f.Path, r.Offset}] = fmt.Sprintf("lost: referenced by %s but msg_store_index.ets points at %d.rdq@%d (%d bytes), where no intact copy lies; a clean start reads the wrong bytes",
+					strings.Join(r.ReferencedBy, ", "), e.File, e.Offset, e.TotalSize)
+			}
+		}
+	}
+	return out
+}
+
+// afterCorruption: in the current persistent file the broker's recovery
+// cuts at the end of the last referenced record (dirty) or at the saved
+// file size (clean); records past that cut with a bad region (a gap)
+// between the cut and them are selected.
+func afterCorruption(v *rscan.VHostScan, f *rscan.FileScan) map[int64]string {
+	out := map[int64]string{}
+	if !f.Current || f.Transient || v.Refs == nil {
+		return out
+	}
+	cut, how := f.LastReferencedEnd, "the end of its last referenced record (dirty recovery)"
+	if c := v.Clean; c != nil && c.CleanDot && c.HasFileSummary {
+		for _, s := range c.Summaries {
+			if s.File == f.Number {
+				cut, how = s.FileSize, "its saved file size in file_summary.ets (clean recovery)"
+			}
+		}
+	}
+	for _, r := range f.Records {
+		if r.Offset < cut {
+			continue
+		}
+		for _, g := range f.Gaps {
+			if g.Offset >= cut && g.Offset < r.Offset {
+				out[r.Offset] = fmt.Sprintf("after-corruption: lies after a %d-byte bad region at %d; the broker truncates %s at %d, %s",
+					g.Length, g.Offset, filepath.Base(f.Path), cut, how)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// hazardCodes are the scanner-misread finding codes whose victims are at
+// risk.
+var hazardCodes = map[string]bool{rscan.CodeZeroHoleMisread: true, rscan.CodeOffByNine: true,
+	rscan.CodeGen1Stop: true, rscan.CodeScannerCrash: true}
+
+// atRiskVictims maps each referenced victim of a misread that bites one
+// of o.BrokerVersions (severity above info in a scan for that version) to
+// the reason.
+func atRiskVictims(ctx context.Context, root, dir string, o Options, v *rscan.VHostScan) (map[recKey]string, error) {
+	out := map[recKey]string{}
+	if !o.has(SelectAtRisk) || v.Refs == nil {
+		return out, nil
+	}
+	scans := []*rscan.VHostScan{v}
+	vers := []string{"any version"}
+	if len(o.BrokerVersions) > 0 {
+		scans, vers = nil, nil
+		for _, bv := range o.BrokerVersions {
+			s, err := rscan.ScanVHost(ctx, root, dir, rscan.VHostOptions{BrokerVersion: bv})
+			if err != nil {
+				return nil, err
+			}
+			scans, vers = append(scans, s), append(vers, bv)
+		}
+	}
+	for i, s := range scans {
+		for _, f := range s.Findings {
+			if !hazardCodes[f.Code] || f.Severity == scan.Info {
+				continue
+			}
+			vs, _ := f.Details["victims"].([]rscan.Victim)
+			for _, vic := range vs {
+				if vic.Status != rscan.StatusReferenced && vic.Status != rscan.StatusUnknown {
+					continue
+				}
+				k := recKey{f.Path, vic.Offset}
+				if _, ok := out[k]; ok {
+					continue
+				}
+				out[k] = fmt.Sprintf("at-risk: %s (%s, RabbitMQ %v) at %s@%d drops it; checked for %s",
+					f.Code, f.Severity, f.Details["versions"], f.Path, f.Offset, vers[i])
+			}
+		}
+	}
+	return out, nil
+}

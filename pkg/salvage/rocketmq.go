@@ -1,0 +1,124 @@
+package salvage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/storectl/storectl/pkg/scan"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+// ExportRocketMQ selects commitlog records of cfg and adds them to w:
+// all (every valid record of the primary walk and every salvage candidate
+// after a bad region) and after-corruption (salvage candidates, and
+// records at or past the recovery end, which the broker's recovery
+// truncates away). lost, at-risk and unreferenced are RabbitMQ notions
+// and select nothing here (a note says so). Bodies are read back through
+// Store.RecordAt, which re-checks every record.
+func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Writer) (*Report, error) {
+	rep := &Report{Store: StoreRocketMQ, Out: w.Dir(), By: map[string]int{}}
+	for _, s := range o.Select {
+		if s == SelectLost || s == SelectAtRisk || s == SelectUnreferenced {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("--select %s applies to RabbitMQ only; it selects nothing in a RocketMQ store", s))
+		}
+	}
+	if !o.has(SelectAll) && !o.has(SelectAfterCorruption) {
+		return rep, nil
+	}
+	var walked []rmqscan.Record
+	res, err := rmqscan.ScanCommitLog(ctx, cfg, scan.Options{Records: func(r any) error {
+		if rec, ok := r.(rmqscan.Record); ok {
+			rec.Properties, rec.PropertiesRaw = nil, "" // re-read with the body
+			walked = append(walked, rec)
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if res.Incomplete {
+		rep.Notes = append(rep.Notes, "the commitlog scan was incomplete: "+fmt.Sprint(res.Errors))
+	}
+	type cand struct {
+		phy  int64
+		why  []string
+		sels []Selection
+	}
+	byPhy := map[int64]*cand{}
+	add := func(phy int64, s Selection, why string) {
+		if !o.has(s) {
+			return
+		}
+		c := byPhy[phy]
+		if c == nil {
+			c = &cand{phy: phy}
+			byPhy[phy] = c
+		}
+		c.sels, c.why = append(c.sels, s), append(c.why, why)
+	}
+	end := int64(-1)
+	if res.RecoveryEnd != nil {
+		end = *res.RecoveryEnd
+	}
+	for _, r := range walked {
+		add(r.PhyOffset, SelectAll, "all: a valid record of "+r.Path)
+		if end >= 0 && r.PhyOffset >= end {
+			add(r.PhyOffset, SelectAfterCorruption, fmt.Sprintf(
+				"after-corruption: at physical offset %d, at or past the recovery end %d; recovery drops it", r.PhyOffset, end))
+		}
+	}
+	for _, f := range res.Findings {
+		if f.Code != rmqscan.CodeSalvage {
+			continue
+		}
+		phy, ok := f.Details["phy_offset"].(int64)
+		if !ok {
+			continue
+		}
+		add(phy, SelectAll, "all: a valid record after a bad region of "+f.Path)
+		add(phy, SelectAfterCorruption, fmt.Sprintf(
+			"after-corruption: valid record after a bad region of %s (recovery end %d); recovery truncates it away", f.Path, end))
+	}
+	phys := make([]int64, 0, len(byPhy))
+	for p := range byPhy {
+		phys = append(phys, p)
+	}
+	sort.Slice(phys, func(i, j int) bool { return phys[i] < phys[j] })
+	st, err := rmqscan.OpenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	for _, phy := range phys {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		c := byPhy[phy]
+		m, err := st.RecordAt(phy)
+		if err != nil {
+			rep.Skipped++
+			rep.Notes = append(rep.Notes, fmt.Sprintf("phy %d: %v", phy, err))
+			continue
+		}
+		rel, pos, _ := st.Path(phy)
+		rec := rmqscan.NewRecord(&m, rel, phy-pos, pos)
+		qid, qoff, p := rec.QueueID, rec.QueueOffset, rec.PhyOffset
+		props := make(map[string]any, len(rec.Properties))
+		for k, v := range rec.Properties {
+			props[k] = v
+		}
+		msg := Message{Store: StoreRocketMQ, MsgID: rec.MsgID, Path: rec.Path, Offset: rec.Offset, RecordSize: rec.Size,
+			Topic: rec.Topic, QueueID: &qid, QueueOffset: &qoff, PhyOffset: &p, Tags: rec.Tags, Keys: rec.Keys,
+			StoreTimestamp: rec.StoreTimestamp, Properties: props, SelectedBy: dedupSel(c.sels), Why: c.why}
+		if err := w.Add(msg, m.Body); err != nil {
+			return rep, err
+		}
+		rep.Selected++
+		rep.Bytes += int64(len(m.Body))
+		for _, s := range msg.SelectedBy {
+			rep.By[string(s)]++
+		}
+	}
+	return rep, nil
+}
