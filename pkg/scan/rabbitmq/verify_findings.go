@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -76,8 +77,9 @@ func anomalyFindings(root string, vq *rfmt.VHostQueues, qs []*QueueFate) []scan.
 	}
 	var out []scan.Finding
 	for _, a := range vq.AllAnomalies() {
-		f := scan.Finding{Code: a.Code, Severity: anomalySeverity(a.Code), Path: scan.Rel(root, a.Path),
-			Offset: a.Offset, Repair: scan.RepairNone, Message: a.Err.Error()}
+		rel := scan.Rel(root, a.Path)
+		f := scan.Finding{Code: a.Code, Severity: anomalySeverity(a.Code), Path: rel,
+			Offset: a.Offset, Repair: scan.RepairNone, Message: strings.ReplaceAll(a.Err.Error(), a.Path, rel)}
 		var ce *format.CorruptError
 		if errors.As(a.Err, &ce) && ce.Field != "" {
 			f.Evidence = map[string]string{ce.Field: "fail"}
