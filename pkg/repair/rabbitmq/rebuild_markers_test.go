@@ -59,7 +59,7 @@ func TestRebuildInconsistentMarkers(t *testing.T) {
 			if err != nil || len(cd.ClientRefs) < 2 {
 				t.Fatalf("clean.dot: %v, %d refs", err, len(cd.ClientRefs))
 			}
-			first := b[bytes.Index(b, []byte("<<")):bytes.Index(b, []byte(">>"))+2]
+			first := b[bytes.Index(b, []byte("<<")) : bytes.Index(b, []byte(">>"))+2]
 			b = bytes.Replace(b, []byte("[<<"), append(append([]byte("["), first...), []byte(",<<")...), 1)
 			rbWrite(t, filepath.Join(store, rbCleanDot), b)
 		}, "listed twice"},
@@ -128,4 +128,3 @@ func rbWrite(t *testing.T, p string, b []byte) {
 		t.Fatal(err)
 	}
 }
-
