@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/storectl/storectl/pkg/repair"
+	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
 	rmqrepair "github.com/storectl/storectl/pkg/repair/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -24,6 +26,13 @@ func newRebuildIndexCmd(env *Env) *cobra.Command {
   and the checkpoint's logics/index timestamps, from the valid part of the commitlog,
   exactly as the broker's dispatch writes them. Sizes come from flags, then
   --broker-config, then the existing files, then the broker's defaults.
+  RabbitMQ: msg_store_index.ets and file_summary.ets of each vhost's
+  msg_store_persistent, from the records the evidence scan finds and the
+  reference counts of the queue indexes, so that a cleanly stopped node whose
+  saved index no longer matches its files starts clean instead of rebuilding
+  its index from scratch. Only when clean.dot is present and consistent; without
+  clean.dot there is nothing to do (the broker scans anyway), and when it is
+  inconsistent the plan removes it instead (forcing that scan) and says why.
 
 It builds into a staging dir beside the data dir, compares with what is there and
 plans replace/remove actions (dry run: per queue units added, removed and changed;
@@ -41,8 +50,8 @@ with the same checks as verify before anything is swapped in.
 			if err := needDataDir(t); err != nil {
 				return err
 			}
-			if t.Store != scan.RocketMQ {
-				return usagef(fmt.Errorf("rebuild-index for RabbitMQ is not supported yet (use truncate, which removes clean.dot so the broker rebuilds its index)"))
+			if t.Store == scan.RabbitMQ {
+				return runRabbitRebuild(cmd, env, t, wo)
 			}
 			var rep *rmqrepair.RebuildReport
 			defer func() {
@@ -104,4 +113,31 @@ with the same checks as verify before anything is swapped in.
 	f.Int64("index-slots", 0, "index hash slots (maxHashSlotNum); 0: existing files, else 5000000")
 	f.Int64("index-entries", 0, "index entries per file (maxIndexNum); 0: existing files, else 20000000")
 	return cmd
+}
+
+// runRabbitRebuild is the RabbitMQ branch of rebuild-index: the planner
+// stages the rebuilt .ets files beside the data dir; the stage is removed
+// after the run unless --plan-out saved a plan that points at it.
+func runRabbitRebuild(cmd *cobra.Command, env *Env, t scan.Target, wo *writerOptions) error {
+	var rep *rabbitrepair.RebuildReport
+	defer func() {
+		if rep != nil && wo.PlanOut == "" {
+			_ = rep.RemoveStage()
+		}
+	}()
+	plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+		p, r, err := rabbitrepair.PlanRebuildIndex(ctx, rabbitConfig(env, t))
+		if errors.Is(err, rabbitrepair.ErrNoVHost) {
+			return nil, nil, nil, usagef(err)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		rep = r
+		return p, nil, map[string]any{"rebuild": r}, nil
+	}
+	verify := func(ctx context.Context) (*scan.Result, error) {
+		return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
+	}
+	return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, verify)
 }
