@@ -151,17 +151,19 @@ func entryMsgID(e rfmt.QueueEntry) string {
 }
 
 // trimQSPadding cuts the zero padding after a .qs blob's ETF term
-// (Size = external_size, an upper bound, §5.2).
+// (Size = external_size, an upper bound, §5.2): the blob up to the end of
+// its first term, when only zero bytes follow.
 func trimQSPadding(b []byte) []byte {
-	if rfmt.IsExactTerm(b) {
+	n, err := rfmt.SkipTerm(b)
+	if err != nil || n <= 0 || n > len(b) {
 		return b
 	}
-	for n := len(b); n > 0 && b[n-1] == 0; n-- {
-		if rfmt.IsExactTerm(b[:n-1]) {
-			return b[:n-1]
+	for _, c := range b[n:] {
+		if c != 0 {
+			return b
 		}
 	}
-	return b
+	return b[:n]
 }
 
 // orphanReason says why no durable queue can own the dir; "" when one can.
