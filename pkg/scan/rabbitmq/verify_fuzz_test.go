@@ -29,7 +29,7 @@ func FuzzVerifyCleanDumps(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 0x63, 0x58, 0x4D, 0x0B}, []byte{})
 	rec := &Record{File: 9, Offset: 0, TotalSize: 100, Status: StatusReferenced}
 	v := &VHostScan{Files: []*FileScan{{Path: "9.rdq", Number: 9, Size: 100, Records: []*Record{rec}}},
-		Refs: map[string][]string{rec.ID(): {"q1"}},
+		Refs:   map[string][]string{rec.ID(): {"q1"}},
 		Queues: &rfmt.VHostQueues{RefCounts: map[string]int{rec.ID(): 1}}}
 	f.Fuzz(func(t *testing.T, ix, sum []byte) {
 		cs := &cleanState{}
