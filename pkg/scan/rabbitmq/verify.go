@@ -15,10 +15,10 @@ import (
 
 // Finding codes added by verify.
 const (
-	CodeFileSummary = "rabbitmq.index.file-summary" // file_summary.ets disagrees with the files
-	CodeIndexUnread = "rabbitmq.index.unreadable"   // a clean-shutdown file that does not parse
-	CodeCleanPart   = "rabbitmq.index.partial-clean-state"
-	CodeQueueOrphan = "rabbitmq.queue.orphan" // a queue dir no durable queue can own
+	CodeFileSummary = "rabbitmq.index.file-summary"        // file_summary.ets disagrees with the files
+	CodeIndexUnread = "rabbitmq.index.unreadable"          // a clean-shutdown file that does not parse
+	CodeCleanPart   = "rabbitmq.index.partial-clean-state" // only some clean-shutdown files exist
+	CodeQueueOrphan = "rabbitmq.queue.orphan"              // a queue dir no durable queue can own
 )
 
 // Shutdown states of a message store (§1.3).

@@ -15,7 +15,6 @@ package rabbitmq
 import (
 	"os"
 	"path/filepath"
-	"sort"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -204,14 +203,4 @@ func indexKind(dir string) string {
 		return "v2"
 	}
 	return "none"
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
