@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
@@ -63,7 +64,7 @@ func rbReadExisting(p string) (rbExisting, error) {
 		e.err = errors.New("the disk_log was not closed properly")
 	}
 	if e.err != nil {
-		e.file = nil
+		e.file, e.err = nil, format.WithPath(e.err, filepath.Base(p))
 	}
 	return e, nil
 }

@@ -39,28 +39,32 @@ obj(O) ->
     io:format("other ~p~n", [O]).
 `
 
-// rbErlLoad runs the escript on files and returns the output lines of
-// each table, sorted (ets:tab2list of a set has no meaningful order).
-func rbErlLoad(t *testing.T, escript string, files ...string) map[string][]string {
+// rbErlLoad runs the escript on files and returns, per file in order,
+// its table line and its object lines, sorted (ets:tab2list of a set has
+// no meaningful order).
+func rbErlLoad(t *testing.T, escript string, files ...string) (heads []string, objs [][]string) {
 	t.Helper()
 	out, err := exec.Command(escript, files...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("escript %v: %v\n%s", files, err, out)
 	}
-	tabs := map[string][]string{}
-	cur := ""
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if strings.HasPrefix(l, "table ") {
-			cur = l
-			tabs[cur] = []string{}
+			heads, objs = append(heads, l), append(objs, []string{})
 			continue
 		}
-		tabs[cur] = append(tabs[cur], l)
+		if len(objs) == 0 {
+			t.Fatalf("escript printed %q before any table", l)
+		}
+		objs[len(objs)-1] = append(objs[len(objs)-1], l)
 	}
-	for _, v := range tabs {
+	for _, v := range objs {
 		sort.Strings(v)
 	}
-	return tabs
+	if len(heads) != len(files)-1 { // files[0] is the script
+		t.Fatalf("escript printed %d tables for %d files:\n%s", len(heads), len(files)-1, out)
+	}
+	return heads, objs
 }
 
 // rbW formats a summary's unused field as ~w would.
@@ -108,8 +112,9 @@ func TestRebuildLoadsInErlang(t *testing.T) {
 		if len(rebuilt) != 2 {
 			t.Fatalf("%s: %d staged files, want 2", fx, len(rebuilt))
 		}
-		got := rbErlLoad(t, escript, script, rebuilt[0], rebuilt[1])
-		want := rbErlLoad(t, escript, script, filepath.Join(broker, rbIndexFile), filepath.Join(broker, rbSummaryFile))
+		// One VM loads the two rebuilt files, then the broker's two.
+		heads, objs := rbErlLoad(t, escript, script, rebuilt[0], rebuilt[1],
+			filepath.Join(broker, rbIndexFile), filepath.Join(broker, rbSummaryFile))
 
 		// What the Go decoder reads from the broker's files, in the same
 		// text: the Erlang view must agree with it object by object.
@@ -124,34 +129,20 @@ func TestRebuildLoadsInErlang(t *testing.T) {
 		}
 		sort.Strings(goIdx)
 		sort.Strings(goSum)
-		heads := map[string][]string{
-			fmt.Sprintf("table %s set 2 %d", rbIndexFile, len(locs)):           goIdx,
-			fmt.Sprintf("table %s ordered_set 2 %d", rbSummaryFile, len(sums)): goSum,
-		}
+		wantHead := []string{fmt.Sprintf("table %s set 2 %d", rbIndexFile, len(locs)), fmt.Sprintf("table %s ordered_set 2 %d", rbSummaryFile, len(sums))}
+		wantObjs := [][]string{goIdx, goSum}
 		checked, bad := 0, 0
-		for head, exp := range heads {
-			for what, tabs := range map[string]map[string][]string{"rebuilt": got, "broker": want} {
-				lines, ok := tabs[head]
-				if !ok {
-					t.Errorf("%s: %s: erl printed no %q (tables: %v)", fx, what, head, keysOf(tabs))
-					continue
-				}
-				if strings.Join(lines, "\n") != strings.Join(exp, "\n") {
-					bad++
-					t.Errorf("%s: %s %s: erl loaded objects differ from the broker's dump", fx, what, head)
-				}
-				checked += len(lines)
+		for i := range heads {
+			what := map[bool]string{true: "rebuilt", false: "broker"}[i < 2]
+			if heads[i] != wantHead[i%2] {
+				t.Errorf("%s: %s: erl says %q, want %q", fx, what, heads[i], wantHead[i%2])
 			}
+			if strings.Join(objs[i], "\n") != strings.Join(wantObjs[i%2], "\n") {
+				bad++
+				t.Errorf("%s: %s %s: erl loaded objects differ from the broker's dump", fx, what, wantHead[i%2])
+			}
+			checked += len(objs[i])
 		}
 		t.Logf("%s: ets:file2tab loaded %d objects of the rebuilt and the broker's dumps, %d table mismatches", fx, checked, bad)
 	}
-}
-
-func keysOf(m map[string][]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

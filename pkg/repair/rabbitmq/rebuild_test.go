@@ -202,9 +202,9 @@ func TestRebuildDryRunUntouched(t *testing.T) {
 // undo restores the damaged one byte for byte.
 func TestRebuildRestoresChangedObject(t *testing.T) {
 	for _, fx := range rbFixtures {
+		root, store, idx, sum := rbUnpack(t, fx)
+		pristine := testutil.TreeHash(t, root)
 		for _, name := range []string{rbIndexFile, rbSummaryFile} {
-			root, store, idx, sum := rbUnpack(t, fx)
-			pristine := testutil.TreeHash(t, root)
 			orig := map[string][]byte{rbIndexFile: idx, rbSummaryFile: sum}[name]
 			f, err := rfmt.ReadETSFile(orig)
 			if err != nil {
@@ -265,6 +265,7 @@ func TestRebuildRestoresChangedObject(t *testing.T) {
 			if got := rbRead(t, filepath.Join(store, name)); !bytes.Equal(got, damaged) {
 				t.Errorf("%s/%s: undo did not restore the damaged bytes", fx, name)
 			}
+			rbWrite(t, filepath.Join(store, name), orig) // the broker's file again, for the next case
 		}
 	}
 }
