@@ -127,4 +127,4 @@ func verifyTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options)
 }
 
 // rabbitVerify is the RabbitMQ verify entry point.
-var rabbitVerify = rabbitscan.Scan
+var rabbitVerify = rabbitscan.Verify
