@@ -86,6 +86,8 @@ type Message struct {
 	Size     int64  `json:"size"`      // body bytes
 	SHA256   string `json:"sha256"`    // of the body
 
+	// SelectedBy lists every requested selection the message matches
+	// (with all: every category it falls in).
 	SelectedBy []Selection `json:"selected_by"`
 	Why        []string    `json:"why"` // one sentence per reason
 }

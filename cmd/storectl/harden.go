@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storectl/storectl/pkg/repair"
+	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+func newHardenCmd(env *Env) *cobra.Command {
+	wo := &writerOptions{}
+	cmd := &cobra.Command{
+		Use:   "harden DATADIR",
+		Short: "RabbitMQ: rewrite gaps that older scanners misread into safe bytes (dry run unless --apply)",
+		Long: `harden (RabbitMQ) finds the gaps of msg_store_persistent .rdq files in which the
+scanner of --broker-version (every version when not given) misreads: zero holes
+before a record (3.13.1-4.0.2), off-by-nine windows (3.13.1-4.1.4), generation-1
+stops (<=3.13.0). Each such gap is rewritten, in place, into bytes no scanner
+generation misreads: an unreferenced dummy record covering the gap (gaps of 31
+bytes or more) or 0xFF filler, whichever the models of all three scanner
+generations score best. No live record moves, so the saved index stays valid.
+The plan says, per hole, which messages it protects.
+
+Caveat: 3.13.2-4.0.2 zero-fill gaps again at their next compaction; the durable
+fix for those versions is an upgrade to 4.0.3+ / 4.1.5+.
+
+Without --apply it prints the plan and changes nothing (exit 1 when the plan has
+actions). With --apply: live-broker refusal, confirmation (or --yes), backup,
+staged writes and re-verify, as for truncate; 'storectl undo BACKUP_DIR --apply'
+puts everything back.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ts, err := detectAll(args, env.Config.GetString("store"))
+			if err != nil {
+				return err
+			}
+			t := ts[0]
+			if err := needDataDir(t); err != nil {
+				return err
+			}
+			if t.Store != scan.RabbitMQ {
+				return usagef(errors.New("harden applies to RabbitMQ data dirs only"))
+			}
+			plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+				p, rep, err := rabbitrepair.PlanHarden(ctx, rabbitConfig(env, t))
+				if errors.Is(err, rabbitrepair.ErrNoVHost) {
+					return nil, nil, nil, usagef(err)
+				}
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				return p, nil, map[string]any{"harden": rep}, nil
+			}
+			verify := func(ctx context.Context) (*scan.Result, error) {
+				return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
+			}
+			return runWriter(cmd.Context(), env, cmd, "harden", t, wo, plan, verify)
+		},
+	}
+	addWriterFlags(cmd, wo)
+	return cmd
+}
