@@ -94,7 +94,7 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	}
 	var roots []string
 	for _, t := range targets {
-		roots = append(roots, t.Path)
+		roots = append(roots, progressRoots(t)...)
 	}
 	prog := env.newProgress(treeSize(roots...))
 	so := scan.Options{Jobs: opts.Jobs, Progress: prog.add}
@@ -124,4 +124,18 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 		code = exitInterrupted
 	}
 	return s.finish(code)
+}
+
+// progressRoots are the paths whose bytes a scan of t reads (the progress
+// total): the commitlog for RocketMQ, the message stores for RabbitMQ.
+func progressRoots(t scan.Target) []string {
+	switch {
+	case len(t.Files) > 0:
+		return t.Files
+	case t.Store == scan.RocketMQ && t.CommitLogDir != "":
+		return []string{t.CommitLogDir}
+	case len(t.StoreDirs) > 0:
+		return t.StoreDirs
+	}
+	return []string{t.Path}
 }
