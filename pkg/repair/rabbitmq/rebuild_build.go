@@ -58,15 +58,21 @@ func rbReadExisting(p string) (rbExisting, error) {
 	if err != nil {
 		return rbExisting{}, err
 	}
+	return rbParseExisting(b, filepath.Base(p)), nil
+}
+
+// rbParseExisting decodes a saved dump's disk_log framing and terms; any
+// problem is kept in err (the file is then rebuilt, never trusted).
+func rbParseExisting(b []byte, name string) rbExisting {
 	e := rbExisting{raw: b}
 	e.file, e.err = rfmt.ReadETSFile(b)
 	if e.err == nil && !e.file.Closed {
 		e.err = errors.New("the disk_log was not closed properly")
 	}
 	if e.err != nil {
-		e.file, e.err = nil, format.WithPath(e.err, filepath.Base(p))
+		e.file, e.err = nil, format.WithPath(e.err, name)
 	}
-	return e, nil
+	return e
 }
 
 // rbBuild rebuilds both tables of v's persistent store and compares them
@@ -82,18 +88,7 @@ func rbBuild(root, vhostDir, brokerVersion string, v *rscan.VHostScan) (*rbBuilt
 		return nil, err
 	}
 	out := &rbBuilt{}
-	var oldSums []rfmt.FileSummary
-	if exSum.file != nil {
-		if oldSums, err = rfmt.ReadFileSummary(exSum.raw); err != nil {
-			exSum.err, oldSums = err, nil
-		}
-	}
-	var oldLocs []rfmt.MsgLocation
-	if exIdx.file != nil {
-		if oldLocs, err = rfmt.ReadMsgStoreIndex(exIdx.raw); err != nil {
-			exIdx.err, oldLocs = err, nil
-		}
-	}
+	oldLocs, oldSums := rbTyped(&exIdx, &exSum)
 	legacy, why := rbLegacyStyle(exSum, oldSums, brokerVersion, v)
 	out.notes = append(out.notes, why)
 	enc := rfmt.ETSEncodeOptions{Node: rbNode(root, exIdx, exSum), Atoms: rfmt.AtomsUTF8}
@@ -135,6 +130,26 @@ func rbBuild(root, vhostDir, brokerVersion string, v *rscan.VHostScan) (*rbBuilt
 	}
 	out.summary = sm
 	return out, nil
+}
+
+// rbTyped decodes the objects of readable dumps; a dump whose objects are
+// not the broker's records becomes unreadable (err set; its info item is
+// then not reused).
+func rbTyped(exIdx, exSum *rbExisting) ([]rfmt.MsgLocation, []rfmt.FileSummary) {
+	var locs []rfmt.MsgLocation
+	var sums []rfmt.FileSummary
+	var err error
+	if exIdx.file != nil {
+		if locs, err = rfmt.ReadMsgStoreIndex(exIdx.raw); err != nil {
+			exIdx.err, locs = format.WithPath(err, rbIndexFile), nil
+		}
+	}
+	if exSum.file != nil {
+		if sums, err = rfmt.ReadFileSummary(exSum.raw); err != nil {
+			exSum.err, sums = format.WithPath(err, rbSummaryFile), nil
+		}
+	}
+	return locs, sums
 }
 
 // rbObjects derives the index entries and file summaries from the scan.
