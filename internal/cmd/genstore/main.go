@@ -1,0 +1,117 @@
+// Command genstore writes a deterministic, realistic store of a given kind
+// and size with internal/gen/rocketmq or internal/gen/rabbitmq, for
+// benchmarks (scripts/bench-cli.sh) and manual testing.
+//
+//	genstore -kind rocketmq -size 1GiB -out /tmp/rmq -seed 1
+//	genstore -kind rabbitmq -size 4GiB -out /tmp/rabbit
+//
+// RocketMQ: mixed topics and queues, bodies of 0-20000 bytes, keys, tags,
+// IPv6 hosts, commitlog files of -file-size ending in BLANK records (the
+// last one half full and zero-filled), and matching consume queues. The
+// store root is -out.
+//
+// RabbitMQ: one vhost whose msg_store_persistent holds .rdq files of about
+// -file-size with #basic_message{} (or #mc{} with -mc) records, zero holes
+// before about one record in 50 and one unreferenced record in 20, and v2
+// queue indexes (q1..q4) referencing the rest. It prints the vhost dir.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	genrabbit "github.com/storectl/storectl/internal/gen/rabbitmq"
+	genrmq "github.com/storectl/storectl/internal/gen/rocketmq"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "genstore:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("genstore", flag.ContinueOnError)
+	kind := fs.String("kind", "rocketmq", "store kind: rocketmq or rabbitmq")
+	size := fs.String("size", "64MiB", "store size (bytes of store files), e.g. 64MiB, 1GiB, 4GiB")
+	out := fs.String("out", "", "output dir (created; must be empty or absent)")
+	seed := fs.Uint64("seed", 1, "generator seed; the same seed and size give the same bytes")
+	fileSize := fs.String("file-size", "", "store file size (default: RocketMQ 128MiB commitlog files, RabbitMQ 16MiB .rdq files)")
+	mc := fs.Bool("mc", false, "RabbitMQ: write 3.13+/4.x #mc{} terms instead of #basic_message{}")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("-out is required")
+	}
+	total, err := parseSize(*size)
+	if err != nil {
+		return fmt.Errorf("-size: %w", err)
+	}
+	if ents, err := os.ReadDir(*out); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%s is not empty", *out)
+	}
+	switch *kind {
+	case "rocketmq":
+		mapped := int64(128 << 20)
+		if *fileSize != "" {
+			if mapped, err = parseSize(*fileSize); err != nil {
+				return fmt.Errorf("-file-size: %w", err)
+			}
+		}
+		mapped = min(mapped, max(total, 1<<20))
+		// Stop half-way into the last file, so the files add up to total.
+		files := max((total+mapped-1)/mapped, 1)
+		sum, err := genrmq.Generate(*out, genrmq.Config{MappedFileSize: mapped,
+			TotalBytes: (files-1)*mapped + mapped/2, Seed: *seed})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\t%d commitlog files\t%d messages\t%d bytes\n", *out, len(sum.Files), sum.Messages, int64(len(sum.Files))*mapped)
+	case "rabbitmq":
+		limit := int64(16 << 20)
+		if *fileSize != "" {
+			if limit, err = parseSize(*fileSize); err != nil {
+				return fmt.Errorf("-file-size: %w", err)
+			}
+		}
+		k := genrabbit.BasicMessage
+		if *mc {
+			k = genrabbit.MC
+		}
+		sum, err := genrabbit.Generate(*out, genrabbit.Config{Seed: *seed, Kind: k, TotalBytes: total,
+			FileLimit: limit, HoleEvery: 50, UnrefEvery: 20})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\t%d rdq files\t%d records\t%d bytes\n", sum.VHostDir, len(sum.Files), sum.Records, sum.Bytes)
+	default:
+		return fmt.Errorf("-kind must be rocketmq or rabbitmq, not %q", *kind)
+	}
+	return nil
+}
+
+// parseSize reads "1GiB", "64MiB", "512KiB", "1G", "1048576".
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > 1<<50/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# bench-cli.sh: whole-process benchmark of storectl against cat on the same
+# generated stores (make bench-cli). For each kind (rocketmq, rabbitmq) and
+# size (BENCH_SIZES, default "1GiB 4GiB") it generates a store with
+# internal/cmd/genstore, warms the page cache, and times with
+# /usr/bin/time -f '%e %M' (wall seconds, peak RSS):
+#   cat of the store files to /dev/null      (the reference)
+#   storectl scan (default --jobs = CPUs)     target >= 0.5 x cat
+#   storectl scan --jobs 1                    target >= 0.3 x cat
+#   storectl verify                           target >= 0.25 x cat
+#   storectl rebuild-index (dry run, RocketMQ) target >= 1000 MB/s
+# Peak RSS of scan and verify must stay under 100 MiB and grow by at most
+# 20% from 1 GiB to 4 GiB; time must grow 4x (within 25%).
+# Every figure is the best (lowest) wall time of BENCH_REPS runs (default 3).
+# It prints a table with MB/s (1 MB = 10^6 bytes), the ratio to cat, peak
+# RSS and PASS/FAIL per target. It exits non-zero only on a harness error
+# (build or generation failed, storectl exit code >= 2), never on a missed
+# target. Stores go to $BENCH_DIR (default: a temp dir) and are removed.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+SIZES=${BENCH_SIZES:-"1GiB 4GiB"}
+KINDS=${BENCH_KINDS:-"rocketmq rabbitmq"}
+REPS=${BENCH_REPS:-3}
+TIME=/usr/bin/time
+[ -x "$TIME" ] || { echo "bench-cli: $TIME (GNU time) is required" >&2; exit 2; }
+
+if [ -n "${BENCH_DIR:-}" ]; then
+	mkdir -p "$BENCH_DIR"
+	WORK=$(mktemp -d "$BENCH_DIR/storectl-bench.XXXXXX")
+else
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/storectl-bench.XXXXXX")
+fi
+cleanup() { rm -rf "$WORK"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$GO" build -o bin/storectl ./cmd/storectl
+"$GO" build -o "$WORK/genstore" ./internal/cmd/genstore
+STORECTL=$PWD/bin/storectl
+RESULTS=$WORK/results.tsv
+: >"$RESULTS"
+harness_error=0
+
+# bytes of the files a list holds
+sum_bytes() { xargs -0 stat -c %s <"$1" | awk '{s+=$1} END {print s+0}'; }
+
+# best_of NAME CMD...: runs CMD REPS times under GNU time; prints
+# "seconds rss_kib" of the fastest run (RSS is the max over runs).
+best_of() {
+	local name=$1; shift
+	local best="" rss=0 i t m rc
+	for ((i = 0; i < REPS; i++)); do
+		rc=0
+		"$TIME" -f '%e %M' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/$name.err" || rc=$?
+		if [ "$rc" -ge 2 ]; then
+			echo "bench-cli: $name: exit code $rc: $*" >&2
+			tail -5 "$WORK/$name.err" >&2
+			harness_error=1
+			echo "nan 0"
+			return
+		fi
+		read -r t m < <(tail -n1 "$WORK/time.out")
+		if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$t; fi
+		[ "$m" -gt "$rss" ] && rss=$m
+	done
+	echo "$best $rss"
+}
+
+warm() { xargs -0 cat <"$1" >/dev/null; }
+
+for size in $SIZES; do
+	for kind in $KINDS; do
+		dir=$WORK/$kind-$size
+		echo "== generating $kind $size" >&2
+		gen_out=$("$WORK/genstore" -kind "$kind" -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
+		target=$(printf '%s' "$gen_out" | cut -f1)
+		list=$WORK/$kind-$size.files
+		if [ "$kind" = rocketmq ]; then
+			find "$dir/commitlog" -type f -print0 | sort -z >"$list"
+		else
+			find "$dir" -name '*.rdq' -type f -print0 | sort -z >"$list"
+		fi
+		bytes=$(sum_bytes "$list")
+		# Warm the page cache with everything the commands read.
+		find "$dir" -type f -print0 >"$WORK/all.files"
+		warm "$WORK/all.files"; warm "$WORK/all.files"
+		echo "== timing $kind $size ($bytes bytes, best of $REPS)" >&2
+		run() { # name cmd...
+			local name=$1; shift
+			read -r s r < <(best_of "$kind-$size-$name" "$@")
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" "$name" "$bytes" "$s" "$r" >>"$RESULTS"
+		}
+		run cat sh -c 'xargs -0 cat <"$1" >/dev/null' sh "$list"
+		run scan "$STORECTL" scan --progress none -o jsonl "$target"
+		run scan-j1 "$STORECTL" scan --progress none -o jsonl --jobs 1 "$target"
+		run verify "$STORECTL" verify --progress none -o jsonl "$target"
+		if [ "$kind" = rocketmq ]; then
+			run rebuild-index "$STORECTL" rebuild-index --progress none -o jsonl "$target"
+		fi
+		rm -rf "$dir"
+	done
+done
+
+echo
+echo "storectl bench-cli: $(nproc) CPUs, $(uname -sr), go $("$GO" env GOVERSION), best of $REPS, page cache warm"
+awk -F'\t' -v sizes="$SIZES" '
+function mbs(b, s) { return s > 0 ? b / s / 1e6 : 0 }
+{
+	key = $1 SUBSEP $2 SUBSEP $3
+	bytes[key] = $4; secs[key] = $5; rss[key] = $6
+	if (!($1 in seenk)) { seenk[$1] = 1; kinds[++nk] = $1 }
+	if (!(($1 SUBSEP $3) in seenc)) { seenc[$1 SUBSEP $3] = 1; cmds[$1, ++nc[$1]] = $3 }
+}
+END {
+	ns = split(sizes, sz, " ")
+	printf "%-9s %-5s %-14s %8s %9s %7s %9s  %-22s %s\n", "kind", "size", "command", "seconds", "MB/s", "x cat", "RSS MiB", "target", "result"
+	for (k = 1; k <= nk; k++) for (s = 1; s <= ns; s++) for (c = 1; c <= nc[kinds[k]]; c++) {
+		kd = kinds[k]; cm = cmds[kd, c]; key = kd SUBSEP sz[s] SUBSEP cm
+		if (!(key in secs)) continue
+		catk = kd SUBSEP sz[s] SUBSEP "cat"
+		r = secs[key] > 0 ? secs[catk] / secs[key] : 0
+		tg = ""; ok = ""
+		if (cm == "scan") { tg = ">= 0.50 x cat"; ok = r >= 0.5 }
+		if (cm == "scan-j1") { tg = ">= 0.30 x cat"; ok = r >= 0.3 }
+		if (cm == "verify") { tg = ">= 0.25 x cat"; ok = r >= 0.25 }
+		if (cm == "rebuild-index") { tg = ">= 1000 MB/s"; ok = mbs(bytes[key], secs[key]) >= 1000 }
+		res = tg == "" ? "" : (ok ? "PASS" : "FAIL")
+		if ((cm == "scan" || cm == "scan-j1" || cm == "verify") && sz[s] == sz[1]) {
+			tg = tg ", RSS < 100"; res = res "/" (rss[key] / 1024 < 100 ? "PASS" : "FAIL")
+		}
+		if (secs[key] == "nan") res = "ERROR"
+		printf "%-9s %-5s %-14s %8.2f %9.0f %7.2f %9.1f  %-22s %s\n", kd, sz[s], cm, secs[key], mbs(bytes[key], secs[key]), r, rss[key] / 1024, tg, res
+	}
+	if (ns < 2) exit
+	printf "\nscaling %s -> %s (time ratio target: size ratio within 25%%; RSS within 20%%)\n", sz[1], sz[ns]
+	printf "%-9s %-14s %10s %10s %10s %8s  %s\n", "kind", "command", "time x", "want x", "RSS x", "", "result"
+	for (k = 1; k <= nk; k++) for (c = 1; c <= nc[kinds[k]]; c++) {
+		kd = kinds[k]; cm = cmds[kd, c]; a = kd SUBSEP sz[1] SUBSEP cm; b = kd SUBSEP sz[ns] SUBSEP cm
+		if (!(a in secs) || !(b in secs) || secs[a] <= 0) continue
+		want = bytes[b] / bytes[a]; tx = secs[b] / secs[a]; rx = rss[a] > 0 ? rss[b] / rss[a] : 0
+		ok = tx >= want * 0.75 && tx <= want * 1.25
+		res = "time " (ok ? "PASS" : "FAIL")
+		if (cm != "cat") res = res ", RSS " (rx <= 1.2 ? "PASS" : "FAIL")
+		printf "%-9s %-14s %10.2f %10.2f %10.2f %8s  %s\n", kd, cm, tx, want, rx, "", res
+	}
+}' "$RESULTS"
+if [ "$harness_error" -ne 0 ]; then
+	echo "bench-cli: harness errors (see above)" >&2
+	exit 2
+fi
