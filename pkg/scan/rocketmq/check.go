@@ -57,7 +57,7 @@ func resync(w *window, base, from int64, maxSize int) (int64, error) {
 		}
 		cand := p + int64(i)
 		if j := i + 4 + 3; j < len(b) && (b[j] == 0xA7 || b[j] == 0xAB) {
-			rb, err := w.at(cand, maxSize)
+			rb, err := w.record(cand, maxSize)
 			if err != nil {
 				return -1, err
 			}

@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -11,17 +12,54 @@ type queueKey struct {
 	queueID int32
 }
 
+// crossState runs the cross-file checks (queue offsets, timestamps) on
+// per-file results as they complete, in file order, so a file's compact
+// records are dropped as soon as they are checked: memory stays flat
+// whatever the store size.
+type crossState struct {
+	cfg     *Config
+	results []*fileResult
+	n       int // results[:n] are checked
+	stopped bool
+	next    map[queueKey]int64
+	maxTS   int64
+	mu      sync.Mutex
+}
+
+func newCrossState(cfg *Config, n int) *crossState {
+	return &crossState{cfg: cfg, results: make([]*fileResult, n), next: map[queueKey]int64{}}
+}
+
+// done stores the result of file i and checks every file whose
+// predecessors are all done. Safe for concurrent use.
+func (cs *crossState) done(i int, fr *fileResult) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.results[i] = fr
+	for cs.n < len(cs.results) && cs.results[cs.n] != nil {
+		fr := cs.results[cs.n]
+		if !cs.stopped {
+			var tmp scan.Result
+			cs.maxTS = crossChecks(cs.cfg, fr, cs.next, cs.maxTS, &tmp)
+			fr.cross = tmp.Findings
+			// The recovery stops after this file unless it ends in a BLANK
+			// with a next file (see merge).
+			cs.stopped = fr.err != nil || !(fr.blank && cs.n+1 < len(cs.results))
+		}
+		fr.recs, fr.topics = nil, nil
+		cs.n++
+	}
+}
+
 // merge walks the per-file results in offset order: it computes the
-// recovery end, runs the cross-file checks (queue offsets, timestamps) on
-// the records recovery keeps, and collects files and findings.
-func merge(cfg *Config, lay *layout, results []*fileResult, res *scan.Result) {
+// recovery end, adds the cross-file findings crossState found on the
+// records recovery keeps, and collects files and findings.
+func merge(lay *layout, results []*fileResult, res *scan.Result) {
 	recoveryEnd := int64(0)
 	if len(lay.segs) > 0 {
 		recoveryEnd = lay.segs[0].base
 	}
 	stopped := false
-	next := map[queueKey]int64{}
-	var maxTS int64
 	for i, fr := range results {
 		res.BytesScanned += fr.file.BytesScanned
 		if fr.err != nil {
@@ -40,7 +78,7 @@ func merge(cfg *Config, lay *layout, results []*fileResult, res *scan.Result) {
 			res.Files = append(res.Files, fr.file)
 			continue
 		}
-		maxTS = crossChecks(cfg, fr, next, maxTS, res)
+		res.Add(fr.cross...)
 		res.Files = append(res.Files, fr.file)
 		if fr.err != nil {
 			recoveryEnd = fr.seg.base + fr.failPos

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/storectl/storectl/internal/fileview"
+
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -46,7 +48,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 			return nil
 		}
 	}
-	results := make([]*fileResult, len(lay.segs))
+	cs := newCrossState(&cfg, len(lay.segs))
 	jobs := max(opts.Jobs, 1)
 	if emit != nil {
 		jobs = 1
@@ -57,9 +59,8 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, max(windowSize, cfg.MaxMessageSize+rmq.BlankSize))
 			for i := range work {
-				results[i] = scanFile(ctx, &cfg, lay, i, buf, emit, opts.Progress)
+				cs.done(i, scanFile(ctx, &cfg, lay, i, emit, opts.Progress))
 			}
 		}()
 	}
@@ -68,7 +69,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	}
 	close(work)
 	wg.Wait()
-	merge(&cfg, lay, results, res)
+	merge(lay, cs.results, res)
 	if emit != nil {
 		res.Extra = map[string]any{"prop_crc_verified": propCRC}
 	}
@@ -76,27 +77,36 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	return res, ctx.Err()
 }
 
-func scanFile(ctx context.Context, cfg *Config, lay *layout, i int, buf []byte,
-	emit func(*rmq.Message, *segment, int64) error, progress func(int64)) *fileResult {
+func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
+	emit func(*rmq.Message, *segment, int64) error, progress func(int64)) (fr *fileResult) {
 	seg := lay.segs[i]
-	fr := &fileResult{seg: seg, file: scan.File{Path: seg.rel, Kind: "commitlog", Size: seg.size,
+	fr = &fileResult{seg: seg, file: scan.File{Path: seg.rel, Kind: "commitlog", Size: seg.size,
 		FirstValid: -1, LastValid: -1}}
-	f, size, err := openFile(seg.path)
+	f, err := fileview.Open(seg.path)
 	if err != nil {
 		fr.err = err
 		return fr
 	}
 	defer f.Close()
+	f.Progress = progress
+	var ferr error
+	defer func() {
+		if ferr != nil {
+			fr.err = fmt.Errorf("%s: %w", seg.rel, ferr)
+		}
+	}()
+	defer fileview.Guard(&ferr)()
+	size := f.Size()
 	fr.seg.size, fr.file.Size = size, size
 	wk := &walker{cfg: cfg, mapped: lay.mapped, isLast: i == len(lay.segs)-1, emit: emit,
 		res: fr, intern: map[string]int32{}}
 	if len(cfg.Files) > 0 {
 		wk.mapped = cfg.MappedFileSize // a single-file scan can't infer the mapped size
 	}
-	w := newWindow(ctx, f, size, buf, progress)
+	w := newWindow(ctx, f)
 	if err := wk.run(w); err != nil {
 		fr.err = fmt.Errorf("%s: %w", seg.rel, err)
 	}
-	fr.file.BytesScanned = w.maxRead
+	fr.file.BytesScanned = w.maxRead()
 	return fr
 }

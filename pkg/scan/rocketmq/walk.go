@@ -25,11 +25,12 @@ type fileResult struct {
 	seg      segment
 	file     scan.File
 	findings []scan.Finding
-	recs     []compact
+	recs     []compact // dropped once crossState has checked them
 	topics   []string
-	blank    bool  // the primary walk ended at a BLANK record
-	failPos  int64 // where the primary walk stopped (BLANK position included)
-	zeroTail bool  // from failPos to EOF everything is zero
+	cross    []scan.Finding // cross-file findings of this file's records
+	blank    bool           // the primary walk ended at a BLANK record
+	failPos  int64          // where the primary walk stopped (BLANK position included)
+	zeroTail bool           // from failPos to EOF everything is zero
 	err      error
 }
 
@@ -44,6 +45,7 @@ type walker struct {
 	res     *fileResult
 	intern  map[string]int32
 	nfind   int
+	m       rmq.Message // the current record, reused: no allocation per record
 }
 
 func (wk *walker) add(f scan.Finding) {
@@ -63,7 +65,7 @@ func (wk *walker) run(w *window) error {
 	maxSize := wk.cfg.MaxMessageSize
 	pos := int64(0)
 	for {
-		b, err := w.at(pos, maxSize)
+		b, err := w.record(pos, maxSize)
 		if err != nil {
 			return err
 		}
@@ -72,20 +74,22 @@ func (wk *walker) run(w *window) error {
 			res.file.End = scan.EndEOF
 			break
 		}
-		m, err := CheckMessage(b, seg.base+pos, maxSize)
-		if err == nil && m.IsBlank() {
+		var err2 error
+		wk.m, err2 = CheckMessage(b, seg.base+pos, maxSize)
+		m := &wk.m
+		if err2 == nil && m.IsBlank() {
 			res.blank, res.failPos = true, pos
 			res.file.End = scan.EndBlank
 			break
 		}
-		if err != nil {
+		if err2 != nil {
 			res.failPos = pos
-			if err := wk.failure(w, pos, b, &m, err); err != nil {
+			if err := wk.failure(w, pos, b, m, err2); err != nil {
 				return err
 			}
 			break
 		}
-		if err := wk.valid(&m, pos); err != nil {
+		if err := wk.valid(m, pos); err != nil {
 			return err
 		}
 		pos += int64(m.TotalSize)
@@ -97,7 +101,7 @@ func (wk *walker) run(w *window) error {
 			"commitlog file size differs from the mapped file size; the broker refuses to load the store",
 			map[string]string{"file_size": "fail"}, fmtInt(wk.mapped), fmtInt(seg.size)))
 	}
-	res.file.BytesScanned = w.maxRead
+	res.file.BytesScanned = w.maxRead()
 	return nil
 }
 
@@ -235,7 +239,7 @@ func (wk *walker) forensic(w *window, pos, last int64) error {
 	seg := &wk.res.seg
 	maxSize := wk.cfg.MaxMessageSize
 	for pos <= last {
-		b, err := w.at(pos, maxSize)
+		b, err := w.record(pos, maxSize)
 		if err != nil {
 			return err
 		}

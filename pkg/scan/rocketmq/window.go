@@ -2,56 +2,52 @@ package rocketmq
 
 import (
 	"context"
-	"io"
+	"encoding/binary"
+
+	"github.com/storectl/storectl/internal/fileview"
 )
 
-// window reads one file with large sequential ReadAt calls into a reusable
-// buffer. at(pos, want) returns the bytes from pos to at least
-// min(pos+want, size), refilling the buffer when needed.
+// window reads one file through bounded memory-mapped windows
+// (internal/fileview: no copy out of the page cache, pages the scan brought
+// in are dropped again). at(pos, want) returns the bytes from pos to at
+// least min(pos+want, size).
 type window struct {
-	ctx      context.Context
-	r        io.ReaderAt
-	size     int64
-	buf      []byte
-	start    int64
-	n        int
-	maxRead  int64 // furthest byte read, for BytesScanned
-	progress func(int64)
+	ctx  context.Context
+	f    *fileview.File
+	size int64
 }
 
-func newWindow(ctx context.Context, r io.ReaderAt, size int64, buf []byte, progress func(int64)) *window {
-	return &window{ctx: ctx, r: r, size: size, buf: buf, start: -1, progress: progress}
+func newWindow(ctx context.Context, f *fileview.File) *window {
+	return &window{ctx: ctx, f: f, size: f.Size()}
 }
 
 func (w *window) at(pos int64, want int) ([]byte, error) {
 	if pos >= w.size || pos < 0 {
 		return nil, nil
 	}
-	end := w.start + int64(w.n)
-	if w.start >= 0 && pos >= w.start && (pos+int64(want) <= end || end == w.size) {
-		return w.buf[pos-w.start : w.n], nil
-	}
 	if err := w.ctx.Err(); err != nil {
 		return nil, err
 	}
-	n := int(min(int64(len(w.buf)), w.size-pos))
-	got, err := w.r.ReadAt(w.buf[:n], pos)
-	if got < n {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		w.start = -1
-		return nil, err
-	}
-	w.start, w.n = pos, n
-	if e := pos + int64(n); e > w.maxRead {
-		if w.progress != nil {
-			w.progress(e - max(w.maxRead, pos))
-		}
-		w.maxRead = e
-	}
-	return w.buf[:n], nil
+	return w.f.View(pos, want, windowSize)
 }
+
+// record returns the bytes from pos covering the record there: its
+// TOTALSIZE when that is a plausible size (at most maxSize), else at
+// least 8 bytes; always cut by EOF only. Asking for the record's own
+// size, not maxSize, lets one window serve many records.
+func (w *window) record(pos int64, maxSize int) ([]byte, error) {
+	b, err := w.at(pos, 8)
+	if err != nil || len(b) < 4 {
+		return b, err
+	}
+	if ts := int32(binary.BigEndian.Uint32(b)); int(ts) > len(b) && int(ts) <= maxSize {
+		return w.at(pos, int(ts))
+	}
+	return b, nil
+}
+
+// maxRead is the furthest byte read, for BytesScanned.
+func (w *window) maxRead() int64 { return w.f.MaxRead() }
 
 // lastNonZero returns the offset of the last non-zero byte in [from, to),
 // or -1 when the range is all zeros.
@@ -68,22 +64,35 @@ func (w *window) lastNonZero(from, to int64) (int64, error) {
 		if int64(len(b)) > to-p {
 			b = b[:to-p]
 		}
-		for i := len(b) - 1; i >= 0; i-- {
-			if b[i] != 0 {
-				last = p + int64(i)
-				break
-			}
+		if i := lastNonZeroByte(b); i >= 0 {
+			last = p + int64(i)
 		}
 		p += int64(len(b))
 	}
 	return last, nil
 }
 
-func allZero(b []byte) bool {
-	for _, v := range b {
-		if v != 0 {
-			return false
+// lastNonZeroByte returns the index of the last non-zero byte of b, or -1.
+// It tests 32 bytes per step: zero tails run to megabytes.
+func lastNonZeroByte(b []byte) int {
+	i := len(b)
+	for i >= 32 {
+		q := b[i-32 : i]
+		if binary.LittleEndian.Uint64(q)|binary.LittleEndian.Uint64(q[8:])|
+			binary.LittleEndian.Uint64(q[16:])|binary.LittleEndian.Uint64(q[24:]) != 0 {
+			break
+		}
+		i -= 32
+	}
+	for i > 0 {
+		i--
+		if b[i] != 0 {
+			return i
 		}
 	}
-	return true
+	return -1
+}
+
+func allZero(b []byte) bool {
+	return lastNonZeroByte(b) < 0
 }
