@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/storectl/storectl/internal/fileview"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -30,8 +32,18 @@ type scanner struct {
 	refs    map[string][]string // nil: references unknown
 	clean   *CleanIndex
 	seen    map[[16]byte]Location
-	buf     []byte
 	termCnt map[string]int
+	// ready, when set, is waited for before the first status is assigned:
+	// the queue indexes are read while the first files are walked.
+	ready     func()
+	readyOnce sync.Once
+}
+
+// prepare waits for what classify needs (queue references).
+func (s *scanner) prepare() {
+	if s.ready != nil {
+		s.readyOnce.Do(s.ready)
+	}
 }
 
 func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
@@ -85,48 +97,55 @@ func rdqNumber(name string) int64 {
 	return n
 }
 
-// read reads a whole file into the scanner's reusable buffer.
-func (s *scanner) read(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d this scanner reads", path, st.Size(), MaxFileSize)
-	}
-	n := int(st.Size())
-	if cap(s.buf) < n {
-		s.buf = make([]byte, n)
-	}
-	b := s.buf[:n]
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, err
-	}
-	if s.opts.Progress != nil {
-		s.opts.Progress(int64(n))
-	}
-	return b, nil
+// fileJob is one .rdq file between the phases of a scan: mapped and
+// walked (in parallel), classified and handed to the record callback (in
+// file order), analysed for scanner hazards (in parallel) and released.
+type fileJob struct {
+	fs   *FileScan
+	view *fileview.File
+	b    []byte
 }
 
-// scanFile scans one file: records, statuses, hazards, record callback.
-func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bool) *FileScan {
+// open maps a whole file read-only (internal/fileview: no copy, pages the
+// scan brings in are dropped again at release) and walks it. The walk is
+// the hot path and needs nothing from other files.
+func (s *scanner) open(ctx context.Context, f rdqFile, current, transient bool) (j *fileJob) {
 	fs := &FileScan{Path: s.rel(f.path), Abs: f.path, Number: f.num, Current: current, Transient: transient}
+	j = &fileJob{fs: fs}
 	if err := ctx.Err(); err != nil {
 		fs.Err = err
-		return fs
+		return j
 	}
-	b, err := s.read(f.path)
+	v, err := fileview.Open(f.path)
 	if err != nil {
 		fs.Err = err
-		return fs
+		return j
 	}
+	j.view = v
+	if v.Size() > MaxFileSize {
+		fs.Err = fmt.Errorf("%s: %d bytes, more than the %d this scanner reads", f.path, v.Size(), MaxFileSize)
+		return j
+	}
+	v.Progress = s.opts.Progress
+	defer fileview.Guard(&fs.Err)()
+	b, err := v.View(0, int(v.Size()), 0)
+	if err != nil {
+		fs.Err = err
+		return j
+	}
+	j.b = b
 	fs.Size = int64(len(b))
 	walk(b, fs)
+	return j
+}
+
+// ordered runs the phase that depends on earlier files: statuses
+// (duplicates: the first copy in file order wins) and the record callback.
+func (s *scanner) ordered(j *fileJob, transient bool) {
+	fs := j.fs
+	if fs.Err != nil {
+		return
+	}
 	for _, r := range fs.Records {
 		s.classify(r, transient)
 		s.termCnt[r.Term]++
@@ -134,16 +153,39 @@ func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bo
 			fs.LastReferencedEnd = r.End()
 		}
 	}
-	hazards(b, fs)
 	if s.opts.Records != nil {
+		defer fileview.Guard(&fs.Err)()
 		for _, r := range fs.Records {
-			if err := s.opts.Records(newRecordJSON(b, r)); err != nil {
+			if err := s.opts.Records(newRecordJSON(j.b, r)); err != nil {
 				fs.Err = err
 				break
 			}
 		}
 	}
-	return fs
+}
+
+// finish runs the scanner-generation models on the file (they need only
+// its own records and statuses) and unmaps it.
+func (j *fileJob) finish() {
+	if j.fs.Err == nil {
+		func() {
+			defer fileview.Guard(&j.fs.Err)()
+			hazards(j.b, j.fs)
+		}()
+	}
+	j.b = nil
+	if j.view != nil {
+		j.view.Close()
+		j.view = nil
+	}
+}
+
+// scanFile scans one file: records, statuses, hazards, record callback.
+func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bool) *FileScan {
+	j := s.open(ctx, f, current, transient)
+	s.ordered(j, transient)
+	j.finish()
+	return j.fs
 }
 
 // classify sets a record's status, references and index agreement.
@@ -184,20 +226,46 @@ func (s *scanner) classify(r *Record, transient bool) {
 	}
 }
 
-// scanStore scans every .rdq of a store dir in numeric order.
+// scanStore scans every .rdq of a store dir: opts.Jobs files at once,
+// with statuses and record callbacks in numeric file order, so the result
+// is the same whatever Jobs is.
 func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]*FileScan, error) {
 	files, err := listRDQ(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []*FileScan
 	maxNum := int64(-1)
 	for _, f := range files {
 		maxNum = max(maxNum, f.num)
 	}
-	for _, f := range files {
-		current := f.num == maxNum || f.num < 0
-		out = append(out, s.scanFile(ctx, f, current, transient))
+	out := make([]*FileScan, len(files))
+	turn := make([]chan struct{}, len(files)+1) // turn[i] closes when file i may run its ordered phase
+	for i := range turn {
+		turn[i] = make(chan struct{})
 	}
+	close(turn[0])
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(s.opts.Jobs, 1), max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f := files[i]
+				j := s.open(ctx, f, f.num == maxNum || f.num < 0, transient)
+				<-turn[i]
+				s.prepare()
+				s.ordered(j, transient)
+				close(turn[i+1])
+				j.finish()
+				out[i] = j.fs
+			}
+		}()
+	}
+	for i := range files { // in order: file i's predecessors are all taken, so turns always advance
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 	return out, nil
 }

@@ -33,23 +33,41 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 	}
 	s := newScanner(root, ver, o.Options)
 	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Found: map[string]Location{}, Layout: map[string]any{}}
+	// The queue indexes are read while the first .rdq files are walked;
+	// statuses wait for them (scanner.prepare).
+	var qerr error
+	qdone := make(chan struct{})
 	if _, err := os.Stat(filepath.Join(vhostDir, "queues")); err == nil {
-		q, err := rfmt.ReadVHostQueues(vhostDir)
-		if err != nil {
-			return nil, err
+		go func() {
+			defer close(qdone)
+			q, err := rfmt.ReadVHostQueues(vhostDir)
+			if err != nil {
+				qerr = err
+				return
+			}
+			v.Queues, v.VHost = q, q.VHost
+			v.Refs = queueRefs(q)
+			s.refs = v.Refs
+		}()
+	} else {
+		close(qdone)
+		if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
+			v.VHost = string(b)
 		}
-		v.Queues, v.VHost = q, q.VHost
-		v.Refs = queueRefs(q)
-		s.refs = v.Refs
-	} else if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
-		v.VHost = string(b)
 	}
+	s.ready = func() { <-qdone }
 	store := filepath.Join(vhostDir, "msg_store_persistent")
 	if v.Clean, err = readClean(store); err != nil {
+		<-qdone
 		return nil, err
 	}
 	s.clean = v.Clean
-	if files, err := s.scanStore(ctx, store, false); err == nil {
+	files, err := s.scanStore(ctx, store, false)
+	<-qdone
+	if qerr != nil {
+		return nil, qerr
+	}
+	if err == nil {
 		v.Files = files
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
