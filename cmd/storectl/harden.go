@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
 
-	"github.com/storectl/storectl/pkg/repair"
 	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -36,31 +34,15 @@ puts everything back.
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ts, err := detectAll(args, env.Config.GetString("store"))
+			t, err := writerTarget(env, args)
 			if err != nil {
-				return err
-			}
-			t := ts[0]
-			if err := needDataDir(t); err != nil {
 				return err
 			}
 			if t.Store != scan.RabbitMQ {
 				return usagef(errors.New("harden applies to RabbitMQ data dirs only"))
 			}
-			plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
-				p, rep, err := rabbitrepair.PlanHarden(ctx, rabbitConfig(env, t))
-				if errors.Is(err, rabbitrepair.ErrNoVHost) {
-					return nil, nil, nil, usagef(err)
-				}
-				if err != nil {
-					return nil, nil, nil, err
-				}
-				return p, nil, map[string]any{"harden": rep}, nil
-			}
-			verify := func(ctx context.Context) (*scan.Result, error) {
-				return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
-			}
-			return runWriter(cmd.Context(), env, cmd, "harden", t, wo, plan, verify)
+			plan := rabbitPlan(env, t, "harden", rabbitrepair.PlanHarden, nil)
+			return runWriter(cmd.Context(), env, cmd, "harden", t, wo, plan, rabbitVerifier(env, t))
 		},
 	}
 	addWriterFlags(cmd, wo)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -42,12 +41,8 @@ with the same checks as verify before anything is swapped in.
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ts, err := detectAll(args, env.Config.GetString("store"))
+			t, err := writerTarget(env, args)
 			if err != nil {
-				return err
-			}
-			t := ts[0]
-			if err := needDataDir(t); err != nil {
 				return err
 			}
 			if t.Store == scan.RabbitMQ {
@@ -67,7 +62,7 @@ with the same checks as verify before anything is swapped in.
 				}
 				rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize,
 					CQFileSize: c.GetInt64("cq-file-size"), IndexSlots: c.GetInt64("index-slots"), IndexEntries: c.GetInt64("index-entries"),
-					ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != ""}
+					ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != "", Jobs: c.GetInt("jobs")}
 				if p := c.GetString("broker-config"); p != "" {
 					bc, err := rmqscan.ReadBrokerConf(p)
 					if err != nil {
@@ -125,19 +120,6 @@ func runRabbitRebuild(cmd *cobra.Command, env *Env, t scan.Target, wo *writerOpt
 			_ = rep.RemoveStage()
 		}
 	}()
-	plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
-		p, r, err := rabbitrepair.PlanRebuildIndex(ctx, rabbitConfig(env, t))
-		if errors.Is(err, rabbitrepair.ErrNoVHost) {
-			return nil, nil, nil, usagef(err)
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		rep = r
-		return p, nil, map[string]any{"rebuild": r}, nil
-	}
-	verify := func(ctx context.Context) (*scan.Result, error) {
-		return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
-	}
-	return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, verify)
+	plan := rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) { rep = r })
+	return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, rabbitVerifier(env, t))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -39,12 +38,8 @@ changes to the backup dir, writes through fsynced staging files, and re-verifies
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ts, err := detectAll(args, env.Config.GetString("store"))
+			t, err := writerTarget(env, args)
 			if err != nil {
-				return err
-			}
-			t := ts[0]
-			if err := needDataDir(t); err != nil {
 				return err
 			}
 			plan, verify := truncatePlanner(env, t)
@@ -92,20 +87,7 @@ func truncatePlanner(env *Env, t scan.Target) (planner, verifier) {
 		}
 		return plan, verify
 	case scan.RabbitMQ:
-		plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
-			p, rep, err := rabbitrepair.PlanTruncate(ctx, rabbitConfig(env, t))
-			if errors.Is(err, rabbitrepair.ErrNoVHost) {
-				return nil, nil, nil, usagef(err)
-			}
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			return p, nil, map[string]any{"truncate": rep}, nil
-		}
-		verify := func(ctx context.Context) (*scan.Result, error) {
-			return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
-		}
-		return plan, verify
+		return rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), rabbitVerifier(env, t)
 	}
 	return nil, nil
 }

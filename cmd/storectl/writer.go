@@ -10,8 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/storectl/storectl/pkg/repair"
+	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
 	"github.com/storectl/storectl/pkg/report"
 	"github.com/storectl/storectl/pkg/scan"
+	rabbitscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
 // testFaults is set only by the test binary (main_test.go) to inject write
@@ -110,6 +112,11 @@ func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t
 		var findings []scan.Finding
 		var extra map[string]any
 		p, findings, extra, err = plan(ctx)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			s.errors = append(s.errors, err.Error())
+			return s.finish(exitUsage)
+		}
 		if err != nil {
 			s.incomplete = true
 			s.errors = append(s.errors, err.Error())
@@ -221,4 +228,40 @@ func confirm(env *Env, prompt string) bool {
 	line, _ := bufio.NewReader(env.Streams.In).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
+}
+
+// writerTarget detects the data dir a writing command works on; writers
+// need the whole data dir, not a single file.
+func writerTarget(env *Env, args []string) (scan.Target, error) {
+	ts, err := detectAll(args, env.Config.GetString("store"))
+	if err != nil {
+		return scan.Target{}, err
+	}
+	return ts[0], needDataDir(ts[0])
+}
+
+// rabbitPlan adapts a RabbitMQ planner to the gate: a data dir without a
+// vhost is a usage error; the report goes into the summary under key;
+// keep, when set, receives the report (e.g. to remove a stage later).
+func rabbitPlan[R any](env *Env, t scan.Target, key string, fn func(context.Context, rabbitscan.Config) (*repair.Plan, R, error), keep func(R)) planner {
+	return func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+		p, rep, err := fn(ctx, rabbitConfig(env, t))
+		if errors.Is(err, rabbitrepair.ErrNoVHost) {
+			return nil, nil, nil, usagef(err)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if keep != nil {
+			keep(rep)
+		}
+		return p, nil, map[string]any{key: rep}, nil
+	}
+}
+
+// rabbitVerifier re-verifies a RabbitMQ data dir after an apply.
+func rabbitVerifier(env *Env, t scan.Target) verifier {
+	return func(ctx context.Context) (*scan.Result, error) {
+		return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
+	}
 }
