@@ -48,15 +48,18 @@ type ApplyReport struct {
 	DataDir        string         `json:"data_dir"`
 	BackupDir      string         `json:"backup_dir"`
 	Actions        []ActionResult `json:"actions"`
-	RolledBack     []string       `json:"rolled_back,omitempty"`     // files restored from the backup
-	RollbackErrors []string       `json:"rollback_errors,omitempty"` // files that could not be
+	RolledBack     []string       `json:"rolled_back,omitempty"`     // files and dirs put back from the backup
+	RollbackErrors []string       `json:"rollback_errors,omitempty"` // files and dirs that could not be
+	DirsCreated    []string       `json:"dirs_created,omitempty"`    // missing parent dirs the apply created
 	Steps          int            `json:"steps"`                     // counted write steps taken (see Faults)
 }
 
 // Apply performs a plan: it checks every precondition (ErrStale, nothing
-// written), writes the backup with manifest.json, then changes each file
-// through a staging file, fsync, rename and directory fsync. If anything
-// fails part-way, every file already changed is restored from the backup
+// written), writes the backup with manifest.json, creates the missing
+// parent dirs of new files, changes each file through a staging file,
+// fsync, rename and directory fsync, then removes the dirs of remove-dir
+// actions, deepest first (each must be empty by then). If anything fails
+// part-way, every dir and file already changed is put back from the backup
 // and the error wraps ErrApplyFailed; the report says what was rolled back.
 func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 	if err := p.Validate(); err != nil {
@@ -103,29 +106,74 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 		return rep, fmt.Errorf("%w: writing the backup: %w (the data dir was not changed)", ErrApplyFailed, err)
 	}
 	groups := groupActions(p, m)
-	var done []int
-	for gi, g := range groups {
-		err = ctx.Err()
-		if err == nil {
-			var committed bool
-			committed, err = applyFile(w, p.DataDir, bdir, g.rec, g.acts)
-			if committed {
-				done = append(done, gi)
-			}
+	var pr progress
+	if err = pr.run(ctx, w, p.DataDir, bdir, m, groups); err == nil {
+		if err = recordAfter(p.DataDir, m); err == nil {
+			m.State = StateApplied
+			err = writeManifest(w, bdir, m)
 		}
-		if err != nil {
-			return rep, rollback(w, p.DataDir, bdir, m, groups, done, rep, err)
-		}
-	}
-	if err = recordAfter(p.DataDir, m); err == nil {
-		m.State = StateApplied
-		err = writeManifest(w, bdir, m)
 	}
 	if err != nil {
-		return rep, rollback(w, p.DataDir, bdir, m, groups, done, rep, err)
+		return rep, rollback(w, p.DataDir, bdir, m, groups, &pr, rep, err)
+	}
+	for _, d := range pr.made {
+		rep.DirsCreated = append(rep.DirsCreated, d.Path)
 	}
 	fillReport(rep, p, m, StatusApplied)
 	return rep, nil
+}
+
+// progress is what an Apply changed so far, for the rollback.
+type progress struct {
+	made    []*DirRecord // dirs created, parents first
+	done    []int        // file groups changed
+	removed []*DirRecord // dirs removed, deepest first
+}
+
+// run changes the data dir: it creates the missing parent dirs, changes
+// each file, then removes the dirs of the remove-dir actions, recording in
+// pr every change made (even when a later step of it failed).
+func (pr *progress) run(ctx context.Context, w *fsw, root, bdir string, m *Manifest, groups []fileGroup) error {
+	for _, d := range dirsOf(m, DirCreated) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		made, err := makeDir(w, root, d)
+		if made {
+			pr.made = append(pr.made, d)
+		}
+		if err == nil && !made {
+			err = &StaleError{Path: d.Path, What: "existence", Expected: "absent", Actual: "present"}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for gi, g := range groups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		committed, err := applyFile(w, root, bdir, g.rec, g.acts)
+		if committed {
+			pr.done = append(pr.done, gi)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, d := range dirsOf(m, DirRemoved) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		removed, err := removeDir(w, root, d.Path)
+		if removed {
+			pr.removed = append(pr.removed, d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fileGroup is the actions of one file, in plan order.
@@ -134,8 +182,8 @@ type fileGroup struct {
 	acts []*Action
 }
 
-// groupActions groups actions by file in the order of m.Files (first
-// appearance in the plan).
+// groupActions groups the file actions by file in the order of m.Files
+// (first appearance in the plan); remove-dir actions are in m.Dirs.
 func groupActions(p *Plan, m *Manifest) []fileGroup {
 	groups := make([]fileGroup, len(m.Files))
 	idx := map[string]int{}
@@ -144,6 +192,9 @@ func groupActions(p *Plan, m *Manifest) []fileGroup {
 		idx[m.Files[i].Path] = i
 	}
 	for i := range p.Actions {
+		if p.Actions[i].Op == OpRemoveDir {
+			continue
+		}
 		gi := idx[p.Actions[i].Path]
 		groups[gi].acts = append(groups[gi].acts, &p.Actions[i])
 	}
@@ -161,20 +212,38 @@ func imagesOf(m *Manifest, path string) []PreImage {
 	return out
 }
 
-// rollback restores the changed files (in reverse order, never faulted),
-// marks the manifest and returns the error for Apply to return.
-func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, done []int, rep *ApplyReport, cause error) error {
+// rollback undoes what pr records, never faulted: it recreates the removed
+// dirs (parents first), restores the changed files (in reverse order),
+// removes the created dirs (deepest first, only if empty), marks the
+// manifest and returns the error for Apply to return.
+func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, pr *progress, rep *ApplyReport, cause error) error {
 	if aw.faults.noRollback {
 		return fmt.Errorf("%w: %w (simulated crash: no rollback)", ErrApplyFailed, cause)
 	}
 	w := &fsw{faults: Faults{skipSync: aw.faults.skipSync}}
-	for i := len(done) - 1; i >= 0; i-- {
-		rec := groups[done[i]].rec
+	for i := len(pr.removed) - 1; i >= 0; i-- {
+		d := pr.removed[i]
+		if _, err := makeDir(w, root, d); err != nil {
+			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: recreating the dir: %v", d.Path, err))
+			continue
+		}
+		rep.RolledBack = append(rep.RolledBack, d.Path)
+	}
+	for i := len(pr.done) - 1; i >= 0; i-- {
+		rec := groups[pr.done[i]].rec
 		if err := restoreFile(w, root, bdir, rec, imagesOf(m, rec.Path)); err != nil {
 			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: %v", rec.Path, err))
 			continue
 		}
 		rep.RolledBack = append(rep.RolledBack, rec.Path)
+	}
+	for i := len(pr.made) - 1; i >= 0; i-- {
+		d := pr.made[i]
+		if _, err := removeDir(w, root, d.Path); err != nil {
+			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: removing the dir the apply created: %v", d.Path, err))
+			continue
+		}
+		rep.RolledBack = append(rep.RolledBack, d.Path)
 	}
 	fillReport(rep, &m.Plan, m, StatusNotApplied)
 	for i := range rep.Actions {
@@ -185,11 +254,11 @@ func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, done 
 		}
 	}
 	if len(rep.RollbackErrors) > 0 {
-		return fmt.Errorf("%w: %w; ROLLBACK INCOMPLETE for %d file(s), the backup is in %s (storectl undo --force)", ErrApplyFailed, cause, len(rep.RollbackErrors), bdir)
+		return fmt.Errorf("%w: %w; ROLLBACK INCOMPLETE for %d path(s), the backup is in %s (storectl undo --force)", ErrApplyFailed, cause, len(rep.RollbackErrors), bdir)
 	}
 	m.State = StateRolledBack
 	_ = writeManifest(w, bdir, m) // best effort: the files are already restored
-	return fmt.Errorf("%w: %w; rolled back %d file(s) from %s", ErrApplyFailed, cause, len(rep.RolledBack), bdir)
+	return fmt.Errorf("%w: %w; rolled back %d path(s) from %s", ErrApplyFailed, cause, len(rep.RolledBack), bdir)
 }
 
 // recordAfter stores each file's size and hash after the apply.

@@ -17,6 +17,12 @@ import (
 // ManifestSchema versions manifest.json. Bump it on any breaking change.
 const ManifestSchema = "storectl.backup/v1"
 
+// ManifestSchemaDirs versions a manifest that creates or removes dirs
+// (Manifest.Dirs): a storectl that predates dirs would ignore them and
+// undo such an apply only in part, so it must refuse the manifest. A
+// manifest without dirs keeps ManifestSchema.
+const ManifestSchemaDirs = "storectl.backup/v2"
+
 // ManifestName is the manifest's file name inside a backup dir.
 const ManifestName = "manifest.json"
 
@@ -41,6 +47,9 @@ type Manifest struct {
 	Plan    Plan         `json:"plan"`
 	Files   []FileRecord `json:"files"`
 	Images  []PreImage   `json:"pre_images"`
+	// Dirs are the dirs the apply creates (parents first), then those it
+	// removes (deepest first).
+	Dirs []DirRecord `json:"dirs,omitempty"`
 }
 
 // FileRecord is one affected file before and after the apply.
@@ -142,17 +151,28 @@ func prepareBackupDir(w *fsw, dir string) (created bool, err error) {
 	return created, nil
 }
 
-// writeBackup records every affected file and writes the pre-image of every
-// byte the plan changes, then manifest.json (state prepared). The pre-image
-// of a removed file is the file itself, moved there by the apply step.
+// writeBackup records every affected file and dir and writes the pre-image
+// of every byte the plan changes, then manifest.json (state prepared). The
+// pre-image of a removed file is the file itself, moved there by the apply
+// step; a removed dir is recorded by its mode and owner.
 func writeBackup(ctx context.Context, w *fsw, p *Plan, dir string) (*Manifest, error) {
 	m := &Manifest{Schema: ManifestSchema, State: StatePrepared, DataDir: p.DataDir, Created: time.Now().UTC(), Plan: *p}
+	dirs, err := recordDirs(p.DataDir, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirs) > 0 {
+		m.Schema, m.Dirs = ManifestSchemaDirs, dirs
+	}
 	seen := map[string]int{}
 	for i := range p.Actions {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		a := &p.Actions[i]
+		if a.Op == OpRemoveDir {
+			continue
+		}
 		if _, ok := seen[a.Path]; !ok {
 			rec, err := recordFile(p.DataDir, a.Path, a.Pre)
 			if err != nil {
@@ -285,8 +305,13 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", ManifestName, err)
 	}
-	if m.Schema != ManifestSchema {
-		return nil, fmt.Errorf("%s: schema %q, want %q", ManifestName, m.Schema, ManifestSchema)
+	if m.Schema != ManifestSchema && m.Schema != ManifestSchemaDirs {
+		return nil, fmt.Errorf("%s: schema %q, want %q or %q", ManifestName, m.Schema, ManifestSchema, ManifestSchemaDirs)
+	}
+	for _, d := range m.Dirs {
+		if !cleanRel(d.Path) || d.Change != DirCreated && d.Change != DirRemoved {
+			return nil, fmt.Errorf("%s: dir record %q (%s) is not a clean path inside the data dir with a known change", ManifestName, d.Path, d.Change)
+		}
 	}
 	for _, img := range m.Images {
 		if !strings.HasPrefix(img.File, "pre/") && !strings.HasPrefix(img.File, "files/") || !filepath.IsLocal(img.File) {

@@ -23,9 +23,10 @@ var ErrInjected = errors.New("injected fault")
 type Faults struct {
 	// FailAtWrite, when > 0, makes the Nth counted write step fail with
 	// ErrInjected. Counted steps are every write, truncate, fsync (file or
-	// directory), rename, chown/chmod/chtimes and unlink made by Apply (backup
-	// and data dir) or by an applying Undo; ApplyReport.Steps says how many a
-	// successful run took. Rollback is never faulted.
+	// directory), rename, chown/chmod/chtimes, mkdir, rmdir and unlink made
+	// by Apply (backup and data dir) or by an applying Undo;
+	// ApplyReport.Steps says how many a successful run took. Rollback is
+	// never faulted.
 	FailAtWrite int
 
 	// skipSync counts fsync steps without making the syscall: the
@@ -34,6 +35,9 @@ type Faults struct {
 	// noRollback makes a failed Apply stop dead, as if the process had been
 	// killed: no rollback, no backup cleanup (tests of crash recovery).
 	noRollback bool
+	// onStep, when set, runs before each counted step with its
+	// description (tests that change the tree mid-apply).
+	onStep func(what string)
 }
 
 // fsw performs the counted write steps. Every mutation of the backup or the
@@ -46,6 +50,9 @@ type fsw struct {
 // step counts one write step and returns the injected fault, if any.
 func (w *fsw) step(what string) error {
 	w.n++
+	if w.faults.onStep != nil {
+		w.faults.onStep(what)
+	}
 	if w.faults.FailAtWrite > 0 && w.n == w.faults.FailAtWrite {
 		return fmt.Errorf("%w at write step %d (%s)", ErrInjected, w.n, what)
 	}

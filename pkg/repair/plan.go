@@ -8,6 +8,11 @@
 // from the backup if anything fails part-way. Undo puts back every byte an
 // Apply changed. The store-specific planners build Plans; this package knows
 // nothing about RocketMQ or RabbitMQ.
+//
+// Directories: a replace-file whose parent dirs are missing records them
+// (FileState.AbsentDirs) and Apply creates them first; a remove-dir removes
+// an empty dir after every file action. Both are counted write steps,
+// recorded in the manifest, rolled back and undone like file changes.
 package repair
 
 import (
@@ -54,8 +59,14 @@ const (
 	// OpRemoveFile moves the whole file to the backup.
 	OpRemoveFile Op = "remove-file"
 	// OpReplaceFile swaps in a file whose full content is Data or Source;
-	// it creates the file when absent.
+	// it creates the file when absent, and its missing parent dirs
+	// (Pre.AbsentDirs) inside the data dir.
 	OpReplaceFile Op = "replace-file"
+	// OpRemoveDir removes a directory that is empty once the plan's other
+	// actions ran (e.g. a queue dir whose files are all removed). Apply runs
+	// every file action first, then the remove-dirs, deepest first; Undo
+	// recreates the dir with its mode and owner.
+	OpRemoveDir Op = "remove-dir"
 )
 
 // Range is a byte range [Offset, Offset+Length) of a file.
@@ -113,11 +124,20 @@ func NewPlan(dataDir, toolVersion string, now time.Time) (*Plan, error) {
 }
 
 // Add records the precondition of a (Snapshot of its file over the range
-// it changes, plus the staged Source's hash), gives it an ID if it has
-// none, validates it against the plan and appends it.
+// it changes, plus the staged Source's hash; for a file to create, which
+// parent dirs are missing; for a remove-dir, that the dir exists), gives it
+// an ID if it has none, validates it against the plan and appends it.
 func (p *Plan) Add(a Action, o SnapshotOptions) error {
 	if a.ID == "" {
 		a.ID = fmt.Sprintf("a%03d", len(p.Actions)+1)
+	}
+	if a.Op == OpRemoveDir {
+		st, err := snapshotDir(p.DataDir, a.Path)
+		if err != nil {
+			return err
+		}
+		a.Pre = st
+		return p.appendValid(a)
 	}
 	if a.Source != "" {
 		size, sum, err := hashWhole(a.Source)
@@ -144,6 +164,11 @@ func (p *Plan) Add(a Action, o SnapshotOptions) error {
 		}
 	}
 	a.Pre = st
+	return p.appendValid(a)
+}
+
+// appendValid appends a if the plan with it validates.
+func (p *Plan) appendValid(a Action) error {
 	next := append(append([]Action(nil), p.Actions...), a)
 	if err := (&Plan{Schema: p.Schema, DataDir: p.DataDir, Actions: next}).Validate(); err != nil {
 		return err
@@ -154,7 +179,7 @@ func (p *Plan) Add(a Action, o SnapshotOptions) error {
 
 // Changed is the byte range of the file as it was at plan time (size
 // preSize) that the action overwrites or removes; ok is false when it
-// changes no existing byte (a pure extension, or creating a file).
+// changes no existing byte (a pure extension, creating a file, remove-dir).
 func (a *Action) Changed(preSize int64) (r Range, ok bool) {
 	switch a.Op {
 	case OpZeroRange, OpWriteRange:

@@ -14,7 +14,7 @@ import (
 // TestPlanJSONRoundTrip saves a plan, loads it, checks the JSON shape and
 // applies the loaded plan.
 func TestPlanJSONRoundTrip(t *testing.T) {
-	c := opCases[len(opCases)-1] // several files and ops
+	c := opCases[len(opCases)-1] // several files, dirs and ops
 	data := makeTree(t)
 	p := buildPlan(t, data, c, SnapshotOptions{})
 	p.Actions[0].Lost = Loss{Records: 2, MsgIDs: []string{"id1", "id2"}, Note: "torn tail"}
@@ -66,6 +66,15 @@ func TestReadPlanRejects(t *testing.T) {
 		`{"schema":"storectl.plan/v1","data_dir":"rel","actions":[]}`,
 		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[],"surprise":1}`,
 		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"zero-range","path":"f","offset":0,"length":4,"pre":{"exists":true,"size":10}}]}`,
+		// absent_dirs that are not the innermost parents, on an op that creates nothing, or that two actions disagree on
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"replace-file","path":"d/e/f","new_size":1,"data":"eA==","pre":{"exists":false,"absent_dirs":["d"]}}]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"replace-file","path":"d/f","new_size":1,"data":"eA==","pre":{"exists":false,"absent_dirs":["../d"]}}]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"remove-file","path":"d/f","pre":{"exists":true,"absent_dirs":["d"]}}]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"replace-file","path":"d/f","new_size":1,"data":"eA==","pre":{"exists":false,"absent_dirs":["d"]}},{"id":"b","op":"replace-file","path":"d/g","new_size":1,"data":"eA==","pre":{"exists":false}}]}`,
+		// remove-dir of the data dir, with a size, or with a write inside it
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"remove-dir","path":".","pre":{"exists":true}}]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"remove-dir","path":"d","pre":{"exists":true,"size":3}}]}`,
+		`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"remove-dir","path":"d","pre":{"exists":true}},{"id":"b","op":"truncate-file","path":"d/f","new_size":0,"pre":{"exists":true,"size":1,"ranges":[{"offset":0,"length":1,"sha256":"ab"}]}}]}`,
 	} {
 		if _, err := ReadPlan(strings.NewReader(doc)); !errors.Is(err, ErrInvalidPlan) {
 			t.Errorf("%s: err %v, want ErrInvalidPlan", doc, err)
@@ -79,6 +88,7 @@ func FuzzReadPlan(f *testing.F) {
 	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[]}`))
 	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"zero-range","path":"f","offset":9223372036854775807,"length":9223372036854775807,"pre":{"exists":true,"size":10,"ranges":[{"offset":0,"length":4,"sha256":"ab"}]}}]}`))
 	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"resize-file","path":"f","new_size":5,"pre":{"exists":true,"size":10,"ranges":[{"offset":5,"length":5,"sha256":"ab"}]}},{"id":"b","op":"write-range","path":"f","offset":0,"length":2,"data":"eHk=","pre":{"exists":true,"size":10,"ranges":[{"offset":0,"length":2,"sha256":"cd"}]}}]}`))
+	f.Add([]byte(`{"schema":"storectl.plan/v1","data_dir":"/x","actions":[{"id":"a","op":"replace-file","path":"d/e/f","new_size":1,"data":"eA==","pre":{"exists":false,"absent_dirs":["d","d/e"]}},{"id":"b","op":"remove-file","path":"q/f","pre":{"exists":true,"size":0}},{"id":"c","op":"remove-dir","path":"q","pre":{"exists":true}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ReadPlan(bytes.NewReader(b))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -42,12 +43,17 @@ type RangeHash struct {
 // FileState is the precondition of an action: what its file looked like at
 // plan time. SHA256 (whole file) is optional; Ranges are mandatory for every
 // range the action changes, so huge files can be checked cheaply.
+// AbsentDirs are the parent dirs of an absent file that did not exist
+// either (relative, outermost first): a replace-file creates them, and
+// they must still be absent when the plan is applied. For a remove-dir,
+// Exists says the directory exists and nothing else is set.
 type FileState struct {
-	Exists  bool        `json:"exists"`
-	Size    int64       `json:"size"`
-	MtimeNs int64       `json:"mtime_ns"`
-	SHA256  string      `json:"sha256,omitempty"`
-	Ranges  []RangeHash `json:"ranges,omitempty"`
+	Exists     bool        `json:"exists"`
+	Size       int64       `json:"size"`
+	MtimeNs    int64       `json:"mtime_ns"`
+	SHA256     string      `json:"sha256,omitempty"`
+	Ranges     []RangeHash `json:"ranges,omitempty"`
+	AbsentDirs []string    `json:"absent_dirs,omitempty"`
 }
 
 // SnapshotOptions tune Snapshot.
@@ -58,7 +64,8 @@ type SnapshotOptions struct {
 }
 
 // Snapshot records size, mtime, the whole-file SHA-256 and the SHA-256 of
-// each range of root/rel. A missing file gives Exists=false and no error.
+// each range of root/rel. A missing file gives Exists=false and no error,
+// with its missing parent dirs in AbsentDirs.
 func Snapshot(root, rel string, ranges ...Range) (FileState, error) {
 	return SnapshotWith(root, rel, SnapshotOptions{}, ranges...)
 }
@@ -66,9 +73,12 @@ func Snapshot(root, rel string, ranges ...Range) (FileState, error) {
 // SnapshotWith is Snapshot with options.
 func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileState, error) {
 	var st FileState
-	abs, err := resolve(root, rel)
+	abs, absent, err := resolveFile(root, rel)
 	if err != nil {
 		return st, err
+	}
+	if len(absent) > 0 {
+		return FileState{AbsentDirs: absent}, nil
 	}
 	f, err := os.Open(abs)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -102,12 +112,26 @@ func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileSta
 }
 
 // Check re-checks every precondition of the plan against the files under
-// root (normally p.DataDir) and the staged sources. It returns the first
+// root (normally p.DataDir) and the staged sources: each file as recorded,
+// each parent dir recorded absent still absent, each dir to remove present
+// and holding nothing but what the plan removes. It returns the first
 // mismatch as a *StaleError (wrapping ErrStale); it never writes.
 func (p *Plan) Check(root string) error {
+	removed := map[string]bool{}
+	for _, a := range p.Actions {
+		if a.Op == OpRemoveFile || a.Op == OpRemoveDir {
+			removed[a.Path] = true
+		}
+	}
 	wholeDone := map[string]bool{}
 	for i := range p.Actions {
 		a := &p.Actions[i]
+		if a.Op == OpRemoveDir {
+			if err := checkDir(root, a.Path, removed); err != nil {
+				return err
+			}
+			continue
+		}
 		skipWhole := wholeDone[a.Path]
 		if err := checkState(root, a.Path, a.Pre, skipWhole); err != nil {
 			return err
@@ -139,6 +163,8 @@ func checkState(root, rel string, want FileState, skipWhole bool) error {
 	switch {
 	case got.Exists != want.Exists:
 		return &StaleError{Path: rel, What: "existence", Expected: existWord(want.Exists), Actual: existWord(got.Exists)}
+	case !want.Exists && !slices.Equal(got.AbsentDirs, want.AbsentDirs):
+		return &StaleError{Path: rel, What: "absent parent dirs", Expected: dirList(want.AbsentDirs), Actual: dirList(got.AbsentDirs)}
 	case !want.Exists:
 		return nil
 	case got.Size != want.Size:
@@ -173,6 +199,13 @@ func rangesOf(st FileState) []Range {
 	return rs
 }
 
+func dirList(dirs []string) string {
+	if len(dirs) == 0 {
+		return "none"
+	}
+	return strings.Join(dirs, ", ")
+}
+
 func existWord(b bool) string {
 	if b {
 		return "present"
@@ -183,26 +216,22 @@ func existWord(b bool) string {
 // resolve joins root and rel, refusing paths that leave root (.., absolute,
 // or a symlinked parent pointing elsewhere) and targets that exist but are
 // not regular files (a rename over a symlink would replace the link).
+// Parent dirs may be missing (the file is then missing too).
 func resolve(root, rel string) (string, error) {
-	if rel == "" || !filepath.IsLocal(rel) || filepath.Clean(rel) != rel {
-		return "", fmt.Errorf("%w: path %q is not a clean path inside the data dir", ErrInvalidPlan, rel)
-	}
-	abs := filepath.Join(root, rel)
-	realRoot, err := filepath.EvalSymlinks(root)
+	abs, _, err := resolveFile(root, rel)
+	return abs, err
+}
+
+// resolveFile is resolve that also returns the missing parent dirs.
+func resolveFile(root, rel string) (string, []string, error) {
+	abs, absent, err := resolveParents(root, rel)
 	if err != nil {
-		return "", err
-	}
-	realParent, err := filepath.EvalSymlinks(filepath.Dir(abs))
-	if err != nil {
-		return "", err
-	}
-	if !within(realRoot, realParent) {
-		return "", fmt.Errorf("%w: %s: parent resolves outside the data dir", ErrInvalidPlan, rel)
+		return "", nil, err
 	}
 	if fi, err := os.Lstat(abs); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is not a regular file (%s)", ErrInvalidPlan, rel, fi.Mode().Type())
+		return "", nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrInvalidPlan, rel, fi.Mode().Type())
 	}
-	return abs, nil
+	return abs, absent, nil
 }
 
 // within reports whether p is dir or below it (both clean and absolute).

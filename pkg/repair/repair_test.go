@@ -3,6 +3,8 @@ package repair
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"math/rand/v2"
@@ -43,18 +45,38 @@ func treeFiles() map[string][]byte {
 		"queue/a.idx":                    blob(testChunk + 904),
 		"small.bin":                      blob(100),
 		"empty.bin":                      {},
+		cqA0:                             blob(60),
 	}
 }
 
-// makeTree writes treeFiles under <tmp>/data and returns the data dir.
+// treeDirs are the dirs of a test data dir, parents first, and their
+// modes: distinct modes (setgid, 0700) show whether a dir is recreated or
+// created as it should be; consumequeue/TopicA/1 is empty.
+var treeDirs = []struct {
+	rel  string
+	mode fs.FileMode
+}{
+	{"", 0o755},
+	{"commitlog", 0o755},
+	{"queue", 0o750},
+	{"consumequeue", 0o775 | fs.ModeSetgid},
+	{"consumequeue/TopicA", 0o755},
+	{"consumequeue/TopicA/0", 0o750},
+	{"consumequeue/TopicA/1", 0o700},
+}
+
+// makeTree writes treeFiles and treeDirs under <tmp>/data and returns the
+// data dir.
 func makeTree(t *testing.T) string {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
-	for rel, b := range treeFiles() {
-		p := filepath.Join(data, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	for _, d := range treeDirs {
+		if err := os.Mkdir(filepath.Join(data, d.rel), d.mode.Perm()); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for rel, b := range treeFiles() {
+		p := filepath.Join(data, rel)
 		if err := os.WriteFile(p, b, 0o640); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +84,50 @@ func makeTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	for _, d := range treeDirs {
+		if d.mode&^0o755 != 0 { // bits the umask or Mkdir may drop
+			if err := os.Chmod(filepath.Join(data, d.rel), d.mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return data
+}
+
+// treeHash is testutil.TreeHash (path -> hex SHA-256 of every regular
+// file) plus every directory below dir, as "<path>/" -> its mode (type,
+// setgid, sticky and permission bits), in one walk: two trees compare
+// equal only with the same files, bytes, dirs and dir modes.
+func treeHash(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			out[rel+"/"] = fi.Mode().String()
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			s := sha256.Sum256(b)
+			out[rel] = hex.EncodeToString(s[:])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // stageFile writes a staged source outside the data dir.
@@ -127,6 +192,10 @@ const (
 	cl    = "commitlog/00000000000000000000"
 	idx   = "queue/a.idx"
 	small = "small.bin"
+	cqA0  = "consumequeue/TopicA/0/00000000000000000000"
+	cqB0  = "consumequeue/TopicB/0/00000000000000000000"
+	cqB1  = "consumequeue/TopicB/1/00000000000000000000"
+	index = "index/20240101000000000"
 )
 
 // opCase builds a plan on a fresh tree and says what the tree must hold
@@ -173,7 +242,27 @@ var opCases = []opCase{
 	{"replace-file creates from stage", func(t *testing.T, data string) []Action {
 		return []Action{{Op: OpReplaceFile, Path: "queue/new.idx", Source: stageFile(t, data, "r", staged)}}
 	}, func(m map[string][]byte) { m["queue/new.idx"] = bytes.Clone(staged) }},
-	{"several files and ops", func(t *testing.T, data string) []Action {
+	{"replace-file creates nested dirs", func(t *testing.T, data string) []Action {
+		return []Action{
+			{Op: OpReplaceFile, Path: cqB0, Source: stageFile(t, data, "b0", staged)},
+			{Op: OpReplaceFile, Path: cqB1, Data: []byte("unit")},
+			{Op: OpReplaceFile, Path: index, Data: []byte("idx")},
+		}
+	}, func(m map[string][]byte) {
+		m[cqB0], m[cqB1], m[index] = bytes.Clone(staged), []byte("unit"), []byte("idx")
+	}},
+	{"remove-dir after its files", func(t *testing.T, data string) []Action {
+		return []Action{ // plan order is not apply order: files first, then dirs deepest first
+			{Op: OpRemoveDir, Path: "consumequeue/TopicA"},
+			{Op: OpRemoveFile, Path: cqA0},
+			{Op: OpRemoveDir, Path: "consumequeue/TopicA/1"},
+			{Op: OpRemoveDir, Path: "consumequeue/TopicA/0"},
+		}
+	}, func(m map[string][]byte) { delete(m, cqA0) }},
+	// The last case combines every op, dirs created (two levels, under a
+	// setgid dir: a chmod step) and removed (nested, in plan order parents
+	// first); the fault, crash, cancel and JSON tests run it.
+	{"several files, dirs and ops", func(t *testing.T, data string) []Action {
 		return []Action{
 			{Op: OpZeroRange, Path: small, Offset: 0, Length: 10},
 			{Op: OpWriteRange, Path: small, Offset: 50, Length: 3, Data: []byte("xyz")},
@@ -182,6 +271,11 @@ var opCases = []opCase{
 			{Op: OpReplaceFile, Path: "queue/new.idx", Data: []byte("fresh")},
 			{Op: OpZeroRange, Path: cl, Offset: 2 * testChunk, Length: testChunk},
 			{Op: OpResizeFile, Path: cl, NewSize: 4 * testChunk},
+			{Op: OpRemoveDir, Path: "consumequeue/TopicA"},
+			{Op: OpRemoveFile, Path: cqA0},
+			{Op: OpRemoveDir, Path: "consumequeue/TopicA/0"},
+			{Op: OpReplaceFile, Path: cqB0, Data: []byte("rebuilt")},
+			{Op: OpRemoveDir, Path: "consumequeue/TopicA/1"},
 		}
 	}, func(m map[string][]byte) {
 		clear(m[small][:10])
@@ -191,6 +285,8 @@ var opCases = []opCase{
 		m["queue/new.idx"] = []byte("fresh")
 		clear(m[cl][2*testChunk : 3*testChunk])
 		m[cl] = append(m[cl], make([]byte, 4*testChunk-len(m[cl]))...)
+		delete(m, cqA0)
+		m[cqB0] = []byte("rebuilt")
 	}},
 }
 
@@ -219,12 +315,12 @@ func TestApplyUndoOps(t *testing.T) {
 			t.Parallel()
 			data := makeTree(t)
 			orig := readTree(t, data)
-			origHash := testutil.TreeHash(t, data)
+			origHash := treeHash(t, data)
 			p := buildPlan(t, data, c, SnapshotOptions{})
 			if err := p.Check(data); err != nil { // planning is a dry run: nothing changed
 				t.Fatalf("Check after planning: %v", err)
 			}
-			testutil.SameTree(t, origHash, testutil.TreeHash(t, data))
+			testutil.SameTree(t, origHash, treeHash(t, data))
 
 			rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data)})
 			if err != nil {
@@ -234,21 +330,22 @@ func TestApplyUndoOps(t *testing.T) {
 			c.want(want)
 			sameContent(t, readTree(t, data), want)
 			checkReport(t, data, rep)
+			checkDirs(t, p, origHash, treeHash(t, data), want)
 			if _, err := os.Stat(filepath.Join(rep.BackupDir, ManifestName)); err != nil {
 				t.Fatal(err)
 			}
 
-			afterHash := testutil.TreeHash(t, data)
+			afterHash := treeHash(t, data)
 			urep, err := Undo(context.Background(), rep.BackupDir, UndoOptions{})
 			if err != nil || urep.Applied {
 				t.Fatalf("Undo dry run: %v applied=%v", err, urep.Applied)
 			}
-			testutil.SameTree(t, afterHash, testutil.TreeHash(t, data))
+			testutil.SameTree(t, afterHash, treeHash(t, data))
 
 			if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true}); err != nil {
 				t.Fatalf("Undo: %v", err)
 			}
-			testutil.SameTree(t, origHash, testutil.TreeHash(t, data))
+			testutil.SameTree(t, origHash, treeHash(t, data))
 			if err := p.Check(data); err != nil { // sizes, mtimes and hashes all back
 				t.Fatalf("Check after undo: %v", err)
 			}
@@ -262,15 +359,59 @@ func TestApplyUndoOps(t *testing.T) {
 					t.Errorf("second undo: %s: %s", f.Path, f.Action)
 				}
 			}
-			testutil.SameTree(t, origHash, testutil.TreeHash(t, data))
+			testutil.SameTree(t, origHash, treeHash(t, data))
 		})
+	}
+}
+
+// checkDirs requires the dirs after an apply to be the original ones,
+// plus the parents of every wanted file, minus those the plan removes; a
+// new dir must have the mode of its nearest original parent.
+func checkDirs(t *testing.T, p *Plan, before, after map[string]string, files map[string][]byte) {
+	t.Helper()
+	want := map[string]bool{}
+	for k := range before {
+		if strings.HasSuffix(k, "/") {
+			want[k] = true
+		}
+	}
+	for f := range files {
+		for _, d := range ancestors(f) {
+			want[d+"/"] = true
+		}
+	}
+	for _, a := range p.Actions {
+		if a.Op == OpRemoveDir {
+			delete(want, a.Path+"/")
+		}
+	}
+	for k, mode := range after {
+		if !strings.HasSuffix(k, "/") {
+			continue
+		}
+		if !want[k] {
+			t.Errorf("unexpected dir %s", k)
+		}
+		delete(want, k)
+		if _, ok := before[k]; ok {
+			continue
+		}
+		parent := filepath.Dir(strings.TrimSuffix(k, "/"))
+		for ; parent != "." && before[parent+"/"] == ""; parent = filepath.Dir(parent) {
+		}
+		if pm := before[parent+"/"]; parent != "." && mode != pm {
+			t.Errorf("created dir %s has mode %s, its parent %s has %s", k, mode, parent, pm)
+		}
+	}
+	for k := range want {
+		t.Errorf("missing dir %s", k)
 	}
 }
 
 // checkReport compares the report's after hashes with the files.
 func checkReport(t *testing.T, data string, rep *ApplyReport) {
 	t.Helper()
-	got := testutil.TreeHash(t, data)
+	got := treeHash(t, data)
 	for _, a := range rep.Actions {
 		if a.Status != StatusApplied {
 			t.Errorf("%s: status %s", a.ID, a.Status)
@@ -307,20 +448,20 @@ func TestUndoRefusesChangedFiles(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(data, small), os.O_WRONLY|os.O_APPEND, 0)
 	f.Write([]byte("broker wrote more"))
 	f.Close()
-	before := testutil.TreeHash(t, data)
+	before := treeHash(t, data)
 	_, err = Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true})
 	var se *StaleError
 	if !errors.Is(err, ErrStale) || !errors.As(err, &se) || se.Path != small {
 		t.Fatalf("Undo after change: %v, want ErrStale on %s", err, small)
 	}
-	testutil.SameTree(t, before, testutil.TreeHash(t, data))
+	testutil.SameTree(t, before, treeHash(t, data))
 }
 
 // TestUndoForceWholeFile: a removed file recreated after the apply is stale,
 // and Force puts the original back.
 func TestUndoForceWholeFile(t *testing.T) {
 	data := makeTree(t)
-	orig := testutil.TreeHash(t, data)
+	orig := treeHash(t, data)
 	rep, err := Apply(context.Background(), buildPlan(t, data, opCases[7], SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
 	if err != nil {
 		t.Fatal(err)
@@ -332,5 +473,5 @@ func TestUndoForceWholeFile(t *testing.T) {
 	if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.SameTree(t, orig, testutil.TreeHash(t, data))
+	testutil.SameTree(t, orig, treeHash(t, data))
 }

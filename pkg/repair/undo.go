@@ -25,11 +25,14 @@ type UndoOptions struct {
 	Faults Faults
 }
 
-// Undo file verdicts.
+// Undo file and dir verdicts.
 const (
-	UndoRestore = "restore"          // put back the pre-apply bytes
-	UndoRemove  = "remove"           // the apply created the file: remove it
-	UndoNothing = "already-restored" // the file already has its pre-apply bytes
+	UndoRestore   = "restore"          // put back the pre-apply bytes
+	UndoRemove    = "remove"           // the apply created the file: remove it
+	UndoNothing   = "already-restored" // the file or dir is already as before the apply
+	UndoRemoveDir = "remove-dir"       // the apply created the dir: remove it
+	UndoCreateDir = "recreate-dir"     // the apply removed the dir: recreate it (or fix its mode and owner)
+	UndoKeepDir   = "keep-dir"         // the apply created the dir, but it holds entries Undo does not remove
 )
 
 // UndoFile is the verdict for one file of the backup.
@@ -43,12 +46,21 @@ type UndoFile struct {
 	Done          bool   `json:"done"`
 }
 
+// UndoDir is the verdict for one dir the apply created or removed.
+type UndoDir struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Stale  bool   `json:"stale"` // holds entries the apply did not create (kept, even with Force)
+	Done   bool   `json:"done"`
+}
+
 // UndoReport says what Undo found and did.
 type UndoReport struct {
 	BackupDir string     `json:"backup_dir"`
 	DataDir   string     `json:"data_dir"`
 	State     string     `json:"state"` // the manifest state found
 	Files     []UndoFile `json:"files"`
+	Dirs      []UndoDir  `json:"dirs,omitempty"` // in manifest order
 	Applied   bool       `json:"applied"`
 	Steps     int        `json:"steps"`
 	// Stages are staging files a killed Apply or Undo left beside the
@@ -61,8 +73,11 @@ type UndoReport struct {
 // It first checks that every file still has the hash the apply left (else
 // ErrStale, unless Force) and that every needed pre-image is intact; each
 // restored file is verified against its pre-apply SHA-256 before it
-// replaces the current one. Files already restored are skipped, so an
-// interrupted Undo can be run again.
+// replaces the current one. Dirs the apply removed are recreated (with
+// their mode and owner) before the files are restored; dirs it created are
+// removed after, deepest first, when nothing but what the apply created was
+// in them (else ErrStale, and with Force they are kept). Files and dirs
+// already restored are skipped, so an interrupted Undo can be run again.
 func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, error) {
 	m, err := ReadManifest(backupDir)
 	if err != nil {
@@ -92,6 +107,13 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 			rep.Stages = append(rep.Stages, filepath.Join(filepath.Dir(uf.Path), StagePrefix+filepath.Base(uf.Path)))
 		}
 	}
+	dirStale, err := classifyDirs(root, m, rep)
+	if err != nil {
+		return rep, err
+	}
+	if stale == nil {
+		stale = dirStale
+	}
 	if stale != nil && !o.Force {
 		return rep, stale
 	}
@@ -100,6 +122,9 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 	}
 	w := &fsw{faults: o.Faults}
 	defer func() { rep.Steps = w.n }()
+	if err := undoDirs(ctx, w, root, m, rep, UndoCreateDir); err != nil {
+		return rep, err
+	}
 	for i := len(m.Files) - 1; i >= 0; i-- {
 		uf := &rep.Files[i]
 		if uf.Action == UndoNothing {
@@ -121,6 +146,9 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 		if err := w.syncDir(filepath.Dir(filepath.Join(root, st))); err != nil {
 			return rep, fmt.Errorf("%w: %w", ErrApplyFailed, err)
 		}
+	}
+	if err := undoDirs(ctx, w, root, m, rep, UndoRemoveDir); err != nil {
+		return rep, err
 	}
 	m.State = StateUndone
 	if err := writeManifest(w, backupDir, m); err != nil {

@@ -13,8 +13,9 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // Validate checks the plan's shape without touching the disk: schema, an
 // absolute data dir, unique ids, well-formed actions, and that actions on
 // one file change disjoint byte ranges of it (so the pre-images taken before
-// any write restore it exactly), with at most one size change per file and
-// remove/replace alone on their file.
+// any write restore it exactly), with at most one size change per file,
+// remove/replace/remove-dir alone on their path, and paths that nest
+// consistently (validateDirs).
 func (p *Plan) Validate() error {
 	if p.Schema != PlanSchema {
 		return fmt.Errorf("%w: schema %q, want %q", ErrInvalidPlan, p.Schema, PlanSchema)
@@ -40,16 +41,22 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("%w: %s: %v", ErrInvalidPlan, path, err)
 		}
 	}
+	if err := validateDirs(p.Actions); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidPlan, err)
+	}
 	return nil
 }
 
 func (a *Action) validate() error {
-	if a.Path == "" || !filepath.IsLocal(a.Path) || filepath.Clean(a.Path) != a.Path {
+	if !cleanRel(a.Path) {
 		return fmt.Errorf("path is not a clean relative path inside the data dir")
 	}
 	pre := a.Pre
 	if a.Op != OpReplaceFile && !pre.Exists {
-		return fmt.Errorf("file does not exist")
+		return fmt.Errorf("file or dir does not exist")
+	}
+	if err := a.validateAbsentDirs(); err != nil {
+		return err
 	}
 	if pre.Size < 0 || pre.Size > MaxNewSize*4 {
 		return fmt.Errorf("precondition size %d out of range", pre.Size)
@@ -68,6 +75,10 @@ func (a *Action) validate() error {
 			return fmt.Errorf("new size %d not in [0, MaxNewSize]", a.NewSize)
 		}
 	case OpRemoveFile:
+	case OpRemoveDir:
+		if a.Offset != 0 || a.Length != 0 || a.NewSize != 0 || pre.Size != 0 || pre.MtimeNs != 0 || pre.SHA256 != "" || len(pre.Ranges) > 0 {
+			return fmt.Errorf("remove-dir takes no range, size or file precondition")
+		}
 	case OpReplaceFile:
 		if a.NewSize < 0 || a.NewSize > MaxNewSize {
 			return fmt.Errorf("new size %d not in [0, MaxNewSize]", a.NewSize)
@@ -131,7 +142,7 @@ func validateSameFile(as []*Action) error {
 			return fmt.Errorf("actions %s and %s record different preconditions", as[0].ID, a.ID)
 		}
 		switch a.Op {
-		case OpRemoveFile, OpReplaceFile:
+		case OpRemoveFile, OpReplaceFile, OpRemoveDir:
 			if len(as) > 1 {
 				return fmt.Errorf("%s %s must be the only action on its file", a.Op, a.ID)
 			}
