@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/storectl/storectl/pkg/repair"
 	"github.com/storectl/storectl/pkg/scan"
@@ -113,24 +112,7 @@ type RebuildTable struct {
 // to the files on disk are left alone. The rebuilt files are staged beside
 // the data dir (RebuildReport.StageDir), never inside it.
 func PlanRebuildIndex(ctx context.Context, cfg rscan.Config) (*repair.Plan, *RebuildReport, error) {
-	if len(cfg.VHostDirs) == 0 {
-		if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 || cfg.Root == "" {
-			return nil, nil, ErrNoVHost
-		}
-		tg, err := scan.Detect(cfg.Root, scan.RabbitMQ)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(tg.VHostDirs) == 0 {
-			return nil, nil, fmt.Errorf("%w: %s is a %s", ErrNoVHost, cfg.Root, tg.Kind)
-		}
-		cfg.Root, cfg.VHostDirs = tg.Root, tg.VHostDirs
-	}
-	root, err := filepath.Abs(cfg.Root)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := repair.NewPlan(root, "", time.Now())
+	root, plan, err := resolveVHosts(&cfg)
 	if err != nil {
 		return nil, nil, err
 	}

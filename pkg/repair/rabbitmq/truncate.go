@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/storectl/storectl/pkg/repair"
 	"github.com/storectl/storectl/pkg/scan"
@@ -88,24 +87,7 @@ type FileReport struct {
 // (the broker wipes it at start). With no VHostDirs, cfg.Root is detected
 // as a node or vhost dir. A store with nothing to cut gives an empty plan.
 func PlanTruncate(ctx context.Context, cfg rscan.Config) (*repair.Plan, *TruncateReport, error) {
-	if len(cfg.VHostDirs) == 0 {
-		if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 || cfg.Root == "" {
-			return nil, nil, ErrNoVHost
-		}
-		tg, err := scan.Detect(cfg.Root, scan.RabbitMQ)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(tg.VHostDirs) == 0 {
-			return nil, nil, fmt.Errorf("%w: %s is a %s", ErrNoVHost, cfg.Root, tg.Kind)
-		}
-		cfg.Root, cfg.VHostDirs = tg.Root, tg.VHostDirs
-	}
-	root, err := filepath.Abs(cfg.Root)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := repair.NewPlan(root, "", time.Now())
+	root, plan, err := resolveVHosts(&cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,36 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/scan"
+	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
+)
+
+// resolveVHosts fills cfg.Root and cfg.VHostDirs from cfg.Root when no
+// vhost dir is given (a node or vhost dir is detected), and returns the
+// absolute data dir and an empty plan for it. Planners need whole vhosts:
+// bare store dirs or single files are ErrNoVHost.
+func resolveVHosts(cfg *rscan.Config) (root string, plan *repair.Plan, err error) {
+	if len(cfg.VHostDirs) == 0 {
+		if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 || cfg.Root == "" {
+			return "", nil, ErrNoVHost
+		}
+		tg, err := scan.Detect(cfg.Root, scan.RabbitMQ)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(tg.VHostDirs) == 0 {
+			return "", nil, fmt.Errorf("%w: %s is a %s", ErrNoVHost, cfg.Root, tg.Kind)
+		}
+		cfg.Root, cfg.VHostDirs = tg.Root, tg.VHostDirs
+	}
+	if root, err = filepath.Abs(cfg.Root); err != nil {
+		return "", nil, err
+	}
+	plan, err = repair.NewPlan(root, "", time.Now())
+	return root, plan, err
+}
