@@ -54,6 +54,12 @@ type RebuildConfig struct {
 	Location    *time.Location
 	ToolVersion string
 	Now         time.Time // plan creation time; default time.Now()
+	// Jobs is how many commitlog files are scanned at once; 0 means the
+	// number of CPUs. The result does not depend on it.
+	Jobs int
+	// Progress, when set, is told how many commitlog bytes were just read
+	// (scan.Options.Progress; a rate limiter may sleep in it).
+	Progress func(n int64)
 }
 
 // PlanRebuildIndex rebuilds consume queues, index files and the
@@ -109,7 +115,7 @@ func PlanRebuildIndex(ctx context.Context, cfg RebuildConfig) (*repair.Plan, *Re
 
 func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage string, rep *RebuildReport) (*repair.Plan, error) {
 	d, err := rbCollect(ctx, scanrmq.Config{Root: cfg.DataDir, CommitLogDir: cfg.CommitLogDir,
-		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize})
+		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize}, cfg.Jobs, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -51,27 +53,39 @@ type rbData struct {
 	scan        *scan.Result
 }
 
-// rbCollector turns OnMessage callbacks into rbRecords.
+// rbCollector turns the records of one commitlog file into rbRecords;
+// files are collected in parallel and absorbed in offset order, so queue
+// ids and key offsets are local to the file until then.
 type rbCollector struct {
 	d      rbData
 	qidx   map[string]int32
 	keyBuf []byte
 	qBuf   []byte
-	err    error
 }
 
-// rbCollect scans the commitlog once (ScanCommitLog with OnMessage) and
-// keeps the records before the recovery end: records past it are never
-// dispatched by a correct recovery.
-func rbCollect(ctx context.Context, cfg scanrmq.Config) (*rbData, error) {
-	c := &rbCollector{qidx: map[string]int32{}}
-	cfg.OnMessage = c.onMessage
-	res, err := scanrmq.ScanCommitLog(ctx, cfg, scan.Options{})
+// rbCollect scans the commitlog once (ScanCommitLog, jobs files at once)
+// and keeps the records before the recovery end: records past it are
+// never dispatched by a correct recovery.
+func rbCollect(ctx context.Context, cfg scanrmq.Config, jobs int, progress func(int64)) (*rbData, error) {
+	all := &rbCollector{qidx: map[string]int32{}}
+	var tooMany error
+	cfg.OnFile = func(int, int64) scanrmq.FileHook {
+		c := &rbCollector{qidx: map[string]int32{}}
+		return scanrmq.FileHook{Message: c.onMessage, Done: func() {
+			if err := all.absorb(c); err != nil && tooMany == nil {
+				tooMany = err
+			}
+		}}
+	}
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	res, err := scanrmq.ScanCommitLog(ctx, cfg, scan.Options{Jobs: jobs, Progress: progress})
 	if err != nil {
 		return nil, err
 	}
-	if c.err != nil {
-		return nil, c.err
+	if tooMany != nil {
+		return nil, tooMany
 	}
 	if res.Incomplete {
 		return nil, fmt.Errorf("commitlog scan incomplete, refusing to rebuild from it: %v", res.Errors)
@@ -79,7 +93,7 @@ func rbCollect(ctx context.Context, cfg scanrmq.Config) (*rbData, error) {
 	if res.RecoveryEnd == nil {
 		return nil, errors.New("commitlog scan gave no recovery end")
 	}
-	d := &c.d
+	d := &all.d
 	d.scan, d.recoveryEnd = res, *res.RecoveryEnd
 	// Records arrive in offset order; cut those at or past the recovery end.
 	n := sort.Search(len(d.recs), func(i int) bool { return d.recs[i].phy >= d.recoveryEnd })
@@ -101,21 +115,13 @@ const maxRecords = 1 << 28
 
 func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	if len(c.d.recs) >= maxRecords {
-		c.err = fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
-		return c.err
+		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
 	}
 	r := rbRecord{phy: phy, storeTS: m.StoreTimestamp, queueOffset: m.QueueOffset, size: m.TotalSize, queue: -1}
 	tx := m.TransactionType()
 	if m.Dispatched() { // NOT_TYPE or COMMIT
 		r.tagsCode = m.TagsCode()
-		c.qBuf = binary.BigEndian.AppendUint32(append(c.qBuf[:0], m.Topic...), uint32(m.QueueID))
-		q, ok := c.qidx[string(c.qBuf)]
-		if !ok {
-			q = int32(len(c.d.queues))
-			c.d.queues = append(c.d.queues, rbQueue{Topic: string(m.Topic), QueueID: m.QueueID})
-			c.qidx[string(c.qBuf)] = q
-		}
-		r.queue = q
+		r.queue = c.queue(m.Topic, m.QueueID)
 		if _, ok := m.Property(PropInnerMultiDispatch); ok {
 			c.d.lmq++
 		}
@@ -125,7 +131,13 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 			c.addKey(m.Topic, v)
 		}
 		if v, ok := m.Property(rmq.PropKeys); ok {
-			for _, k := range bytes.Split(v, []byte{' '}) {
+			for len(v) > 0 { // bytes.Split on ' ' without allocating
+				k := v
+				if i := bytes.IndexByte(v, ' '); i >= 0 {
+					k, v = v[:i], v[i+1:]
+				} else {
+					v = nil
+				}
 				if len(k) > 0 {
 					c.addKey(m.Topic, k)
 				}
@@ -134,6 +146,43 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	}
 	r.keyEnd = uint32(len(c.d.keys))
 	c.d.recs = append(c.d.recs, r)
+	return nil
+}
+
+// queue returns the index of (topic, queueID) in c.d.queues, adding it.
+func (c *rbCollector) queue(topic []byte, queueID int32) int32 {
+	c.qBuf = binary.BigEndian.AppendUint32(append(c.qBuf[:0], topic...), uint32(queueID))
+	q, ok := c.qidx[string(c.qBuf)]
+	if !ok {
+		q = int32(len(c.d.queues))
+		c.d.queues = append(c.d.queues, rbQueue{Topic: string(topic), QueueID: queueID})
+		c.qidx[string(c.qBuf)] = q
+	}
+	return q
+}
+
+// absorb appends one file's records (collected by f) to c, mapping queue
+// ids and key offsets, and frees them.
+func (c *rbCollector) absorb(f *rbCollector) error {
+	if len(c.d.recs)+len(f.d.recs) > maxRecords {
+		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
+	}
+	ids := make([]int32, len(f.d.queues))
+	for i, q := range f.d.queues {
+		ids[i] = c.queue([]byte(q.Topic), q.QueueID)
+	}
+	off := uint32(len(c.d.keys))
+	c.d.keys = append(c.d.keys, f.d.keys...)
+	c.d.recs = slices.Grow(c.d.recs, len(f.d.recs))
+	for _, r := range f.d.recs {
+		if r.queue >= 0 {
+			r.queue = ids[r.queue]
+		}
+		r.keyEnd += off
+		c.d.recs = append(c.d.recs, r)
+	}
+	c.d.lmq += f.d.lmq
+	f.d = rbData{}
 	return nil
 }
 

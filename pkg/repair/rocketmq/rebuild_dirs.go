@@ -12,6 +12,8 @@ import (
 	"slices"
 
 	"github.com/storectl/storectl/pkg/repair"
+
+	"golang.org/x/sys/unix"
 )
 
 // PrepareDirs creates the missing parent directories (mode 0755) of the
@@ -70,7 +72,7 @@ func rbAdd(p *repair.Plan, a repair.Action, rep *RebuildReport) error {
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := rbHashSparse(h, f)
 	if err != nil {
 		return err
 	}
@@ -87,4 +89,61 @@ func rbAdd(p *repair.Plan, a repair.Action, rep *RebuildReport) error {
 		rep.MissingDirs = append(rep.MissingDirs, d)
 	}
 	return nil
+}
+
+// rbZeros feeds the holes of sparse staged files to the hash.
+var rbZeros [1 << 16]byte
+
+// rbHashSparse writes the bytes of f to h and returns how many. Holes
+// (SEEK_HOLE/SEEK_DATA: a staged index file is mostly a sparse run of
+// zeros) are fed from a zero buffer instead of being read, which spares
+// the kernel zero-filling hundreds of MiB.
+func rbHashSparse(h io.Writer, f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	buf := make([]byte, 1<<20)
+	zeros := func(n int64) {
+		for n > 0 {
+			k := min(n, int64(len(rbZeros)))
+			h.Write(rbZeros[:k])
+			n -= k
+		}
+	}
+	for pos := int64(0); pos < size; {
+		data, err := unix.Seek(int(f.Fd()), pos, unix.SEEK_DATA)
+		if err != nil { // ENXIO: only a hole up to EOF; EINVAL: no hole support
+			if errors.Is(err, unix.ENXIO) {
+				zeros(size - pos)
+				return size, nil
+			}
+			if _, err := f.Seek(pos, io.SeekStart); err != nil {
+				return 0, err
+			}
+			n, err := io.CopyBuffer(h, io.LimitReader(f, size-pos), buf)
+			return pos + n, err
+		}
+		zeros(data - pos)
+		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			return 0, err
+		}
+		hole = min(hole, size)
+		for p := data; p < hole; {
+			k := min(int64(len(buf)), hole-p)
+			got, err := f.ReadAt(buf[:k], p)
+			h.Write(buf[:got])
+			p += int64(got)
+			if int64(got) < k {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return 0, err
+			}
+		}
+		pos = hole
+	}
+	return size, nil
 }

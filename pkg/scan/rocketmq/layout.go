@@ -33,6 +33,20 @@ type Config struct {
 	// slices are only valid during the call. Setting it (or
 	// scan.Options.Records) makes the scan sequential.
 	OnMessage func(m *rmq.Message, phyOffset int64) error
+	// OnFile, when set, is called for every commitlog file (index i in
+	// offset order, first physical offset base) before it is scanned, from
+	// the goroutine that scans it; files are scanned in parallel
+	// (scan.Options.Jobs). The returned hook receives that file's valid
+	// records like OnMessage; its Done is then called once per file in
+	// offset order, never concurrently. Unlike OnMessage it does not make
+	// the scan sequential: collect per file, merge in Done.
+	OnFile func(i int, base int64) FileHook
+}
+
+// FileHook is what Config.OnFile returns for one file.
+type FileHook struct {
+	Message func(m *rmq.Message, phyOffset int64) error // may be nil
+	Done    func()                                      // may be nil
 }
 
 // DefaultTimestampSlack tolerates small clock steps (NTP corrections)

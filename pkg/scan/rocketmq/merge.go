@@ -47,6 +47,9 @@ func (cs *crossState) done(i int, fr *fileResult) {
 			cs.stopped = fr.err != nil || !(fr.blank && cs.n+1 < len(cs.results))
 		}
 		fr.recs, fr.topics = nil, nil
+		if fr.done != nil {
+			fr.done()
+		}
 		cs.n++
 	}
 }

@@ -30,28 +30,11 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	}
 	res := &scan.Result{Store: "rocketmq", Findings: append([]scan.Finding(nil), lay.findings...),
 		Layout: map[string]any{"commitlog_dir": cfg.rel(cfg.CommitLogDir), "mapped_file_size": lay.mapped}}
-	propCRC := 0
-	var emit func(m *rmq.Message, seg *segment, pos int64) error
-	if opts.Records != nil || cfg.OnMessage != nil {
-		emit = func(m *rmq.Message, seg *segment, pos int64) error {
-			if p := m.PropCRC(); p.OK {
-				propCRC++
-			}
-			if cfg.OnMessage != nil {
-				if err := cfg.OnMessage(m, seg.base+pos); err != nil {
-					return err
-				}
-			}
-			if opts.Records != nil {
-				return opts.Records(NewRecord(m, seg.rel, seg.base, pos))
-			}
-			return nil
-		}
-	}
+	perRecord := opts.Records != nil || cfg.OnMessage != nil || cfg.OnFile != nil
 	cs := newCrossState(&cfg, len(lay.segs))
 	jobs := max(opts.Jobs, 1)
-	if emit != nil {
-		jobs = 1
+	if opts.Records != nil || cfg.OnMessage != nil {
+		jobs = 1 // callbacks in file order from one goroutine
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -60,7 +43,36 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				cs.done(i, scanFile(ctx, &cfg, lay, i, emit, opts.Progress))
+				var hook FileHook
+				if cfg.OnFile != nil {
+					hook = cfg.OnFile(i, lay.segs[i].base)
+				}
+				var emit func(m *rmq.Message, seg *segment, pos int64) error
+				var fr *fileResult
+				if perRecord {
+					emit = func(m *rmq.Message, seg *segment, pos int64) error {
+						if p := m.PropCRC(); p.OK {
+							fr.propCRC++
+						}
+						if cfg.OnMessage != nil {
+							if err := cfg.OnMessage(m, seg.base+pos); err != nil {
+								return err
+							}
+						}
+						if hook.Message != nil {
+							if err := hook.Message(m, seg.base+pos); err != nil {
+								return err
+							}
+						}
+						if opts.Records != nil {
+							return opts.Records(NewRecord(m, seg.rel, seg.base, pos))
+						}
+						return nil
+					}
+				}
+				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
+				fr.done = hook.Done
+				cs.done(i, fr)
 			}
 		}()
 	}
@@ -70,7 +82,11 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	close(work)
 	wg.Wait()
 	merge(lay, cs.results, res)
-	if emit != nil {
+	if perRecord {
+		propCRC := 0
+		for _, fr := range cs.results {
+			propCRC += fr.propCRC
+		}
 		res.Extra = map[string]any{"prop_crc_verified": propCRC}
 	}
 	res.SortFindings()
@@ -78,10 +94,11 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 }
 
 func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
-	emit func(*rmq.Message, *segment, int64) error, progress func(int64)) (fr *fileResult) {
+	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult) (fr *fileResult) {
 	seg := lay.segs[i]
 	fr = &fileResult{seg: seg, file: scan.File{Path: seg.rel, Kind: "commitlog", Size: seg.size,
 		FirstValid: -1, LastValid: -1}}
+	*out = fr // emit counts into it
 	f, err := fileview.Open(seg.path)
 	if err != nil {
 		fr.err = err

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"sync"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -93,27 +95,26 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	v := &verifier{cfg: &cfg, topicID: map[string]int32{}, queues: map[queueKey]*queueState{},
 		evidence: map[string]any{}, capped: map[string]int{}, missingFiles: map[string]bool{}}
 	inner := cfg.Config
-	userHook := cfg.OnMessage
-	v2, propCRC, trailing := 0, 0, 0
-	inner.OnMessage = func(m *rmq.Message, phy int64) error {
-		v.collect(m, phy)
-		if m.Magic == rmq.MagicMessageV2 {
-			v2++
-		}
-		if m.PropCRC().Present {
-			propCRC++
-		}
-		if n := len(m.Properties); n > 0 && m.Properties[n-1] == rmq.PropertySeparator {
-			trailing++
-		}
-		if userHook != nil {
-			return userHook(m, phy)
-		}
-		return nil
+	inner.OnMessage = nil // called by the collectors, in file order (it makes the scan sequential)
+	if cfg.OnMessage != nil {
+		inner.OnMessage = func(*rmq.Message, int64) error { return nil }
+	}
+	var files []*collector // per commitlog file, merged in offset order
+	var mu sync.Mutex
+	inner.OnFile = func(i int, _ int64) FileHook {
+		c := &collector{topicID: map[string]int32{}, userHook: cfg.OnMessage}
+		mu.Lock()
+		files = append(files, c)
+		mu.Unlock()
+		return FileHook{Message: c.collect, Done: func() { v.absorb(c) }}
 	}
 	res, err := ScanCommitLog(ctx, inner, opts)
 	if err != nil {
 		return res, err
+	}
+	v2, propCRC, trailing := 0, 0, 0
+	for _, c := range files {
+		v2, propCRC, trailing = v2+c.v2, propCRC+c.propCRC, trailing+c.trailing
 	}
 	v.res = res
 	v.evidence["v2_records"], v.evidence["prop_crc_records"] = v2, propCRC
@@ -149,16 +150,29 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	return res, ctx.Err()
 }
 
-// collect keeps the compact form of one valid record.
-func (v *verifier) collect(m *rmq.Message, phy int64) {
-	id, ok := v.topicID[string(m.Topic)]
+// collector keeps the compact form of the valid records of one commitlog
+// file; files are collected in parallel and absorbed in offset order.
+type collector struct {
+	all                   []vrec
+	topics                []string
+	topicID               map[string]int32
+	hashes                []int32
+	key                   []byte
+	v2, propCRC, trailing int
+	userHook              func(m *rmq.Message, phy int64) error
+}
+
+// collect keeps the compact form of one valid record (topic and hash
+// offsets local to the file until absorb).
+func (c *collector) collect(m *rmq.Message, phy int64) error {
+	id, ok := c.topicID[string(m.Topic)]
 	if !ok {
-		id = int32(len(v.topics))
-		v.topics = append(v.topics, string(m.Topic))
-		v.topicID[string(m.Topic)] = id
+		id = int32(len(c.topics))
+		c.topics = append(c.topics, string(m.Topic))
+		c.topicID[string(m.Topic)] = id
 	}
 	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: m.TagsCode(), storeTS: m.StoreTimestamp,
-		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int32(len(v.hashes))}
+		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int32(len(c.hashes))}
 	if m.InnerBatch() {
 		r.flags |= vfInnerBatch
 	}
@@ -166,11 +180,10 @@ func (v *verifier) collect(m *rmq.Message, phy int64) {
 		r.flags |= vfLMQ
 	}
 	if m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
-		key := make([]byte, 0, 64)
 		add := func(k []byte) {
-			key = append(append(append(key[:0], m.Topic...), '#'), k...)
+			c.key = append(append(append(c.key[:0], m.Topic...), '#'), k...)
 			if r.nhash < 1<<16-1 {
-				v.hashes = append(v.hashes, rmq.IndexKeyHash(key))
+				c.hashes = append(c.hashes, rmq.IndexKeyHash(c.key))
 				r.nhash++
 			}
 		}
@@ -178,14 +191,57 @@ func (v *verifier) collect(m *rmq.Message, phy int64) {
 			add(u)
 		}
 		if ks, ok := m.Property(rmq.PropKeys); ok {
-			for _, k := range bytes.Split(ks, []byte{' '}) {
+			for len(ks) > 0 { // bytes.Split on ' ' without allocating
+				k := ks
+				if i := bytes.IndexByte(ks, ' '); i >= 0 {
+					k, ks = ks[:i], ks[i+1:]
+				} else {
+					ks = nil
+				}
 				if len(k) > 0 {
 					add(k)
 				}
 			}
 		}
 	}
-	v.all = append(v.all, r)
+	c.all = append(c.all, r)
+	if m.Magic == rmq.MagicMessageV2 {
+		c.v2++
+	}
+	if m.PropCRC().Present {
+		c.propCRC++
+	}
+	if n := len(m.Properties); n > 0 && m.Properties[n-1] == rmq.PropertySeparator {
+		c.trailing++
+	}
+	if c.userHook != nil {
+		return c.userHook(m, phy)
+	}
+	return nil
+}
+
+// absorb appends a file's records to the verifier, mapping its topic ids
+// and hash offsets to the verifier's, and frees them.
+func (v *verifier) absorb(c *collector) {
+	ids := make([]int32, len(c.topics))
+	for i, t := range c.topics {
+		id, ok := v.topicID[t]
+		if !ok {
+			id = int32(len(v.topics))
+			v.topics = append(v.topics, t)
+			v.topicID[t] = id
+		}
+		ids[i] = id
+	}
+	off := int32(len(v.hashes))
+	v.hashes = append(v.hashes, c.hashes...)
+	v.all = slices.Grow(v.all, len(c.all))
+	for _, r := range c.all {
+		r.topic = ids[r.topic]
+		r.hashOff += off
+		v.all = append(v.all, r)
+	}
+	c.all, c.hashes, c.topics, c.topicID = nil, nil, nil, nil
 }
 
 // propInnerMultiDispatch is MessageConst.PROPERTY_INNER_MULTI_DISPATCH:

@@ -28,6 +28,8 @@ type fileResult struct {
 	recs     []compact // dropped once crossState has checked them
 	topics   []string
 	cross    []scan.Finding // cross-file findings of this file's records
+	propCRC  int            // records whose property CRC was verified (with record callbacks)
+	done     func()         // Config.OnFile's Done, called in file order
 	blank    bool           // the primary walk ended at a BLANK record
 	failPos  int64          // where the primary walk stopped (BLANK position included)
 	zeroTail bool           // from failPos to EOF everything is zero
