@@ -197,5 +197,8 @@ func (e *Env) validateCommon() error {
 	if c.GetInt("jobs") < 1 {
 		return usagef(fmt.Errorf("--jobs must be at least 1"))
 	}
+	if l := c.GetFloat64("io-limit"); l < 0 || l != l {
+		return usagef(fmt.Errorf("--io-limit must be a rate in MB/s, 0 for none"))
+	}
 	return nil
 }

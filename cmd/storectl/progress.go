@@ -23,11 +23,45 @@ type progress struct {
 	mu    sync.Mutex
 	last  time.Time
 	every time.Duration
+	limit *ioLimiter // --io-limit; nil = none
+}
+
+// ioLimiter paces reads to rate bytes per second: the scanners report
+// every window they read through progress.add, which sleeps until the
+// bytes read so far are due. Safe for concurrent use.
+type ioLimiter struct {
+	rate  float64 // bytes per second
+	mu    sync.Mutex
+	start time.Time
+	total int64
+}
+
+// readLimit returns the --io-limit pacing as a scan progress callback, or
+// nil without a limit (for commands that show no progress).
+func (e *Env) readLimit() func(int64) {
+	mbs := e.Config.GetFloat64("io-limit")
+	if mbs <= 0 {
+		return nil
+	}
+	return (&ioLimiter{rate: mbs * 1e6, start: time.Now()}).wait
+}
+
+func (l *ioLimiter) wait(n int64) {
+	l.mu.Lock()
+	l.total += n
+	due := l.start.Add(time.Duration(float64(l.total) / l.rate * float64(time.Second)))
+	l.mu.Unlock()
+	if d := time.Until(due); d > 0 {
+		time.Sleep(d)
+	}
 }
 
 func (e *Env) newProgress(total int64) *progress {
 	mode := e.Config.GetString("progress")
 	p := &progress{mode: mode, w: e.Streams.ErrOut, total: total, every: 5 * time.Second, last: time.Now()}
+	if mbs := e.Config.GetFloat64("io-limit"); mbs > 0 {
+		p.limit = &ioLimiter{rate: mbs * 1e6, start: time.Now()}
+	}
 	switch {
 	case mode == "auto" && e.Streams.ErrTTY && total > 0:
 		p.bar = progressbar.NewOptions64(total,
@@ -43,9 +77,16 @@ func (e *Env) newProgress(total int64) *progress {
 	return p
 }
 
-// add is safe for concurrent use (scanners call it from workers).
+// add is safe for concurrent use (scanners call it from workers). With
+// --io-limit it blocks the reader until its bytes are due.
 func (p *progress) add(n int64) {
-	if p == nil || p.mode == "none" {
+	if p == nil {
+		return
+	}
+	if p.limit != nil {
+		p.limit.wait(n)
+	}
+	if p.mode == "none" {
 		return
 	}
 	d := p.done.Add(n)

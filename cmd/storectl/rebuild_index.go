@@ -62,7 +62,8 @@ with the same checks as verify before anything is swapped in.
 				}
 				rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize,
 					CQFileSize: c.GetInt64("cq-file-size"), IndexSlots: c.GetInt64("index-slots"), IndexEntries: c.GetInt64("index-entries"),
-					ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != "", Jobs: c.GetInt("jobs")}
+					ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != "", Jobs: c.GetInt("jobs"),
+					Progress: env.readLimit()}
 				if p := c.GetString("broker-config"); p != "" {
 					bc, err := rmqscan.ReadBrokerConf(p)
 					if err != nil {
@@ -96,7 +97,8 @@ with the same checks as verify before anything is swapped in.
 				return p, nil, extra, nil
 			}
 			verify := func(ctx context.Context) (*scan.Result, error) {
-				return verifyTarget(ctx, env, t, scan.Options{Jobs: c.GetInt("jobs")})
+				return verifyTarget(ctx, env, t, scan.Options{Jobs: c.GetInt("jobs"),
+					Progress: env.readLimit()})
 			}
 			return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, verify)
 		},
