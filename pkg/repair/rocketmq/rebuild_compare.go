@@ -36,8 +36,9 @@ func rbUnits(b []byte) []rmq.CQUnit {
 }
 
 // rbCompareCQ emits replace-file for every rebuilt CQ file whose bytes
-// differ from the store's (or that is missing) and remove-file for every
-// existing CQ file the rebuild does not produce, and fills rep.Queues.
+// differ from the store's (or that is missing), remove-file for every existing CQ file the rebuild does
+// not produce, remove-dir for the queue and topic dirs those removals
+// empty, and fills rep.Queues.
 func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbExisting, rep *RebuildReport) error {
 	want := map[string]bool{}
 	diffs := map[rbQueue]*QueueDiff{}
@@ -99,11 +100,13 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbEx
 		}
 	}
 	sort.Strings(extra)
+	var removed []string
 	for _, rel := range extra {
 		k, ok := rbQueueOf(rel)
 		if !ok {
 			continue
 		}
+		removed = append(removed, rel)
 		oldB, _, err := rbReadOpt(filepath.Join(data, rel))
 		if err != nil {
 			return err
@@ -115,6 +118,9 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbEx
 			Lost: repair.Loss{Records: int64(len(rbUnits(oldB))), Note: "consume queue file no commitlog record before the recovery end maps to"}}, repair.SnapshotOptions{}); err != nil {
 			return err
 		}
+	}
+	if err := rbRemoveEmptiedDirs(plan, ex, want, removed, diffs); err != nil {
+		return err
 	}
 	for _, d := range diffs {
 		rep.Queues = append(rep.Queues, *d)

@@ -19,6 +19,10 @@ type rbExisting struct {
 	index     []string         // index file names, sorted as IndexService.load sorts them
 	indexSize int64            // size of the first index file, 0 if none
 	other     []string         // entries in consumequeue/ or index/ we leave alone
+	// entries counts what each consumequeue/<topic> and
+	// consumequeue/<topic>/<queueId> dir holds (every kind of entry), so a
+	// dir the plan empties can be removed.
+	entries map[string]int
 }
 
 // rbIndexNameLen is the length of an index file name (yyyyMMddHHmmssSSS).
@@ -28,7 +32,7 @@ const rbIndexNameLen = 17
 // index/<17-digit name>. LMQ queues and anything not named like a broker
 // file are listed in other and never touched.
 func rbListExisting(data string) (*rbExisting, error) {
-	ex := &rbExisting{cq: map[string]int64{}}
+	ex := &rbExisting{cq: map[string]int64{}, entries: map[string]int{}}
 	topics, err := rbReadDirOpt(filepath.Join(data, "consumequeue"))
 	if err != nil {
 		return nil, err
@@ -44,6 +48,7 @@ func rbListExisting(data string) (*rbExisting, error) {
 		if err != nil {
 			return nil, err
 		}
+		ex.entries[tdir] = len(qs)
 		for _, q := range qs {
 			qdir := filepath.Join(tdir, q.Name())
 			if id, err := strconv.ParseInt(q.Name(), 10, 32); err != nil || id < 0 || !q.IsDir() || strconv.Itoa(int(id)) != q.Name() {
@@ -54,6 +59,7 @@ func rbListExisting(data string) (*rbExisting, error) {
 			if err != nil {
 				return nil, err
 			}
+			ex.entries[qdir] = len(files)
 			for _, f := range files {
 				rel := filepath.Join(qdir, f.Name())
 				if _, err := rmq.ParseFileName(f.Name()); err != nil || !f.Type().IsRegular() {

@@ -43,6 +43,9 @@ type QueueDiff struct {
 	Diffs    []UnitDiff `json:"diffs,omitempty"` // the first MaxListedUnits differences
 	Files    []string   `json:"files"`           // files replaced or removed
 	Complete bool       `json:"complete"`        // Diffs lists every difference
+	// DirRemoved says the queue dir is removed: the plan removes every
+	// file in it and rebuilds none.
+	DirRemoved bool `json:"dir_removed,omitempty"`
 }
 
 // Unit difference kinds.
