@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/storectl/storectl/pkg/repair"
@@ -25,6 +24,7 @@ import (
 const (
 	FillDummy = "dummy-record" // <<Size:64, Id:16, 0x83, 0x6D, Len:32, 0:Len/unit:8, 0xFF>>
 	FillFF    = "0xff-filler"  // every byte 0xFF
+	FillSkip  = "skip-frame"   // <<Size:64, 0xFF × Size, 0xFE>>: generation 1 walks over it
 	FillNone  = "none"         // no rewrite helps (reported, not planned)
 )
 
@@ -33,7 +33,21 @@ type HardenReport struct {
 	Root          string       `json:"root"`
 	BrokerVersion string       `json:"broker_version"` // "" = every scanner generation
 	Holes         []HoleReport `json:"holes"`
-	Notes         []string     `json:"notes,omitempty"`
+	// Unfixed lists every in-scope hazard left after the plan: one that
+	// lies inside a record (harden never changes a record) or that no
+	// rewrite of its gap removes.
+	Unfixed []UnfixedHazard `json:"unfixed"`
+	Notes   []string        `json:"notes,omitempty"`
+}
+
+// UnfixedHazard is a scanner hazard the plan leaves in place, and why.
+type UnfixedHazard struct {
+	Path     string   `json:"path"`
+	Code     string   `json:"code"`
+	Offset   int64    `json:"offset"`
+	Versions string   `json:"versions"`
+	Victims  []string `json:"victims"` // msg id @ offset (status)
+	Why      string   `json:"why"`
 }
 
 // HoleReport is the decision for one gap.
@@ -52,18 +66,18 @@ type HoleReport struct {
 	Why      string   `json:"why"`
 }
 
-// hardenCodes are the hazards harden fixes when they lie in a gap.
-var hardenCodes = map[string]bool{rscan.CodeZeroHoleMisread: true, rscan.CodeOffByNine: true, rscan.CodeGen1Stop: true}
-
 // PlanHarden plans, for every vhost of cfg, write-range actions over the
-// gaps of msg_store_persistent .rdq files that hold a misread hazard of
-// cfg.BrokerVersion (every generation when empty). Each gap gets the
-// first rewrite (dummy record, then 0xFF filler) after which the models
-// of all three scanner generations lose no more records than before and
-// fewer or as many as with the other choices; a gap no rewrite helps is
-// reported with FillNone. Hazards inside records (a cascade inside a
-// victim, or an off-by-nine window inside an unreferenced record) are
-// reported in Notes: harden never rewrites a record.
+// gaps of msg_store_persistent .rdq files in which a scanner generation
+// of cfg.BrokerVersion (every generation when empty) misreads. The plan
+// is a fixed point: each file is held in memory with the planned rewrites
+// applied and every scanner model is re-run on it until no hazard of the
+// versions in scope is left (a hazard can hide the next: generation 1
+// stops at the first zero word). Each rewrite (an unreferenced dummy
+// record, else 0xFF filler) must make no model of any generation lose a
+// record it found and must leave fewer in-scope hazards and victims. A
+// hazard that only a change to a record would remove, or that no rewrite
+// of its gap removes, is listed in HardenReport.Unfixed: harden never
+// moves or changes a record.
 func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenReport, error) {
 	cfg, err := vhostConfig(cfg)
 	if err != nil {
@@ -77,7 +91,8 @@ func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenRep
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := &HardenReport{Root: root, BrokerVersion: cfg.BrokerVersion, Holes: []HoleReport{}}
+	rep := &HardenReport{Root: root, BrokerVersion: cfg.BrokerVersion, Holes: []HoleReport{}, Unfixed: []UnfixedHazard{}}
+	sc := scopeFor(cfg.BrokerVersion)
 	for _, d := range cfg.VHostDirs {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -90,7 +105,7 @@ func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenRep
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", scan.Rel(root, d), err)
 		}
-		if err := hardenVHost(plan, rep, v); err != nil {
+		if err := hardenVHost(plan, rep, v, sc); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -116,129 +131,85 @@ func vhostConfig(cfg rscan.Config) (rscan.Config, error) {
 	return cfg, nil
 }
 
-// gapHazards groups the affecting hazard findings of one file by gap.
-type gapHazards struct {
-	gap      rscan.Gap
-	codes    []string
-	versions []string
-	protects []string
-}
-
-func hardenVHost(plan *repair.Plan, rep *HardenReport, v *rscan.VHostScan) error {
-	byPath := map[string]*rscan.FileScan{}
+// hardenVHost runs the fixed point on every persistent file of v that is
+// not a gap-free run of records and plans the gap rewrites it settled on.
+func hardenVHost(plan *repair.Plan, rep *HardenReport, v *rscan.VHostScan, sc scope) error {
+	alloc := newIDAlloc(v)
 	for _, f := range v.Files {
-		if !f.Transient {
-			byPath[f.Path] = f
-		}
-	}
-	groups := map[string]map[int64]*gapHazards{}
-	for _, fd := range v.Findings {
-		f := byPath[fd.Path]
-		if !hardenCodes[fd.Code] || fd.Severity == scan.Info || f == nil {
+		if f.Transient || !irregular(f) {
 			continue
 		}
 		if f.Err != nil {
 			return fmt.Errorf("%s: refusing to plan from an incomplete scan: %w", f.Path, f.Err)
 		}
-		g, ok := gapAt(f, fd.Offset)
-		if !ok {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s at %d lies inside a record, not in a gap; harden rewrites gaps only (it clears once the gap before the record is hardened, or salvage the victims)", fd.Path, fd.Code, fd.Offset))
-			continue
-		}
-		if g.Offset+g.Length >= f.Size {
-			continue // the tail after the last record: nothing follows it to protect
-		}
-		m := groups[f.Path]
-		if m == nil {
-			m = map[int64]*gapHazards{}
-			groups[f.Path] = m
-		}
-		gh := m[g.Offset]
-		if gh == nil {
-			gh = &gapHazards{gap: g}
-			m[g.Offset] = gh
-		}
-		gh.codes = appendNew(gh.codes, fd.Code)
-		gh.versions = appendNew(gh.versions, fmt.Sprint(fd.Details["versions"]))
-		vs, _ := fd.Details["victims"].([]rscan.Victim)
-		for _, vic := range vs {
-			gh.protects = appendNew(gh.protects, fmt.Sprintf("%s@%d", vic.MsgID, vic.Offset))
-		}
-	}
-	paths := make([]string, 0, len(groups))
-	for p := range groups {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		f := byPath[p]
-		var gaps []*gapHazards
-		for _, gh := range groups[p] {
-			gaps = append(gaps, gh)
-		}
-		sort.Slice(gaps, func(i, j int) bool { return gaps[i].gap.Offset < gaps[j].gap.Offset })
-		if err := hardenFile(plan, rep, v, f, gaps); err != nil {
+		b, err := os.ReadFile(f.Abs)
+		if err != nil {
 			return err
+		}
+		if int64(len(b)) != f.Size {
+			return fmt.Errorf("%s changed during the scan (%d bytes, scanned %d)", f.Path, len(b), f.Size)
+		}
+		s := newSim(f, b, sc)
+		left, rounds := s.fix(alloc)
+		for _, g := range s.gaps {
+			if err := planGap(plan, rep, s, g); err != nil {
+				return err
+			}
+		}
+		for _, h := range left {
+			rep.Unfixed = append(rep.Unfixed, s.unfixed(h, rounds))
 		}
 	}
 	return nil
 }
 
-func appendNew(s []string, x string) []string {
-	for _, y := range s {
-		if y == x {
-			return s
+// irregular reports whether a scanner model can misread f: it has gaps,
+// or records a validating scanner walks through byte by byte.
+func irregular(f *rscan.FileScan) bool {
+	if f.Err != nil || len(f.Gaps) > 0 || len(f.BadMarkers) > 0 {
+		return true
+	}
+	for _, r := range f.Records {
+		if r.Status == rscan.StatusUnreferenced || r.Status == rscan.StatusDuplicate {
+			return true
 		}
 	}
-	return append(s, x)
+	return false
 }
 
-// gapAt returns the gap of f holding off.
-func gapAt(f *rscan.FileScan, off int64) (rscan.Gap, bool) {
-	for _, g := range f.Gaps {
-		if off >= g.Offset && off < g.Offset+g.Length {
-			return g, true
-		}
+// planGap adds the write-range action and the report of one gap the fixed
+// point rewrote, or the report of a stuck gap it left alone.
+func planGap(plan *repair.Plan, rep *HardenReport, s *sim, g *simGap) error {
+	if g.fill == "" && len(g.codes) == 0 {
+		return nil
 	}
-	return rscan.Gap{}, false
-}
-
-func hardenFile(plan *repair.Plan, rep *HardenReport, v *rscan.VHostScan, f *rscan.FileScan, gaps []*gapHazards) error {
-	b, err := os.ReadFile(f.Abs)
-	if err != nil {
+	hr := HoleReport{Path: s.path, Offset: g.Offset, Length: g.Length, Zero: g.Zero, Hazards: g.codes,
+		Versions: g.versions, Protects: g.protects, Fill: FillNone}
+	if hr.Protects == nil {
+		hr.Protects = []string{}
+	}
+	switch g.fill {
+	case "":
+		hr.Why = "no rewrite (dummy record, 0xFF filler, skip frame) removes the hazard without another scanner model losing a record; left alone (see unfixed)"
+		rep.Holes = append(rep.Holes, hr)
+		return nil
+	case FillDummy:
+		hr.Fill, hr.DummyID = FillDummy, hexID(g.id)
+		hr.Why = fmt.Sprintf("a %d-byte unreferenced dummy record covers the gap: scanners ≤4.0.2 skip it whole, ≥4.0.3 reject it and step through its zero body; no live record moves", g.Length)
+	case FillSkip:
+		hr.Fill = FillSkip
+		hr.Why = fmt.Sprintf("a %d-byte frame whose marker is not 0xFF: generation 1 (≤3.13.0) steps over it without taking it, generations 2 and 3 find no frame in it (checked on the models); too short for a dummy record", g.Length)
+	default:
+		hr.Fill = FillFF
+		hr.Why = fmt.Sprintf("%d bytes of 0xFF: every window overlapping them decodes to a size larger than the file, so no scanner takes a frame here", g.Length)
+	}
+	data := append([]byte(nil), s.b[g.Offset:g.Offset+g.Length]...)
+	a := repair.Action{Op: repair.OpWriteRange, Path: s.path, Offset: g.Offset, Length: g.Length, Data: data,
+		Reason: g.codes[0], Lost: repair.Loss{Note: fmt.Sprintf("rewrites a %d-byte gap (%s) with %s; protects %v", g.Length, gapWord(g.Gap), hr.Fill, g.protects)}}
+	if err := plan.Add(a, repair.SnapshotOptions{}); err != nil {
 		return err
 	}
-	if int64(len(b)) != f.Size {
-		return fmt.Errorf("%s changed during the scan (%d bytes, scanned %d)", f.Path, len(b), f.Size)
-	}
-	ev := newEvaluator(b, f, v)
-	for i, gh := range gaps {
-		g := gh.gap
-		hr := HoleReport{Path: f.Path, Offset: g.Offset, Length: g.Length, Zero: g.Zero, Hazards: gh.codes,
-			Versions: gh.versions, Protects: gh.protects, Fill: FillNone}
-		fill, data, id := ev.choose(g, uint32(i))
-		hr.Fill = fill
-		if fill == FillNone {
-			hr.Why = fmt.Sprintf("neither a dummy record nor 0xFF filler makes the scanner models lose fewer records (they lose %d here); left alone", ev.lost)
-			rep.Holes = append(rep.Holes, hr)
-			continue
-		}
-		if fill == FillDummy {
-			hr.DummyID = id
-			hr.Why = fmt.Sprintf("a %d-byte unreferenced dummy record covers the gap: scanners ≤4.0.2 skip it whole, ≥4.0.3 reject it and step through its zero body; no live record moves", g.Length)
-		} else {
-			hr.Why = fmt.Sprintf("%d bytes of 0xFF: every window overlapping them decodes to a size larger than the file, so no scanner takes a frame here (generation 1, ≤3.13.0, still stops here as it did before)", g.Length)
-		}
-		a := repair.Action{Op: repair.OpWriteRange, Path: f.Path, Offset: g.Offset, Length: g.Length, Data: data,
-			Reason: gh.codes[0], Lost: repair.Loss{Note: fmt.Sprintf("rewrites a %d-byte gap (%s) with %s; protects %v", g.Length, gapWord(g), fill, gh.protects)}}
-		if err := plan.Add(a, repair.SnapshotOptions{}); err != nil {
-			return err
-		}
-		rep.Holes = append(rep.Holes, hr)
-	}
-	if ev.lost > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: after hardening the scanner models still lose %d record(s) in this file", f.Path, ev.lost))
-	}
+	rep.Holes = append(rep.Holes, hr)
 	return nil
 }
 

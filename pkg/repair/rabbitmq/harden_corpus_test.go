@@ -122,6 +122,7 @@ func hdCorpus(t *testing.T) []hdCase {
 		{"hole-300", []hdPart{{rec: a}, {hole: 300}, {rec: v(0, 4351, 0, 0xFF, 3, true)}, {rec: c}}, 1},
 		{"two-victims", []hdPart{{rec: a}, {hole: 5}, {rec: v(0, 4096, 0, 0xFF, 4, true)}, {rec: c},
 			{hole: 1}, {rec: v(1, 4300, 0, 0xFF, 5, true)}}, 2},
+		{"hole-20-skip-frame", []hdPart{{rec: a}, {hole: 20}, {rec: v(0, 4116, 0, 0xFF, 13, true)}, {rec: c}}, 1},
 		{"hole-at-file-start", []hdPart{{hole: 3}, {rec: v(0, 4116, 0, 0xFF, 6, true)}, {rec: c}}, 1},
 		{"mc-hole-5", []hdPart{{rec: mcA}, {hole: 5}, {rec: v(2, 4116, 0, 0xFF, 7, true)}, {rec: c}}, 1},
 		{"mc-large-ff-payload", []hdPart{{rec: mcA}, {hole: 5}, {rec: v(ffIdx, 60000, 0xFF, 0x11, 8, true)}, {rec: c}}, 1},

@@ -34,146 +34,116 @@ func DummyRecord(total int64, id [16]byte) []byte {
 	return b
 }
 
-// evaluator scores a file's bytes by what the scanner models lose: real
-// referenced records generation 2 (3.13.1–4.0.2) and generation 3 (4.0.3+,
-// with and without the large-message shortcut and the off-by-nine fix,
-// as a dirty recovery runs it) do not return, plus records generation 1
-// (≤3.13.0) found in the original file but not any more (real records
-// only: a bogus frame it took before is no loss).
-type evaluator struct {
-	b          []byte
-	recs       []*rscan.Record // first copies that matter: referenced (or unknown)
-	valid      map[[16]byte]bool
-	ids        map[[16]byte]bool
-	gen1Before map[int64]bool
-	gen1Crash  bool
-	lost       int
-	next       uint32
+// MinSkipFrame is the smallest skip frame: a Size of 1 (Size 0 is the
+// zero word generation 1 stops at) plus the 8-byte size and the marker.
+const MinSkipFrame = 10
+
+// skipMarker ends a skip frame: not 0xFF, so generation 1 skips the frame
+// without taking it (and does not crash on its Size < 16), and not 0x00,
+// so the next record is not preceded by a zero hole (§3.4).
+const skipMarker = 0xFE
+
+// SkipFrame returns a total-byte frame <<Size:64, 0xFF × Size, 0xFE>>,
+// Size = total − 9, for gaps too short for a dummy record: generation 1
+// (rabbit_msg_file:scan/4) jumps over it whole. 8-byte windows inside it
+// either start with 0xFF (sizes past any file) or hold a few
+// zero bytes then Size and 0xFF bytes: sizes the planner's models check.
+// total must be ≥ MinSkipFrame.
+func SkipFrame(total int64) []byte {
+	b := filler(total)
+	binary.BigEndian.PutUint64(b, uint64(total-rfmt.RDQOverhead))
+	b[total-1] = skipMarker
+	return b
 }
 
-func newEvaluator(b []byte, f *rscan.FileScan, v *rscan.VHostScan) *evaluator {
-	e := &evaluator{b: b, valid: map[[16]byte]bool{}, ids: map[[16]byte]bool{}, gen1Before: map[int64]bool{}}
-	for _, r := range f.Records {
-		e.ids[r.MsgID] = true
-		if r.Status == rscan.StatusReferenced || r.Status == rscan.StatusUnknown {
-			e.recs = append(e.recs, r)
-			e.valid[r.MsgID] = true
+func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
+// idAlloc hands out dummy msg ids that no record of the vhost (in any
+// file: a dummy id seen twice would be a duplicate record) and no queue
+// reference uses.
+type idAlloc struct {
+	used map[[16]byte]bool
+	next uint32
+}
+
+func newIDAlloc(v *rscan.VHostScan) *idAlloc {
+	a := &idAlloc{used: map[[16]byte]bool{}}
+	for _, f := range v.Files {
+		for _, r := range f.Records {
+			a.used[r.MsgID] = true
 		}
 	}
 	for id := range v.Refs {
 		if raw, err := hex.DecodeString(id); err == nil && len(raw) == 16 {
-			var k [16]byte
-			copy(k[:], raw)
-			e.ids[k] = true
+			a.used[[16]byte(raw)] = true
 		}
 	}
-	res, err := rfmt.ScanGen1(b)
-	e.gen1Crash = err != nil
-	real := map[int64]int64{}
-	for _, r := range f.Records {
-		real[r.Offset] = r.TotalSize
-	}
-	for _, r := range res.Records {
-		if real[r.Offset] == r.TotalSize { // bogus frames it took do not count
-			e.gen1Before[r.Offset] = true
-		}
-	}
-	e.lost = e.metric(b)
-	return e
+	return a
 }
 
-// metric counts what the models lose on b.
-func (e *evaluator) metric(b []byte) int {
-	n := 0
-	count := func(got []rfmt.ScanRecord) {
-		at := make(map[int64]int64, len(got))
-		for _, r := range got {
-			at[r.Offset] = r.TotalSize
-		}
-		for _, r := range e.recs {
-			if at[r.Offset] != r.TotalSize {
-				n++
-			}
-		}
-	}
-	count(rfmt.ScanData(b, rfmt.ScanOptions{}))
-	for _, o := range []rfmt.ScanOptions{{}, {LargeMessageShortcut: true}, {LargeMessageShortcut: true, OffByNineFix: true}} {
-		located := map[[16]byte]bool{}
-		o.Valid = func(r rfmt.ScanRecord) rfmt.Validity {
-			if e.valid[r.MsgID] && !located[r.MsgID] {
-				located[r.MsgID] = true
-				return rfmt.Valid
-			}
-			return rfmt.Invalid
-		}
-		count(rfmt.ScanData(b, o))
-	}
-	res, err := rfmt.ScanGen1(b)
-	if err != nil && !e.gen1Crash {
-		n += crashPenalty
-	}
-	found := map[int64]bool{}
-	for _, r := range res.Records {
-		found[r.Offset] = true
-	}
-	for off := range e.gen1Before {
-		if !found[off] {
-			n++
-		}
-	}
-	return n
-}
-
-// dummyID returns a fresh dummy msg id no record or reference uses.
-func (e *evaluator) dummyID() [16]byte {
+func (a *idAlloc) id() [16]byte {
 	for {
 		var id [16]byte
 		copy(id[:], dummyIDPrefix[:])
-		binary.BigEndian.PutUint32(id[12:], e.next)
-		e.next++
-		if !e.ids[id] {
-			e.ids[id] = true
+		binary.BigEndian.PutUint32(id[12:], a.next)
+		a.next++
+		if !a.used[id] {
+			a.used[id] = true
 			return id
 		}
 	}
 }
 
-// choose picks the rewrite of gap g that the models score best, if it
-// scores no worse than leaving the gap, applies it to e.b and returns
-// it; FillNone when neither helps.
-func (e *evaluator) choose(g rscan.Gap, _ uint32) (fill string, data []byte, id string) {
-	orig := append([]byte(nil), e.b[g.Offset:g.Offset+g.Length]...)
-	type cand struct {
-		fill string
-		data []byte
-		id   [16]byte
-	}
-	var cands []cand
-	if g.Length >= MinDummyRecord {
-		did := e.dummyID()
-		cands = append(cands, cand{FillDummy, DummyRecord(g.Length, did), did})
-	}
-	ff := make([]byte, g.Length)
-	for i := range ff {
-		ff[i] = 0xFF
-	}
-	cands = append(cands, cand{fill: FillFF, data: ff})
-	best, bestScore := -1, e.lost
-	for i, c := range cands {
-		copy(e.b[g.Offset:], c.data)
-		if s := e.metric(e.b); s <= bestScore && (best < 0 || s < bestScore) {
-			best, bestScore = i, s
+// Model indexes of models.lost.
+const (
+	modelGen1      = iota // ≤3.13.0, every real record, crash = crashPenalty
+	modelGen2             // 3.13.1–4.0.2, every real record
+	modelGen3             // 4.0.3–4.0.6 dirty recovery, live records
+	modelGen3Large        // 4.0.7–4.1.4
+	modelGen3Fixed        // 4.1.5+
+)
+
+var modelNames = [...]string{"generation-1 (3.10.0-3.13.0)", "generation-2 (3.13.1-4.0.2)",
+	"generation-3 (4.0.3-4.0.6)", "generation-3 (4.0.7-4.1.4)", "generation-3 (4.1.5+)"}
+
+// losses counts, per model, the original records it does not return:
+// every real record for generations 1 and 2 (what they lose is what the
+// scan reports), the live ones for the validating generation 3 (it
+// rejects the rest by design). Dummies are not counted: they are ours.
+func (s *sim) losses(m *models) {
+	at := func(got []rfmt.ScanRecord) map[int64]int64 {
+		o := make(map[int64]int64, len(got))
+		for _, r := range got {
+			o[r.Offset] = r.TotalSize
 		}
-		copy(e.b[g.Offset:], orig)
+		return o
 	}
-	if best < 0 {
-		return FillNone, nil, ""
+	g1 := map[int64]bool{}
+	for _, r := range m.gen1.Records {
+		g1[r.Offset] = true
 	}
-	c := cands[best]
-	copy(e.b[g.Offset:], c.data)
-	e.lost = bestScore
-	if c.fill == FillDummy {
-		id = hex.EncodeToString(c.id[:])
+	if m.gen1Err != nil {
+		m.lost[modelGen1] += crashPenalty
 	}
-	return c.fill, c.data, id
+	g2 := at(m.gen2)
+	var g3 [3]map[int64]int64
+	for i := range g3 {
+		g3[i] = at(m.gen3[i])
+	}
+	for _, r := range s.orig {
+		if !g1[r.off] {
+			m.lost[modelGen1]++
+		}
+		if g2[r.off] != r.total {
+			m.lost[modelGen2]++
+		}
+		for i := range g3 {
+			if r.live() && g3[i][r.off] != r.total {
+				m.lost[modelGen3+i]++
+			}
+		}
+	}
+	for _, n := range m.lost {
+		m.lostSum += n
+	}
 }
