@@ -236,3 +236,25 @@ func opCaseNamed(t *testing.T, name string) opCase {
 	t.Fatalf("no op case %q", name)
 	return opCase{}
 }
+
+// TestHashWholeSparse: a file with holes (leading, inner and trailing)
+// hashes to the SHA-256 of its bytes as read.
+func TestHashWholeSparse(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sparse")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("data in the middle"), 3<<20)
+	f.WriteAt([]byte("more"), 5<<20+7)
+	f.Truncate(9<<20 + 3)
+	f.Close()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, sum, err := hashWhole(p)
+	if err != nil || n != int64(len(b)) || sum != sumBytes(b) {
+		t.Fatalf("hashWhole: %d %s %v; read %d bytes, sha256 %s", n, sum, err, len(b), sumBytes(b))
+	}
+}

@@ -252,7 +252,8 @@ func hashRange(f io.ReaderAt, r Range) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// hashWhole returns the size and hex SHA-256 of the file at path.
+// hashWhole returns the size and hex SHA-256 of the file at path (holes
+// of a sparse file are hashed without being read).
 func hashWhole(path string) (int64, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -260,7 +261,7 @@ func hashWhole(path string) (int64, string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := hashSparse(h, f)
 	if err != nil {
 		return 0, "", err
 	}
