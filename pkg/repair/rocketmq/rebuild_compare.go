@@ -36,7 +36,8 @@ func rbUnits(b []byte) []rmq.CQUnit {
 }
 
 // rbCompareCQ emits replace-file for every rebuilt CQ file whose bytes
-// differ from the store's (or that is missing), remove-file for every existing CQ file the rebuild does
+// differ from the store's (or that is missing; repair.Apply creates its
+// missing dirs), remove-file for every existing CQ file the rebuild does
 // not produce, remove-dir for the queue and topic dirs those removals
 // empty, and fills rep.Queues.
 func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbExisting, rep *RebuildReport) error {

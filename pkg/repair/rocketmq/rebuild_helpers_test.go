@@ -55,8 +55,9 @@ func rbTestPlan(t *testing.T, cfg RebuildConfig) (*repair.Plan, *RebuildReport) 
 	return p, rep
 }
 
-// rbApply verifies the stage, creates missing dirs and applies p with a
-// backup dir beside the store; it returns the backup dir.
+// rbApply verifies the stage and applies p with repair.Apply alone (it
+// creates missing dirs) and a backup dir beside the store; it returns the
+// backup dir.
 func rbApply(t *testing.T, cfg RebuildConfig, p *repair.Plan, rep *RebuildReport) string {
 	t.Helper()
 	chk, err := VerifyStaged(context.Background(), cfg, rep)
@@ -67,9 +68,6 @@ func rbApply(t *testing.T, cfg RebuildConfig, p *repair.Plan, rep *RebuildReport
 		t.Fatalf("staged files fail verification: %v", chk.Problems)
 	}
 	t.Logf("staged check: %d units, %d index entries cross-checked against the commitlog; Verify on the view: %d findings, none on CQ/index", chk.UnitsChecked, chk.EntriesChecked, chk.VerifyFindings)
-	if _, err := PrepareDirs(p); err != nil {
-		t.Fatal(err)
-	}
 	bdir := filepath.Join(t.TempDir(), "backup")
 	if _, err := repair.Apply(context.Background(), p, repair.ApplyOptions{BackupDir: bdir}); err != nil {
 		t.Fatal(err)

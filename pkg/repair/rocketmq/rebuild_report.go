@@ -27,9 +27,6 @@ type RebuildReport struct {
 	Checkpoint      *CheckpointDiff   `json:"checkpoint,omitempty"`
 	Warnings        []DispatchWarning `json:"warnings,omitempty"` // dispatch anomalies (skipped or gap-filled units)
 	Notes           []string          `json:"notes,omitempty"`
-	// MissingDirs are directories (relative) the plan writes into that do
-	// not exist yet: run PrepareDirs before repair.Apply.
-	MissingDirs []string `json:"missing_dirs,omitempty"`
 }
 
 // QueueDiff compares one rebuilt consume queue with the store's.

@@ -24,17 +24,20 @@ const (
 var cleanFixtures = []string{"rmq497-a-clean", "rmq533-a-clean"}
 
 // TestRebuildConsumeQueueFromScratch deletes consumequeue/, rebuilds it
-// through a plan applied by repair.Apply, and requires every consume queue
-// file to be byte-identical to the one the broker wrote, and nothing more.
+// through a plan applied by repair.Apply alone (it creates the dirs), and
+// requires every consume queue file to be byte-identical to the one the
+// broker wrote, the same dirs with the same modes, and nothing more; undo
+// then gives back the store without consumequeue/.
 func TestRebuildConsumeQueueFromScratch(t *testing.T) {
 	for _, fx := range cleanFixtures {
 		t.Run(fx, func(t *testing.T) {
 			store := rbFixture(t, fx)
 			orig := rbFiles(t, store, "consumequeue")
-			before := testutil.TreeHash(t, store)
+			before := rbTreeHash(t, store)
 			if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
 				t.Fatal(err)
 			}
+			deleted := rbTreeHash(t, store)
 			cfg := RebuildConfig{DataDir: store, CQFileSize: fxCQSize}
 			p, rep := rbTestPlan(t, cfg)
 			if rep.CQFileSizeFrom != "config" || rep.CQFileSize != fxCQSize {
@@ -48,7 +51,7 @@ func TestRebuildConsumeQueueFromScratch(t *testing.T) {
 			if len(p.Actions) != len(orig) {
 				t.Errorf("%d actions for %d broker CQ files", len(p.Actions), len(orig))
 			}
-			rbApply(t, cfg, p, rep)
+			bdir := rbApply(t, cfg, p, rep)
 			got := rbFiles(t, store, "consumequeue")
 			units := 0
 			for _, rel := range sortedKeys(orig) {
@@ -66,8 +69,12 @@ func TestRebuildConsumeQueueFromScratch(t *testing.T) {
 					t.Errorf("rebuild created %s, which the broker did not", rel)
 				}
 			}
-			testutil.SameTree(t, before, testutil.TreeHash(t, store))
-			t.Logf("%d CQ files, %d units byte-identical to the broker's", len(orig), units)
+			testutil.SameTree(t, before, rbTreeHash(t, store))
+			if _, err := repair.Undo(context.Background(), bdir, repair.UndoOptions{Apply: true}); err != nil {
+				t.Fatal(err)
+			}
+			testutil.SameTree(t, deleted, rbTreeHash(t, store))
+			t.Logf("%d CQ files, %d units byte-identical to the broker's; dirs and modes equal; undo removed them all", len(orig), units)
 		})
 	}
 }
