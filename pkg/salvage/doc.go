@@ -16,9 +16,15 @@
 // properties and headers, the body file, its size and sha256, and why it
 // was selected. Selections (Select*):
 //
-//   - all: every decodable message (first copy of each id);
+//   - all: every decodable message (first copy of each id), RabbitMQ's
+//     small messages included: those below queue_index_embed_msgs_below
+//     never reach an .rdq but live in the queue's own files, a CQ v2
+//     per-queue store entry (.qs, through its .qi slot; location
+//     "queue-store") or a v1 index record (EmbSize > 0; "embedded");
 //   - lost: RabbitMQ, referenced by a queue but unreadable by the broker
-//     now (after a clean shutdown its saved index points elsewhere);
+//     now (after a clean shutdown its saved index points elsewhere), and
+//     .qs entries whose CRC or size check fails (the broker drops them at
+//     recovery), exported only if their bytes still decode as a message;
 //   - at-risk: RabbitMQ, referenced and a victim of a scanner misread of a
 //     version given in BrokerVersions (or of any version when none is given);
 //   - unreferenced: RabbitMQ, records no queue references (garbage to the

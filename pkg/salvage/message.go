@@ -59,9 +59,17 @@ type Message struct {
 	RecordSize int64 `json:"record_size"`
 
 	// RabbitMQ.
+	// Location is where the message lives: shared-store (Path is an
+	// .rdq), queue-store (Path is the queue's .qs, Offset the entry's
+	// header; IndexPath/IndexOffset the .qi slot pointing at it) or
+	// embedded (Path is the v1 .idx segment or journal.jif holding the
+	// publish record at Offset).
+	Location    string   `json:"location,omitempty"`
+	IndexPath   string   `json:"index_path,omitempty"`
+	IndexOffset *int64   `json:"index_offset,omitempty"`
 	VHost       string   `json:"vhost,omitempty"`
 	Queues      []string `json:"queues,omitempty"` // one name per reference
-	Status      string   `json:"status,omitempty"` // referenced | unreferenced | unknown
+	Status      string   `json:"status,omitempty"` // referenced | unreferenced | unknown | dropped at recovery: <reason>
 	Term        string   `json:"term,omitempty"`   // basic_message | mc
 	Exchange    *string  `json:"exchange,omitempty"`
 	RoutingKeys []string `json:"routing_keys,omitempty"`

@@ -21,7 +21,8 @@ import (
 var fixtureBindings = map[string][]string{"k1": {"q1"}, "k2": {"q2"}, "k3": {"q3"}, "k4": {"q4"}, "shared12": {"q1", "q2"}}
 
 // TestPublishRoundTrip starts a real RabbitMQ on 127.0.0.1, exports every
-// message of the 4.0 crash dataset's shared store, re-publishes them with
+// message of the 4.0 crash dataset (shared store and the small messages of
+// the queues' .qs files), re-publishes them with
 // confirms, then basic.gets every queue: each message arrives once per
 // queue its routing key is bound to, with the original body (sha256),
 // properties and headers, persistent. A second publish sends nothing
@@ -106,7 +107,7 @@ func TestPublishRoundTrip(t *testing.T) {
 			want[q][k]++
 		}
 	}
-	got, compared := 0, 0
+	got, compared, small := 0, 0, 0
 	for _, q := range []string{"q1", "q2", "q3", "q4"} {
 		for {
 			d, ok, err := ch.Get(q, true)
@@ -139,7 +140,13 @@ func TestPublishRoundTrip(t *testing.T) {
 				t.Errorf("%s: properties of %s differ: got %+v want %+v", q, d.MessageId, d.Headers, orig)
 			}
 			compared++
+			if m.Location == "queue-store" {
+				small++
+			}
 		}
+	}
+	if small == 0 {
+		t.Error("no queue-store (.qs) message was published and read back")
 	}
 	for q, m := range want {
 		for k, n := range m {
@@ -148,7 +155,7 @@ func TestPublishRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d messages exported and published with confirms; %d deliveries read back and compared", len(msgs), compared)
+	t.Logf("%d messages exported and published with confirms; %d deliveries read back and compared, %d of them .qs messages", len(msgs), compared, small)
 	// Resume: nothing left to send.
 	rep, err = Publish(ctx, out, PublishOptions{URL: url})
 	if err != nil || rep.Published != 0 || rep.AlreadyConfirmed != len(msgs) {

@@ -91,6 +91,7 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 	for _, id := range v.Lost {
 		rep.Missing = append(rep.Missing, MissingRef{VHost: v.VHost, MsgID: id, Queues: v.Refs[id]})
 	}
+	exported := map[string]bool{}
 	for _, f := range v.Files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -144,15 +145,33 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 				continue
 			}
 			m.SelectedBy, m.Why = dedupSel(sel), why
-			if err := w.Add(m, body); err != nil {
+			if err := addMessage(w, rep, m, body); err != nil {
 				return err
 			}
-			rep.Selected++
-			rep.Bytes += int64(len(body))
-			for _, s := range m.SelectedBy {
-				rep.By[string(s)]++
-			}
+			exported[m.MsgID] = true
 		}
+	}
+	qm := queueMessages(root, v, o, rep, exported)
+	for _, x := range qm {
+		if err := addMessage(w, rep, x.m, x.body); err != nil {
+			return err
+		}
+	}
+	if len(qm) > 0 {
+		rep.Notes = append(rep.Notes, queueNote(v.Dir, qm))
+	}
+	return nil
+}
+
+// addMessage writes one message and counts it.
+func addMessage(w *Writer, rep *Report, m Message, body []byte) error {
+	if err := w.Add(m, body); err != nil {
+		return err
+	}
+	rep.Selected++
+	rep.Bytes += int64(len(body))
+	for _, s := range m.SelectedBy {
+		rep.By[string(s)]++
 	}
 	return nil
 }
@@ -174,18 +193,12 @@ func rabbitMessage(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record, frame
 	if err != nil {
 		return Message{}, nil, err
 	}
-	if dm.Content == nil {
-		return Message{}, nil, fmt.Errorf("%s message: only AMQP 0-9-1 content is exported", dm.Protocol)
-	}
 	m := Message{Store: StoreRabbitMQ, MsgID: r.ID(), Path: f.Path, Offset: r.Offset, RecordSize: r.TotalSize,
-		VHost: v.VHost, Queues: r.ReferencedBy, Status: r.Status, Term: dm.Record,
-		RoutingKeys: dm.RoutingKeys, PropertiesBin: dm.Content.PropertiesBin, Properties: PropsJSON(dm.Properties)}
-	x := dm.Exchange
-	m.Exchange = &x
+		VHost: v.VHost, Queues: r.ReferencedBy, Status: r.Status, Location: rfmt.LocationSharedStore.String()}
 	if f.Transient {
 		m.Status += " (msg_store_transient)"
 	}
-	return m, append([]byte(nil), dm.Payload...), nil
+	return fillDecoded(m, dm)
 }
 
 // lostRecords: after a clean shutdown the broker reads each message where
