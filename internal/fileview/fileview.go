@@ -1,14 +1,20 @@
-// Package fileview reads store files for a scan through bounded,
-// read-only memory-mapped windows: no copy out of the page cache, memory
-// bounded by the window size whatever the file size, and no eviction of
-// the broker's working set. Pages that were not in the page cache before
-// a window was mapped (mincore) are dropped again with
-// posix_fadvise(POSIX_FADV_DONTNEED) once the scan has moved past them;
-// pages the broker had cached stay. When a file cannot be mapped, it is
-// read with pread into a buffer instead.
+// Package fileview reads store files for a scan without growing memory
+// with the file and without evicting the broker's working set.
 //
-// A mapped file that shrinks while it is read raises SIGBUS; callers scan
-// under Guard, which turns that fault into an error.
+// View reads bounded windows with pread into one reusable buffer: with a
+// window of a few hundred KiB the copy out of the page cache lands in the
+// CPU cache, where the checksum pass finds it (cheaper than mapping every
+// page: the page-table work of mmap costs more than such a copy). Whole
+// maps a whole file read-only, for scanners that need random access to
+// all of it (RabbitMQ .rdq files, at most a few tens of MiB).
+//
+// Pages that were not in the page cache before the scan read them
+// (mincore on a mapping of the file) are dropped again with
+// posix_fadvise(POSIX_FADV_DONTNEED) once the scan has moved past them;
+// pages the broker had cached stay.
+//
+// A mapped file that shrinks while it is read raises SIGBUS; callers of
+// Whole scan under Guard, which turns that fault into an error.
 package fileview
 
 import (
@@ -22,9 +28,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxWindow bounds one window: the largest slice View hands out. 1 GiB
-// holds any record a broker writes (RocketMQ 4 MiB + 64 KiB by default,
-// RabbitMQ .rdq files of 16 MiB, at most MaxFileSize of that scanner).
+// MaxWindow bounds one window: the largest slice View or Whole hands out.
+// 1 GiB holds any record a broker writes (RocketMQ 4 MiB + 64 KiB by
+// default) and any .rdq file the RabbitMQ scanner accepts (MaxFileSize).
 const MaxWindow = 1 << 30
 
 var pageSize = int64(os.Getpagesize())
@@ -38,20 +44,22 @@ var ErrFault = errors.New("memory fault reading a mapped file (was it truncated 
 type File struct {
 	f    *os.File
 	size int64
-	// The current window: data covers [start, start+len(data)); mapped is
-	// the page-aligned mapping it lies in (nil when read with pread).
-	data   []byte
-	start  int64
-	mapped []byte
-	mapOff int64
-	// cold[i] is true when page i of the mapping was not in the page
-	// cache before it was mapped: it is dropped when unmapped.
-	cold    []bool
-	buf     []byte // pread fallback
-	noMmap  bool
-	maxRead int64
-	// Progress, when set, is told how many new bytes each window brought
-	// in (a caller's rate limiter may sleep in it).
+	// probe maps the whole file without populating it: mincore on it tells
+	// which pages were cached before the scan read them. nil when the file
+	// can't be mapped (then nothing is dropped).
+	probe []byte
+	// The current window: data covers [start, start+len(data)).
+	data  []byte
+	start int64
+	buf   []byte // View's reusable buffer
+	whole bool   // data is probe, populated (Whole)
+	// cold[i] is true when page coldFrom/pageSize+i was not in the page
+	// cache before the scan read it; dropped once the scan is past it.
+	cold     []bool
+	coldFrom int64
+	maxRead  int64
+	// Progress, when set, is told how many new bytes each read brought in
+	// (a caller's rate limiter may sleep in it).
 	Progress func(n int64)
 	// KeepCache disables dropping the pages the scan brought in.
 	KeepCache bool
@@ -68,18 +76,24 @@ func Open(path string) (*File, error) {
 		f.Close()
 		return nil, err
 	}
+	v := &File{f: f, size: st.Size()}
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
-	return &File{f: f, size: st.Size()}, nil
+	if v.size > 0 && v.size <= 1<<40 {
+		if m, err := unix.Mmap(int(f.Fd()), 0, int(v.size), unix.PROT_READ, unix.MAP_SHARED); err == nil {
+			v.probe = m
+		}
+	}
+	return v, nil
 }
 
 // Size is the file size at Open.
 func (v *File) Size() int64 { return v.size }
 
-// MaxRead is the furthest offset any window reached (bytes scanned).
+// MaxRead is the furthest offset any read reached (bytes scanned).
 func (v *File) MaxRead() int64 { return v.maxRead }
 
 // View returns the bytes from off to at least min(off+want, Size()),
-// reusing the current window when it covers them, else mapping a new
+// reusing the current window when it covers them, else reading a new
 // window of max(want, window) bytes from off. The slice runs to the end
 // of the window and is valid until the next View or Close. Past EOF it
 // is empty.
@@ -92,28 +106,7 @@ func (v *File) View(off int64, want, window int) ([]byte, error) {
 		return v.data[off-v.start:], nil
 	}
 	n := min(int64(max(want, window)), v.size-off, MaxWindow)
-	if err := v.remap(off, n); err != nil {
-		return nil, err
-	}
-	if e := off + n; e > v.maxRead {
-		if v.Progress != nil {
-			v.Progress(e - max(v.maxRead, off))
-		}
-		v.maxRead = e
-	}
-	return v.data, nil
-}
-
-// remap makes [off, off+n) the current window.
-func (v *File) remap(off, n int64) error {
-	if !v.noMmap {
-		err := v.mapWindow(off, n)
-		if err == nil {
-			return nil
-		}
-		v.noMmap = true // e.g. a file system without mmap: read instead
-		v.release(0, 0)
-	}
+	v.track(off, off+n)
 	if int64(cap(v.buf)) < n {
 		v.buf = make([]byte, n)
 	}
@@ -124,89 +117,109 @@ func (v *File) remap(off, n int64) error {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return err
+		return nil, err
 	}
-	// Without a mapping mincore can't tell what was cached before, so the
-	// pread fallback leaves the cache alone rather than evict the broker's pages.
 	v.data, v.start = b, off
-	return nil
+	v.advance(off, n)
+	return b, nil
 }
 
-func (v *File) mapWindow(off, n int64) error {
-	mOff := off / pageSize * pageSize
-	mLen := off + n - mOff
-	m, err := unix.Mmap(int(v.f.Fd()), mOff, int(mLen), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return err
+// Whole returns the whole file, mapped read-only and populated (no copy).
+// Scan it under Guard. It falls back to one read into memory when the
+// file can't be mapped.
+func (v *File) Whole() ([]byte, error) {
+	if v.size == 0 {
+		return nil, nil
 	}
-	pages := (mLen + pageSize - 1) / pageSize
-	cold := make([]bool, pages)
-	if !v.KeepCache {
-		vec := make([]byte, pages)
-		if err := mincore(m, vec); err == nil {
-			for i, r := range vec {
-				cold[i] = r&1 == 0
-			}
-			// Pages of the old window this one also covers keep their state.
-			for i := range cold {
-				p := mOff + int64(i)*pageSize
-				if j := (p - v.mapOff) / pageSize; v.mapped != nil && p >= v.mapOff && j < int64(len(v.cold)) {
-					cold[i] = v.cold[j]
-				}
-			}
+	if v.probe == nil || v.size > MaxWindow {
+		return v.View(0, int(min(v.size, MaxWindow)), 0)
+	}
+	v.track(0, v.size)
+	if err := unix.Madvise(v.probe, unix.MADV_POPULATE_READ); err != nil {
+		_ = unix.Madvise(v.probe, unix.MADV_WILLNEED)
+	}
+	v.data, v.start, v.whole = v.probe, 0, true
+	v.advance(0, v.size)
+	return v.data, nil
+}
+
+func (v *File) advance(off, n int64) {
+	if e := off + n; e > v.maxRead {
+		if v.Progress != nil {
+			v.Progress(e - max(v.maxRead, off))
 		}
+		v.maxRead = e
 	}
-	v.release(mOff, mOff+mLen)
-	_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
-	if err := unix.Madvise(m, unix.MADV_POPULATE_READ); err != nil {
-		_ = unix.Madvise(m, unix.MADV_WILLNEED)
-	}
-	v.mapped, v.mapOff, v.cold = m, mOff, cold
-	v.data, v.start = m[off-mOff:], off
-	return nil
 }
 
-// release unmaps the current window and drops its cold pages outside
-// [keepFrom, keepTo).
-func (v *File) release(keepFrom, keepTo int64) {
-	if v.mapped == nil {
-		v.data = nil
+// track records which pages of [from, to) are cold before they are read,
+// keeping the state of pages the previous window already tracked, and
+// drops the previous window's cold pages outside [from, to).
+func (v *File) track(from, to int64) {
+	if v.KeepCache || v.probe == nil {
 		return
 	}
-	if !v.KeepCache {
-		from := int64(-1)
-		flush := func(to int64) {
-			if from >= 0 {
-				_ = unix.Fadvise(int(v.f.Fd()), from, to-from, unix.FADV_DONTNEED)
-				from = -1
-			}
-		}
-		for i, c := range v.cold {
-			p := v.mapOff + int64(i)*pageSize
-			if c && (p < keepFrom || p >= keepTo) {
-				if from < 0 {
-					from = p
-				}
-				continue
-			}
-			flush(p)
-		}
-		flush(v.mapOff + int64(len(v.cold))*pageSize)
+	pFrom := from / pageSize * pageSize
+	pTo := min((to+pageSize-1)/pageSize*pageSize, int64(len(v.probe)))
+	pages := (pTo - pFrom + pageSize - 1) / pageSize
+	cold := make([]bool, pages)
+	vec := make([]byte, pages)
+	if err := mincore(v.probe[pFrom:pTo], vec); err != nil {
+		v.drop(0, 0)
+		v.cold = nil
+		return
 	}
-	_ = unix.Munmap(v.mapped)
-	v.mapped, v.cold, v.data = nil, nil, nil
+	for i, r := range vec {
+		p := pFrom + int64(i)*pageSize
+		cold[i] = r&1 == 0
+		if j := (p - v.coldFrom) / pageSize; v.cold != nil && p >= v.coldFrom && j < int64(len(v.cold)) {
+			cold[i] = v.cold[j] // read by the previous window: keep what it saw
+		}
+	}
+	v.drop(pFrom, pTo)
+	v.cold, v.coldFrom = cold, pFrom
 }
 
-// Close unmaps the window, drops the pages the scan brought in and
-// closes the file.
+// drop drops the tracked cold pages outside [keepFrom, keepTo).
+func (v *File) drop(keepFrom, keepTo int64) {
+	from := int64(-1)
+	flush := func(to int64) {
+		if from >= 0 {
+			_ = unix.Fadvise(int(v.f.Fd()), from, to-from, unix.FADV_DONTNEED)
+			from = -1
+		}
+	}
+	for i, c := range v.cold {
+		p := v.coldFrom + int64(i)*pageSize
+		if c && (p < keepFrom || p >= keepTo) {
+			if from < 0 {
+				from = p
+			}
+			continue
+		}
+		flush(p)
+	}
+	flush(v.coldFrom + int64(len(v.cold))*pageSize)
+}
+
+// Close drops the pages the scan brought in, unmaps and closes the file.
 func (v *File) Close() error {
-	v.release(0, 0)
-	v.buf = nil
+	if v.probe != nil {
+		if !v.KeepCache {
+			v.drop(0, 0)
+		}
+		_ = unix.Munmap(v.probe)
+		v.probe = nil
+	}
+	v.data, v.buf, v.cold = nil, nil, nil
 	return v.f.Close()
 }
 
 // mincore fills vec with the page-cache residency of the pages of m.
 func mincore(m, vec []byte) error {
+	if len(m) == 0 {
+		return nil
+	}
 	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
 	if e != 0 {
 		return e
@@ -214,9 +227,9 @@ func mincore(m, vec []byte) error {
 	return nil
 }
 
-// Guard turns a memory fault of a mapped window (SIGBUS when a file
-// shrinks under the scan) into ErrFault in *errp. Use it in the goroutine
-// that scans, as
+// Guard turns a memory fault of a mapped file (SIGBUS when a file shrinks
+// under the scan) into ErrFault in *errp. Use it in the goroutine that
+// scans, as
 //
 //	defer fileview.Guard(&err)()
 func Guard(errp *error) func() {

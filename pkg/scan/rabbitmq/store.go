@@ -128,7 +128,7 @@ func (s *scanner) open(ctx context.Context, f rdqFile, current, transient bool) 
 	}
 	v.Progress = s.opts.Progress
 	defer fileview.Guard(&fs.Err)()
-	b, err := v.View(0, int(v.Size()), 0)
+	b, err := v.Whole()
 	if err != nil {
 		fs.Err = err
 		return j

@@ -7,10 +7,10 @@ import (
 	"github.com/storectl/storectl/internal/fileview"
 )
 
-// window reads one file through bounded memory-mapped windows
-// (internal/fileview: no copy out of the page cache, pages the scan brought
-// in are dropped again). at(pos, want) returns the bytes from pos to at
-// least min(pos+want, size).
+// window reads one file through bounded windows (internal/fileview: one
+// reusable cache-sized buffer; pages the scan brought into the page cache
+// are dropped again). at(pos, want) returns the bytes from pos to at least
+// min(pos+want, size).
 type window struct {
 	ctx  context.Context
 	f    *fileview.File
