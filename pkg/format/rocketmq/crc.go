@@ -16,6 +16,8 @@ func (m *Message) BodyCRCOK() bool {
 	return len(m.Body) == 0 || CRC32(m.Body) == m.BodyCRC
 }
 
+var propCRC32Key = []byte(PropCRC32)
+
 // PropCRC describes the optional whole-record CRC of rocketmq 5.2+
 // (enabledAppendPropCRC, §2.5).
 type PropCRC struct {
@@ -29,6 +31,9 @@ type PropCRC struct {
 // not the record's last 20 bytes, or has non-digits, is Present but not OK.
 func (m *Message) PropCRC() PropCRC {
 	var p PropCRC
+	if !bytes.Contains(m.Properties, propCRC32Key) {
+		return p // fast path: the key can't be there (vectorised search, no property walk)
+	}
 	v, ok := m.Property(PropCRC32)
 	if !ok {
 		return p

@@ -123,3 +123,19 @@ func parseJavaInt(b []byte) (int64, bool) {
 	}
 	return n, true
 }
+
+// LookupProperties finds every key of keys in one walk of raw: vals[i]
+// and found[i] are what LookupProperty(raw, keys[i]) would return (the
+// last value wins). vals and found must be as long as keys. It does not
+// allocate.
+func LookupProperties(raw []byte, keys []string, vals [][]byte, found []bool) {
+	clear(found)
+	forEachProperty(raw, func(k, v []byte) bool {
+		for i, key := range keys {
+			if string(k) == key {
+				vals[i], found[i] = v, true
+			}
+		}
+		return true
+	})
+}

@@ -119,18 +119,27 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	}
 	r := rbRecord{phy: phy, storeTS: m.StoreTimestamp, queueOffset: m.QueueOffset, size: m.TotalSize, queue: -1}
 	tx := m.TransactionType()
+	// One walk of the properties for the four keys.
+	var vals [len(rbKeys)][]byte
+	var found [len(rbKeys)]bool
+	rmq.LookupProperties(m.Properties, rbKeys[:], vals[:], found[:])
 	if m.Dispatched() { // NOT_TYPE or COMMIT
-		r.tagsCode = m.TagsCode()
+		switch {
+		case string(m.Topic) == rmq.ScheduleTopic:
+			r.tagsCode = m.TagsCode() // delay level arithmetic
+		case found[rbkTags]:
+			r.tagsCode = int64(rmq.JavaHashCode(vals[rbkTags]))
+		}
 		r.queue = c.queue(m.Topic, m.QueueID)
-		if _, ok := m.Property(PropInnerMultiDispatch); ok {
+		if found[rbkMulti] {
 			c.d.lmq++
 		}
 	}
 	if tx != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK only
-		if v, ok := m.Property(rmq.PropUniqKey); ok {
-			c.addKey(m.Topic, v)
+		if found[rbkUniq] {
+			c.addKey(m.Topic, vals[rbkUniq])
 		}
-		if v, ok := m.Property(rmq.PropKeys); ok {
+		if v, ok := vals[rbkKeys], found[rbkKeys]; ok {
 			for len(v) > 0 { // bytes.Split on ' ' without allocating
 				k := v
 				if i := bytes.IndexByte(v, ' '); i >= 0 {
@@ -148,6 +157,16 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	c.d.recs = append(c.d.recs, r)
 	return nil
 }
+
+// rbKeys are the properties onMessage reads, indexed by rbk*.
+var rbKeys = [...]string{rmq.PropTags, PropInnerMultiDispatch, rmq.PropUniqKey, rmq.PropKeys}
+
+const (
+	rbkTags = iota
+	rbkMulti
+	rbkUniq
+	rbkKeys
+)
 
 // queue returns the index of (topic, queueID) in c.d.queues, adding it.
 func (c *rbCollector) queue(topic []byte, queueID int32) int32 {

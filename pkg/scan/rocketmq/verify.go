@@ -171,12 +171,24 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 		c.topics = append(c.topics, string(m.Topic))
 		c.topicID[string(m.Topic)] = id
 	}
-	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: m.TagsCode(), storeTS: m.StoreTimestamp,
+	// One walk of the properties for the four keys (LookupProperty each
+	// would walk them four times).
+	var vals [len(collectKeys)][]byte
+	var found [len(collectKeys)]bool
+	rmq.LookupProperties(m.Properties, collectKeys[:], vals[:], found[:])
+	var tags int64
+	switch {
+	case string(m.Topic) == rmq.ScheduleTopic:
+		tags = m.TagsCode() // delay level arithmetic
+	case found[ckTags]:
+		tags = int64(rmq.JavaHashCode(vals[ckTags]))
+	}
+	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: tags, storeTS: m.StoreTimestamp,
 		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int32(len(c.hashes))}
 	if m.InnerBatch() {
 		r.flags |= vfInnerBatch
 	}
-	if _, ok := m.Property(propInnerMultiDispatch); ok {
+	if found[ckMulti] {
 		r.flags |= vfLMQ
 	}
 	if m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
@@ -187,10 +199,10 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 				r.nhash++
 			}
 		}
-		if u, ok := m.Property(rmq.PropUniqKey); ok {
-			add(u)
+		if found[ckUniq] {
+			add(vals[ckUniq])
 		}
-		if ks, ok := m.Property(rmq.PropKeys); ok {
+		if ks, ok := vals[ckKeys], found[ckKeys]; ok {
 			for len(ks) > 0 { // bytes.Split on ' ' without allocating
 				k := ks
 				if i := bytes.IndexByte(ks, ' '); i >= 0 {
@@ -219,6 +231,16 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	}
 	return nil
 }
+
+// collectKeys are the properties collect reads, indexed by ck*.
+var collectKeys = [...]string{rmq.PropTags, propInnerMultiDispatch, rmq.PropUniqKey, rmq.PropKeys}
+
+const (
+	ckTags = iota
+	ckMulti
+	ckUniq
+	ckKeys
+)
 
 // absorb appends a file's records to the verifier, mapping its topic ids
 // and hash offsets to the verifier's, and frees them.
