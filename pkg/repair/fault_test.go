@@ -23,7 +23,7 @@ func TestApplyFaultEveryStep(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			data := makeTree(t)
+			data := makeTreeFor(t, c)
 			rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
 			if err != nil {
 				t.Fatal(err)
@@ -34,7 +34,7 @@ func TestApplyFaultEveryStep(t *testing.T) {
 			}
 			sawDataWrite := false
 			for n := 1; n <= steps; n++ {
-				data := makeTree(t)
+				data := makeTreeFor(t, c)
 				before := treeHash(t, data)
 				p := buildPlan(t, data, c, SnapshotOptions{})
 				rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: n, skipSync: true}})
@@ -61,7 +61,7 @@ func TestApplyFaultEveryStep(t *testing.T) {
 			if !sawDataWrite {
 				t.Fatalf("no fault hit after a data file had changed: rollback never exercised")
 			}
-			data = makeTree(t)
+			data = makeTreeFor(t, c)
 			if _, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: steps + 1, skipSync: true}}); err != nil {
 				t.Fatalf("fault after the last step: %v", err)
 			}
@@ -82,7 +82,7 @@ func TestUndoFaultEveryStep(t *testing.T) {
 			t.Parallel()
 			steps := 0
 			for n := 1; ; n++ {
-				data := makeTree(t)
+				data := makeTreeFor(t, c)
 				orig := treeHash(t, data)
 				rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{skipSync: true}})
 				if err != nil {
@@ -134,14 +134,14 @@ func TestApplyCancelled(t *testing.T) {
 // must then give back the original tree, byte for byte.
 func TestCrashThenUndoForce(t *testing.T) {
 	c := opCases[len(opCases)-1] // several files, dirs and ops
-	data := makeTree(t)
+	data := makeTreeFor(t, c)
 	rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{skipSync: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	recovered, inDir := 0, 0
 	for n := 1; n <= rep.Steps; n++ {
-		data := makeTree(t)
+		data := makeTreeFor(t, c)
 		orig := treeHash(t, data)
 		_, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: n, skipSync: true, noRollback: true}})
 		if !errors.Is(err, ErrApplyFailed) {
