@@ -205,6 +205,9 @@ func ReadQI(b []byte) (QIFile, error) {
 		f.Anomalies = append(f.Anomalies, format.Corrupt(13, "toSeqId", format.ErrInvalid))
 	}
 	n := (len(b) - QIHeaderSize) / QIEntrySize
+	// Sized once: n is bounded by the file, which the caller read whole.
+	f.Records = make([]QIRecord, 0, min(n, int(span)))
+	f.WalkerRefs = make([]QIRecord, 0, n)
 	for i := 0; i < n; i++ {
 		off := QIHeaderSize + i*QIEntrySize
 		e, err := DecodeQIEntry(b[off:], int64(off))

@@ -5,6 +5,7 @@ package rabbitmq
 // (a dirty recovery) and queue_index_walker_segment/2 (ref counts).
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -69,6 +70,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	}
 	// The broker numbers slots from the file name, not the header.
 	base := seg * span
+	first := len(q.Refs)
 	for _, r := range f.WalkerRefs {
 		q.Refs = append(q.Refs, QueueRef{Path: path, Slot: r.Slot, SeqID: base + uint64(r.Slot),
 			MsgID: queuedirHex(r.MsgID)})
@@ -83,6 +85,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 		}
 	}
 	out := make([]QueueEntry, 0, len(f.Records))
+	refs := slotHex{refs: q.Refs[first:]}
 	for _, r := range f.Records {
 		e := QueueEntry{SeqID: base + uint64(r.Slot), Persistent: r.Persistent, Size: r.Size,
 			Expiry: r.Expiry, IndexVersion: 2, Path: path, Offset: r.Offset}
@@ -92,7 +95,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 			e.Drop = DropOther
 		case QILocSharedStore:
 			e.Location = LocationSharedStore
-			e.MsgID = queuedirHex(r.MsgID)
+			e.MsgID = refs.hex(r.Slot, r.MsgID)
 		case QILocQueueStore:
 			e.Location = LocationQueueStore
 			e.StoreOffset, e.StoreSize, e.StorePath = r.StoreOffset, r.StoreSize, qsPath
@@ -126,4 +129,26 @@ func (q *QueueDir) checkQS(e *QueueEntry, qs []byte, exists bool) string {
 		q.anomaly(e.StorePath, err, code)
 	}
 	return QSDropReason(err)
+}
+
+// slotHex hands out the hex msg id of a slot, reusing the string of the
+// walker reference of the same slot (both lists are in slot order), so a
+// referenced entry's id is encoded once.
+type slotHex struct {
+	refs []QueueRef
+	i    int
+}
+
+func (h *slotHex) hex(slot int, id [16]byte) string {
+	for h.i < len(h.refs) && h.refs[h.i].Slot < slot {
+		h.i++
+	}
+	if h.i < len(h.refs) && h.refs[h.i].Slot == slot {
+		var buf [32]byte
+		hex.Encode(buf[:], id[:])
+		if s := h.refs[h.i].MsgID; s == string(buf[:]) { // no allocation
+			return s
+		}
+	}
+	return queuedirHex(id)
 }

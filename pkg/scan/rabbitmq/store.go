@@ -195,9 +195,10 @@ func (s *scanner) classify(r *Record, transient bool) {
 		r.Status = StatusUnreferenced
 		return
 	}
-	id := r.ID()
+	var id [32]byte // hex msg id without allocating a string per record
+	hex.Encode(id[:], r.MsgID[:])
 	if s.refs != nil {
-		if qs := s.refs[id]; len(qs) > 0 {
+		if qs := s.refs[string(id[:])]; len(qs) > 0 {
 			r.ReferencedBy = qs
 		}
 	}
