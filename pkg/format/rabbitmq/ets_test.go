@@ -57,7 +57,7 @@ func TestETSAgainstScanOracle(t *testing.T) {
 		scan := map[string]rdqOracleRecord{} // "file/offset" -> record
 		for _, s := range sums {
 			name := "msg_store_persistent-" + itoa(s.File) + ".rdq.jsonl"
-			for _, r := range rdqReadJSONL[rdqOracleRecord](t, testutil.Testdata(fx.fixture, "results", "clean-shutdown", "scan", name)) {
+			for _, r := range testutil.ReadJSONL[rdqOracleRecord](t, testutil.Testdata(fx.fixture, "results", "clean-shutdown", "scan", name)) {
 				scan[itoa(s.File)+"/"+itoa(r.Offset)] = r
 			}
 			fi, err := os.Stat(filepath.Join(dir, itoa(s.File)+".rdq"))

@@ -63,7 +63,7 @@ func TestMessageScanDecoded(t *testing.T) {
 		root := rdqDataset(t, s.fixture, "datasets", s.name+".tar.gz")
 		vh := rdqVhostDir(root, s.node)
 		files := map[string][]byte{}
-		for _, r := range rdqReadJSONL[msgDecoded](t, testutil.Testdata(s.fixture, "results", s.name, "scan-decoded.jsonl")) {
+		for _, r := range testutil.ReadJSONL[msgDecoded](t, testutil.Testdata(s.fixture, "results", s.name, "scan-decoded.jsonl")) {
 			rel := strings.Replace(r.File, "-", "/", 1) // 3.10: msg_store_persistent-9.rdq
 			b, ok := files[rel]
 			if !ok {
@@ -141,7 +141,7 @@ func TestMessageMCExpected(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range rdqReadJSONL[msgExpected](t, testutil.Testdata("rabbitmq-mc", v+".expected.jsonl")) {
+		for _, x := range testutil.ReadJSONL[msgExpected](t, testutil.Testdata("rabbitmq-mc", v+".expected.jsonl")) {
 			where := fmt.Sprintf("%s#%d %s", v, x.Index, x.Name)
 			_, m := msgDecodeAt(t, b, x.Offset)
 			var sizes []int64

@@ -2,9 +2,7 @@ package rabbitmq
 
 import (
 	"archive/tar"
-	"bufio"
 	"compress/gzip"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -115,29 +113,6 @@ func qxFixtureFiles(t testing.TB, suffix string) [][]byte {
 				out = append(out, b)
 			}
 		}
-	}
-	return out
-}
-
-func qxJSONL[T any](t testing.TB, path string) []T {
-	t.Helper()
-	f, err := os.Open(testutil.Testdata(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
 )
 
 type qxDump struct {
@@ -56,11 +58,11 @@ func TestQueueDirOracle(t *testing.T) {
 				t.Errorf("anomalies on a healthy fixture: %v", a)
 			}
 			amqp := map[string]string{}
-			for _, r := range qxJSONL[qxDecoded](t, ds.results+"/scan-decoded.jsonl") {
+			for _, r := range testutil.ReadJSONL[qxDecoded](t, testutil.Testdata(ds.results+"/scan-decoded.jsonl")) {
 				amqp[r.MsgID] = r.AMQP
 			}
 			dumps := map[string][]qxDump{}
-			for _, d := range qxJSONL[qxDump](t, ds.results+"/restart/dump.jsonl") {
+			for _, d := range testutil.ReadJSONL[qxDump](t, testutil.Testdata(ds.results+"/restart/dump.jsonl")) {
 				dumps[d.Queue] = append(dumps[d.Queue], d)
 			}
 			counts := map[string]int{}

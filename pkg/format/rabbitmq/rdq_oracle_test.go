@@ -1,10 +1,7 @@
 package rabbitmq
 
 import (
-	"bufio"
 	"encoding/hex"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,33 +16,6 @@ type rdqOracleRecord struct {
 	MsgID     string `json:"msg_id"`
 	Offset    int64  `json:"offset"`
 	TotalSize int64  `json:"total_size"`
-}
-
-// rdqReadJSONL decodes every line of a jsonl file into a new T.
-func rdqReadJSONL[T any](t testing.TB, path string) []T {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func rdqFromScan(recs []ScanRecord) []rdqOracleRecord {

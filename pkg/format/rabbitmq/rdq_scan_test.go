@@ -28,7 +28,7 @@ func TestScanGen1Datasets(t *testing.T) {
 	for _, name := range []string{"clean-shutdown", "crash", "crash-cqv2", "crash-mid-write-confirmed"} {
 		root := rdqDataset(t, "rabbitmq", "datasets", name+".tar.gz")
 		res := testutil.Testdata("rabbitmq", "results", name, "scan")
-		sums := rdqReadJSONL[rdqSummary](t, filepath.Join(res, "summary.jsonl"))
+		sums := testutil.ReadJSONL[rdqSummary](t, filepath.Join(res, "summary.jsonl"))
 		for _, s := range sums {
 			b, err := os.ReadFile(filepath.Join(root, "rmqfix@localhost", s.File))
 			if err != nil {
@@ -39,7 +39,7 @@ func TestScanGen1Datasets(t *testing.T) {
 				t.Fatalf("%s/%s: %v", name, s.File, err)
 			}
 			store := filepath.Base(filepath.Dir(s.File))
-			want := rdqReadJSONL[rdqOracleRecord](t, filepath.Join(res, store+"-"+filepath.Base(s.File)+".jsonl"))
+			want := testutil.ReadJSONL[rdqOracleRecord](t, filepath.Join(res, store+"-"+filepath.Base(s.File)+".jsonl"))
 			total += rdqCompare(t, name+"/"+s.File, rdqFromScan(got.Records), want)
 			if got.End != s.ScanEndOffset || len(got.Records) != s.Messages {
 				t.Errorf("%s/%s: end %d, %d records; oracle %d, %d", name, s.File, got.End, len(got.Records), s.ScanEndOffset, s.Messages)
@@ -58,7 +58,7 @@ func TestScanGen1Datasets(t *testing.T) {
 func TestScanGen1EdgeCases(t *testing.T) {
 	root := rdqDataset(t, "rabbitmq", "datasets", "edge-cases.tar.gz")
 	res := testutil.Testdata("rabbitmq", "results", "edge-cases")
-	sums := rdqReadJSONL[rdqSummary](t, filepath.Join(res, "summary.jsonl"))
+	sums := testutil.ReadJSONL[rdqSummary](t, filepath.Join(res, "summary.jsonl"))
 	for _, s := range sums {
 		b, err := os.ReadFile(filepath.Join(root, s.File))
 		if err != nil {
@@ -75,7 +75,7 @@ func TestScanGen1EdgeCases(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.File, err)
 		}
-		want := rdqReadJSONL[rdqOracleRecord](t, filepath.Join(res, "edge-"+s.File+".jsonl"))
+		want := testutil.ReadJSONL[rdqOracleRecord](t, filepath.Join(res, "edge-"+s.File+".jsonl"))
 		rdqCompare(t, s.File, rdqFromScan(got.Records), want)
 		if got.End != s.ScanEndOffset {
 			t.Errorf("%s: end %d, oracle %d", s.File, got.End, s.ScanEndOffset)
@@ -132,9 +132,9 @@ func TestScanDataRabbitMQ40(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := "msg_store_persistent-" + filepath.Base(p) + ".jsonl"
-			want := rdqReadJSONL[rdqOracleRecord](t, filepath.Join(res, "scan", base))
+			want := testutil.ReadJSONL[rdqOracleRecord](t, filepath.Join(res, "scan", base))
 			total += rdqCompare(t, name+"/scan/"+base, rdqFromScan(ScanData(b, opts)), want)
-			wantRefs := rdqReadJSONL[rdqOracleRecord](t, filepath.Join(res, "scan-refs", base))
+			wantRefs := testutil.ReadJSONL[rdqOracleRecord](t, filepath.Join(res, "scan-refs", base))
 			total += rdqCompare(t, name+"/scan-refs/"+base, rdqFromScan(ScanData(b, refsOpts)), wantRefs)
 		}
 		if len(located) != 279 {
@@ -155,7 +155,7 @@ func TestScanDataMC(t *testing.T) {
 		if strings.Contains(v, "3.13.7") {
 			_, opts = ScanOptionsFor(3, 13, 7)
 		}
-		want := rdqReadJSONL[rdqOracleRecord](t, testutil.Testdata("rabbitmq-mc", v+".scan.jsonl"))
+		want := testutil.ReadJSONL[rdqOracleRecord](t, testutil.Testdata("rabbitmq-mc", v+".scan.jsonl"))
 		if rdqCompare(t, v, rdqFromScan(ScanData(b, opts)), want) != 17 {
 			t.Errorf("%s: want 17 records", v)
 		}

@@ -83,7 +83,7 @@ func TestDecodeEntry(t *testing.T) {
 // with the tag's own scanner output.
 func TestDecodeEntryMCFile(t *testing.T) {
 	b := rdqTestFile(t)
-	want := rdqReadJSONL[rdqOracleRecord](t, testutil.Testdata("rabbitmq-mc", "mc-4.1.8.scan.jsonl"))
+	want := testutil.ReadJSONL[rdqOracleRecord](t, testutil.Testdata("rabbitmq-mc", "mc-4.1.8.scan.jsonl"))
 	var got []ScanRecord
 	for off := 0; off < len(b); {
 		e, err := DecodeEntry(b[off:], int64(off), DefaultMaxEntrySize)

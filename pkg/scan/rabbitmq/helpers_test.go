@@ -1,14 +1,11 @@
 package rabbitmq
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -20,32 +17,6 @@ type oracleRec struct {
 	MsgID     string `json:"msg_id"`
 	Offset    int64  `json:"offset"`
 	TotalSize int64  `json:"total_size"`
-}
-
-func readJSONL[T any](t testing.TB, path string) []T {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 const vhostHash = "628WB79CIFDYO9LJI6DKMI09L"
