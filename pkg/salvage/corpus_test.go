@@ -1,41 +1,24 @@
 package salvage
 
-// The test-made misread corpus of the RabbitMQ scan issue
-// (pkg/scan/rabbitmq/misread_test.go), rebuilt here from the same
-// fixture records with the internal/gen/rabbitmq surgery helpers.
+// The salvage tests run on the misread corpus of internal/gen/rabbitmq
+// and check --select at-risk with its spec generation-2 scanner
+// (gen.Gen2Spec).
 
 import (
-	"encoding/binary"
 	"os"
-	"path/filepath"
+	"slices"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/internal/testutil"
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
-const vhostHash = "628WB79CIFDYO9LJI6DKMI09L"
+const vhostHash = gen.VHostHash
 
-// fixtureRecords returns whole frames of real records (3.10 edge case 01,
-// 4.0 crash dataset 0.rdq) with their payload lengths.
-func fixtureRecords(t *testing.T) (recs [][]byte, plens []int) {
-	t.Helper()
-	add := func(b []byte) {
-		for _, c := range rfmt.ScanData(b, rfmt.ScanOptions{}) {
-			rec := b[c.Offset : c.Offset+c.TotalSize]
-			m, err := rfmt.DecodeMessage(rec[24:len(rec)-1], 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs, plens = append(recs, append([]byte(nil), rec...)), append(plens, int(m.PayloadSize))
-		}
-	}
-	root := testutil.Untar(t, testutil.Testdata("rabbitmq", "datasets", "edge-cases.tar.gz"))
-	add(mustRead(t, filepath.Join(root, "01-two-valid.rdq")))
-	root = testutil.Untar(t, testutil.Testdata("rabbitmq-4.0", "datasets", "crash.tar.gz"))
-	add(mustRead(t, filepath.Join(root, "rmq40@localhost", "msg_stores", "vhosts", vhostHash, "msg_store_persistent", "0.rdq")))
-	return recs, plens
+// corpus is gen.MisreadCorpus without gen.CaseSkipFrame (a harden case).
+func corpus(t *testing.T) []gen.CorpusCase {
+	return slices.DeleteFunc(gen.MisreadCorpus(t, testutil.Testdata()),
+		func(k gen.CorpusCase) bool { return k.Name == gen.CaseSkipFrame })
 }
 
 func mustRead(t testing.TB, p string) []byte {
@@ -45,126 +28,4 @@ func mustRead(t testing.TB, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// corpusRec is a record of a corpus file with its payload (taken from the
-// frame at the offset gen.PayloadOffset finds, not through the decoder).
-type corpusRec struct {
-	frame   []byte
-	payload []byte
-	victim  bool
-}
-
-type part struct {
-	rec  *corpusRec
-	hole int
-	fill byte
-}
-
-type corpusCase struct {
-	name    string
-	parts   []part
-	victims int
-}
-
-// corpus builds the cases of TestMisreadCorpus: holes of 1, 5, 300 bytes
-// before victims, two victims, a hole at file start, #mc{} records, a
-// large record whose tested byte is in an all-0xFF payload, and controls.
-func corpus(t *testing.T) []corpusCase {
-	recs, plens := fixtureRecords(t)
-	if len(recs) < 4 {
-		t.Fatalf("only %d fixture records", len(recs))
-	}
-	whole := func(i int) *corpusRec {
-		off, err := gen.PayloadOffset(recs[i], plens[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &corpusRec{frame: recs[i], payload: recs[i][off : off+plens[i]]}
-	}
-	ffIdx := -1
-	for i := 2; i < len(recs); i++ {
-		p := whole(i).payload
-		if len(p) > 300 && p[0] == 0xFF && p[len(p)-1] == 0xFF && p[100] == 0xFF {
-			ffIdx = i
-			break
-		}
-	}
-	if ffIdx < 0 {
-		t.Fatal("no 0xFF-payload record in the 4.0 fixture")
-	}
-	v := func(i int, s uint64, fill, last byte, n int, victim bool) *corpusRec {
-		rec, err := gen.Resize(recs[i], plens[i], s, fill)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nplen := plens[i] + int(s) - int(binary.BigEndian.Uint64(recs[i]))
-		if fill == 0 && s > 20000 {
-			if err := gen.FillPayload(rec, nplen, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var id [16]byte
-		binary.BigEndian.PutUint64(id[:], 0xC0FFEE00+uint64(n))
-		id[15] = last
-		gen.SetID(rec, id)
-		off, err := gen.PayloadOffset(rec, nplen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &corpusRec{frame: rec, payload: rec[off : off+nplen], victim: victim}
-	}
-	a, c, mcA := whole(0), whole(1), whole(2)
-	return []corpusCase{
-		{"hole-1", []part{{rec: a}, {hole: 1}, {rec: v(0, 4116, 0, 0xFF, 1, true)}, {rec: c}}, 1},
-		{"hole-5", []part{{rec: a}, {hole: 5}, {rec: v(1, 4200, 0, 0xFF, 2, true)}, {rec: c}}, 1},
-		{"hole-300", []part{{rec: a}, {hole: 300}, {rec: v(0, 4351, 0, 0xFF, 3, true)}, {rec: c}}, 1},
-		{"two-victims", []part{{rec: a}, {hole: 5}, {rec: v(0, 4096, 0, 0xFF, 4, true)}, {rec: c},
-			{hole: 1}, {rec: v(1, 4300, 0, 0xFF, 5, true)}}, 2},
-		{"hole-at-file-start", []part{{hole: 3}, {rec: v(0, 4116, 0, 0xFF, 6, true)}, {rec: c}}, 1},
-		{"mc-hole-5", []part{{rec: mcA}, {hole: 5}, {rec: v(2, 4116, 0, 0xFF, 7, true)}, {rec: c}}, 1},
-		{"mc-large-ff-payload", []part{{rec: mcA}, {hole: 5}, {rec: v(ffIdx, 60000, 0xFF, 0x11, 8, true)}, {rec: c}}, 1},
-		{"control-ff-fill", []part{{rec: a}, {hole: 5, fill: 0xFF}, {rec: v(0, 4116, 0, 0xFF, 9, false)}, {rec: c}}, 0},
-		{"control-id-fe", []part{{rec: a}, {hole: 5}, {rec: v(0, 4116, 0, 0xFE, 10, false)}, {rec: c}}, 0},
-		{"control-large-zero-payload", []part{{rec: mcA}, {hole: 5}, {rec: v(ffIdx, 60000, 0x00, 0x11, 11, false)}, {rec: c}}, 0},
-		{"control-4352-etf-magic", []part{{rec: a}, {hole: 1}, {rec: v(0, 4400, 0, 0xFF, 12, false)}, {rec: c}}, 0},
-	}
-}
-
-// writeCase writes a case as node/msg_stores/vhosts/<hash>/msg_store_persistent/0.rdq
-// with every record referenced by q1; it returns the data dir, the vhost
-// dir and the records by offset.
-func writeCase(t *testing.T, parts []part) (root, vdir string, at map[int64]*corpusRec) {
-	t.Helper()
-	root = t.TempDir()
-	vdir = filepath.Join(root, "msg_stores", "vhosts", vhostHash)
-	var b []byte
-	var ids [][16]byte
-	at = map[int64]*corpusRec{}
-	for _, p := range parts {
-		if p.rec == nil {
-			for range p.hole {
-				b = append(b, p.fill)
-			}
-			continue
-		}
-		at[int64(len(b))] = p.rec
-		b = append(b, p.rec.frame...)
-		var id [16]byte
-		copy(id[:], p.rec.frame[8:24])
-		ids = append(ids, id)
-	}
-	if err := os.MkdirAll(filepath.Join(vdir, "msg_store_persistent"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(vdir, ".vhost"), []byte("/"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(vdir, "msg_store_persistent", "0.rdq"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := gen.WriteQueue(vdir, "/", "q1", ids); err != nil {
-		t.Fatal(err)
-	}
-	return root, vdir, at
 }

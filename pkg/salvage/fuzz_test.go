@@ -3,6 +3,8 @@ package salvage
 import (
 	"testing"
 
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
+	"github.com/storectl/storectl/internal/testutil"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -11,7 +13,7 @@ import (
 // property lists of the 4.0 fixture's first records and hand-made
 // headers of every field type.
 func FuzzPublishing(f *testing.F) {
-	recs, _ := fixtureRecords(&testing.T{})
+	recs, _ := gen.FixtureRecords(f, testutil.Testdata())
 	for i, r := range recs {
 		if i > 4 {
 			break

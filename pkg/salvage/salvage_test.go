@@ -15,6 +15,7 @@ import (
 	"sort"
 	"testing"
 
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/internal/testutil"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -45,7 +46,7 @@ func exportRabbit(t *testing.T, root, vdir string, o Options) (*Report, []Messag
 
 // TestAtRiskIsExactlyTheVictims: on the misread corpus, --select at-risk
 // for 4.0.2 and 3.13.7 (generation 2) exports exactly the records that a
-// generation-2 scanner written from the spec (gen2Spec) does not return:
+// generation-2 scanner written from the spec (gen.Gen2Spec) does not return:
 // every record the corpus made a victim of the zero-hole misread, plus
 // the records a cascaded bogus frame inside a victim's body jumps over
 // (§3.4: the scanner resumes byte-wise inside the victim). Payloads are
@@ -54,23 +55,28 @@ func exportRabbit(t *testing.T, root, vdir string, o Options) (*Report, []Messag
 func TestAtRiskIsExactlyTheVictims(t *testing.T) {
 	total, primary := 0, 0
 	for _, k := range corpus(t) {
-		root, vdir, at := writeCase(t, k.parts)
+		root := t.TempDir()
+		vdir, at := gen.WriteCorpusNode(t, root, k.Parts)
 		for _, ver := range []string{"4.0.2", "3.13.7", "4.1.8"} {
 			_, msgs, out := exportRabbit(t, root, vdir, Options{Select: []Selection{SelectAtRisk}, BrokerVersions: []string{ver}})
 			want := map[int64]bool{}
 			if ver != "4.1.8" {
+				spec, err := gen.Gen2Spec(mustRead(t, filepath.Join(vdir, "msg_store_persistent", "0.rdq")))
+				if err != nil {
+					t.Fatal(err)
+				}
 				found := map[int64]bool{}
-				for _, r := range gen2Spec(mustRead(t, filepath.Join(vdir, "msg_store_persistent", "0.rdq"))) {
-					if a := at[r.offset]; a != nil && int64(len(a.frame)) == r.total {
-						found[r.offset] = true
+				for _, r := range spec {
+					if a := at[r.Offset]; a != nil && int64(len(a.Frame)) == r.Total {
+						found[r.Offset] = true
 					}
 				}
 				for off, r := range at {
 					if !found[off] {
 						want[off] = true
 					}
-					if r.victim && found[off] {
-						t.Fatalf("%s: the spec model finds the corpus victim at %d", k.name, off)
+					if r.Victim && found[off] {
+						t.Fatalf("%s: the spec model finds the corpus victim at %d", k.Name, off)
 					}
 				}
 			}
@@ -79,38 +85,38 @@ func TestAtRiskIsExactlyTheVictims(t *testing.T) {
 				got[m.Offset] = true
 				r := at[m.Offset]
 				if r == nil || !want[m.Offset] {
-					t.Errorf("%s/%s: exported %s@%d, not a victim", k.name, ver, m.MsgID, m.Offset)
+					t.Errorf("%s/%s: exported %s@%d, not a victim", k.Name, ver, m.MsgID, m.Offset)
 					continue
 				}
 				body, err := ReadBody(out, &m)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(body, r.payload) || m.MsgID != hex.EncodeToString(r.frame[8:24]) {
-					t.Errorf("%s/%s: body of %s differs from the original payload (%d vs %d bytes)", k.name, ver, m.MsgID, len(body), len(r.payload))
+				if !bytes.Equal(body, r.Payload) || m.MsgID != hex.EncodeToString(r.Frame[8:24]) {
+					t.Errorf("%s/%s: body of %s differs from the original payload (%d vs %d bytes)", k.Name, ver, m.MsgID, len(body), len(r.Payload))
 				}
 				if len(m.SelectedBy) != 1 || m.SelectedBy[0] != SelectAtRisk || len(m.Why) != 1 || m.Queues[0] != "q1" {
-					t.Errorf("%s/%s: %+v", k.name, ver, m)
+					t.Errorf("%s/%s: %+v", k.Name, ver, m)
 				}
 			}
 			for off := range want {
 				if !got[off] {
-					t.Errorf("%s/%s: victim at %d not exported", k.name, ver, off)
+					t.Errorf("%s/%s: victim at %d not exported", k.Name, ver, off)
 				}
 			}
 			if ver == "4.0.2" {
 				marked := 0
 				for _, r := range at {
-					if r.victim {
+					if r.Victim {
 						marked++
 					}
 				}
-				if marked != k.victims || len(want) < marked || (k.victims == 0) != (len(want) == 0) {
-					t.Fatalf("%s: %d marked victims, %d records the model loses, case says %d", k.name, marked, len(want), k.victims)
+				if marked != k.Victims || len(want) < marked || (k.Victims == 0) != (len(want) == 0) {
+					t.Fatalf("%s: %d marked victims, %d records the model loses, case says %d", k.Name, marked, len(want), k.Victims)
 				}
 				primary += marked
 				total += len(msgs)
-				t.Logf("%s: %d records, %d victims (%d marked), %d exported", k.name, len(at), len(want), marked, len(msgs))
+				t.Logf("%s: %d records, %d victims (%d marked), %d exported", k.Name, len(at), len(want), marked, len(msgs))
 			}
 		}
 	}
@@ -125,14 +131,15 @@ func TestAtRiskIsExactlyTheVictims(t *testing.T) {
 // references once q1 loses its reference to it.
 func TestSelectAllAndUnreferenced(t *testing.T) {
 	k := corpus(t)[3] // two-victims: 4 records
-	root, vdir, at := writeCase(t, k.parts)
+	root := t.TempDir()
+	vdir, at := gen.WriteCorpusNode(t, root, k.Parts)
 	rep, msgs, out := exportRabbit(t, root, vdir, Options{Select: []Selection{SelectAll}})
 	if len(msgs) != len(at) || rep.Selected != len(at) {
 		t.Fatalf("all: %d messages, want %d", len(msgs), len(at))
 	}
 	for _, m := range msgs {
 		body, err := ReadBody(out, &m)
-		if err != nil || !bytes.Equal(body, at[m.Offset].payload) {
+		if err != nil || !bytes.Equal(body, at[m.Offset].Payload) {
 			t.Errorf("all: %s@%d body differs (%v)", m.MsgID, m.Offset, err)
 		}
 		if m.Exchange == nil || len(m.RoutingKeys) == 0 || m.Properties["delivery_mode"] == nil || len(m.PropertiesBin) == 0 {
@@ -151,7 +158,7 @@ func TestSelectAllAndUnreferenced(t *testing.T) {
 	}
 	qi := mustRead(t, qdirs[0])
 	last := at[offs[len(offs)-1]]
-	i := bytes.Index(qi, last.frame[8:24])
+	i := bytes.Index(qi, last.Frame[8:24])
 	if i < 0 {
 		t.Fatal("id not in .qi")
 	}

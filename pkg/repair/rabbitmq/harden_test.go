@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/repair"
 	"github.com/storectl/storectl/pkg/scan"
@@ -34,7 +35,7 @@ type oracleFile struct {
 // broker and for "every version", the dry run changes nothing; the plan
 // rewrites only gap bytes and names the victims each hole protects;
 // after --apply the generation-2 scanner written from the spec
-// (hdGen2Spec) finds every real record at its offset, every record's bytes
+// (gen.Gen2Spec) finds every real record at its offset, every record's bytes
 // are unchanged, the scan finds no misread that bites the version, and
 // the real 3.10 scanner (rdq_oracle.escript) finds every record it found
 // before; undo restores the tree byte for byte.
@@ -43,9 +44,10 @@ func TestHardenCorpus(t *testing.T) {
 	holes, dummies := 0, 0
 	fills := map[string]int{}
 	for _, ver := range []string{"4.0.2", ""} {
-		for _, k := range hdCorpus(t) {
-			name := k.name + "@" + ver
-			root, vdir, at := hdWriteCase(t, k.parts)
+		for _, k := range gen.MisreadCorpus(t, testutil.Testdata()) {
+			name := k.Name + "@" + ver
+			root := t.TempDir()
+			vdir, at := gen.WriteCorpusNode(t, root, k.Parts)
 			rdq := filepath.Join(vdir, "msg_store_persistent", "0.rdq")
 			orig := hdRead(t, rdq)
 			before := testutil.TreeHash(t, root)
@@ -71,17 +73,17 @@ func TestHardenCorpus(t *testing.T) {
 				}
 			}
 			for off, r := range at {
-				if r.victim && !protected[hex.EncodeToString(r.frame[8:24])+"@"+hdItoa(off)] {
+				if r.Victim && !protected[hex.EncodeToString(r.Frame[8:24])+"@"+hdItoa(off)] {
 					t.Errorf("%s: no hole protects the victim at %d (%+v)", name, off, rep.Holes)
 				}
 				for _, a := range p.Actions {
-					if a.Offset < off+int64(len(r.frame)) && off < a.Offset+a.Length {
+					if a.Offset < off+int64(len(r.Frame)) && off < a.Offset+a.Length {
 						t.Errorf("%s: action %s [%d,+%d) overlaps the record at %d", name, a.ID, a.Offset, a.Length, off)
 					}
 				}
 			}
-			if (k.victims == 0) != (len(p.Actions) == 0) && ver != "" {
-				t.Errorf("%s: %d victims but %d actions", name, k.victims, len(p.Actions))
+			if (k.Victims == 0) != (len(p.Actions) == 0) && ver != "" {
+				t.Errorf("%s: %d victims but %d actions", name, k.Victims, len(p.Actions))
 			}
 			if len(p.Actions) == 0 {
 				continue
@@ -100,15 +102,19 @@ func TestHardenCorpus(t *testing.T) {
 			if len(after) != len(orig) {
 				t.Fatalf("%s: size %d -> %d", name, len(orig), len(after))
 			}
+			spec, err := gen.Gen2Spec(after)
+			if err != nil {
+				t.Fatal(err)
+			}
 			found := map[int64]int64{}
-			for _, r := range hdGen2Spec(after) {
-				found[r.offset] = r.total
+			for _, r := range spec {
+				found[r.Offset] = r.Total
 			}
 			for off, r := range at {
-				if !bytes.Equal(after[off:off+int64(len(r.frame))], r.frame) {
+				if !bytes.Equal(after[off:off+int64(len(r.Frame))], r.Frame) {
 					t.Errorf("%s: record at %d changed", name, off)
 				}
-				if found[off] != int64(len(r.frame)) {
+				if found[off] != int64(len(r.Frame)) {
 					t.Errorf("%s: the spec generation-2 scanner misses the record at %d after harden", name, off)
 				}
 			}
