@@ -48,7 +48,7 @@ RESULTS=$WORK/results.tsv
 harness_error=0
 
 # bytes of the files a list holds
-sum_bytes() { xargs -0 stat -c %s <"$1" | awk '{s+=$1} END {print s+0}'; }
+sum_bytes() { xargs -0 stat -c %s <"$1" | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 
 # best_of NAME CMD...: runs CMD REPS times under GNU time, each after
 # warming the page cache with $WARM; prints "seconds rss_kib cpu_seconds"
