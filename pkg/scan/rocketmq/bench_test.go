@@ -62,3 +62,24 @@ func BenchmarkScanCommitLog(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVerify is the full RocketMQ verify (commitlog scan plus every
+// consume queue unit linked to its record) over the generated 256 MiB
+// store, at 1 and 2 jobs.
+func BenchmarkVerify(b *testing.B) {
+	if testing.Short() {
+		b.Skip("generates 256 MiB")
+	}
+	root, n := benchStore(b)
+	for _, jobs := range []int{1, 2} {
+		b.Run("jobs="+string(rune('0'+jobs)), func(b *testing.B) {
+			b.SetBytes(n)
+			for b.Loop() {
+				res, err := Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{Jobs: jobs})
+				if err != nil || len(errorFindings(res)) > 0 {
+					b.Fatalf("%v %+v", err, res.Findings)
+				}
+			}
+		})
+	}
+}
