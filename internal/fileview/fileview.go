@@ -53,11 +53,13 @@ type File struct {
 	start int64
 	buf   []byte // View's reusable buffer
 	whole bool   // data is probe, populated (Whole)
-	// cold[i] is true when page coldFrom/pageSize+i was not in the page
-	// cache before the scan read it; dropped once the scan is past it.
-	cold     []bool
-	coldFrom int64
-	maxRead  int64
+	// cold[i] is true when page i was not in the page cache when the scan
+	// started (one mincore of the whole file at the first read: pages the
+	// kernel's readahead brings in for the scan count as cold too).
+	// [winFrom, winTo) are the pages of the current window.
+	cold           []bool
+	winFrom, winTo int64
+	maxRead        int64
 	// Progress, when set, is told how many new bytes each read brought in
 	// (a caller's rate limiter may sleep in it).
 	Progress func(n int64)
@@ -152,61 +154,59 @@ func (v *File) advance(off, n int64) {
 	}
 }
 
-// track records which pages of [from, to) are cold before they are read,
-// keeping the state of pages the previous window already tracked, and
-// drops the previous window's cold pages outside [from, to).
+// track notes that [from, to) is about to be read: on the first call it
+// records which pages of the file are cold, and it drops the cold pages of
+// the previous window that the new one does not cover.
 func (v *File) track(from, to int64) {
 	if v.KeepCache || v.probe == nil {
 		return
 	}
-	pFrom := from / pageSize * pageSize
-	pTo := min((to+pageSize-1)/pageSize*pageSize, int64(len(v.probe)))
-	pages := (pTo - pFrom + pageSize - 1) / pageSize
-	cold := make([]bool, pages)
-	vec := make([]byte, pages)
-	if err := mincore(v.probe[pFrom:pTo], vec); err != nil {
-		v.drop(0, 0)
-		v.cold = nil
-		return
-	}
-	for i, r := range vec {
-		p := pFrom + int64(i)*pageSize
-		cold[i] = r&1 == 0
-		if j := (p - v.coldFrom) / pageSize; v.cold != nil && p >= v.coldFrom && j < int64(len(v.cold)) {
-			cold[i] = v.cold[j] // read by the previous window: keep what it saw
+	if v.cold == nil {
+		vec := make([]byte, (int64(len(v.probe))+pageSize-1)/pageSize)
+		if err := mincore(v.probe, vec); err != nil {
+			v.KeepCache = true // can't tell what was cached: drop nothing
+			return
+		}
+		v.cold = make([]bool, len(vec))
+		for i, r := range vec {
+			v.cold[i] = r&1 == 0
 		}
 	}
-	v.drop(pFrom, pTo)
-	v.cold, v.coldFrom = cold, pFrom
+	pFrom, pTo := from/pageSize, (to+pageSize-1)/pageSize
+	v.drop(v.winFrom, v.winTo, pFrom, pTo)
+	v.winFrom, v.winTo = pFrom, pTo
 }
 
-// drop drops the tracked cold pages outside [keepFrom, keepTo).
-func (v *File) drop(keepFrom, keepTo int64) {
-	from := int64(-1)
-	flush := func(to int64) {
-		if from >= 0 {
-			_ = unix.Fadvise(int(v.f.Fd()), from, to-from, unix.FADV_DONTNEED)
-			from = -1
+// drop drops the cold pages of [from, to) outside [keepFrom, keepTo)
+// (page numbers).
+func (v *File) drop(from, to, keepFrom, keepTo int64) {
+	to = min(to, int64(len(v.cold)))
+	run := int64(-1)
+	flush := func(p int64) {
+		if run >= 0 {
+			_ = unix.Fadvise(int(v.f.Fd()), run*pageSize, (p-run)*pageSize, unix.FADV_DONTNEED)
+			run = -1
 		}
 	}
-	for i, c := range v.cold {
-		p := v.coldFrom + int64(i)*pageSize
-		if c && (p < keepFrom || p >= keepTo) {
-			if from < 0 {
-				from = p
+	for p := from; p < to; p++ {
+		if v.cold[p] && (p < keepFrom || p >= keepTo) {
+			if run < 0 {
+				run = p
 			}
 			continue
 		}
 		flush(p)
 	}
-	flush(v.coldFrom + int64(len(v.cold))*pageSize)
+	flush(to)
 }
 
 // Close drops the pages the scan brought in, unmaps and closes the file.
 func (v *File) Close() error {
 	if v.probe != nil {
-		if !v.KeepCache {
-			v.drop(0, 0)
+		if !v.KeepCache && v.cold != nil {
+			// Every cold page, also what readahead brought in past the
+			// last window.
+			v.drop(0, int64(len(v.cold)), 0, 0)
 		}
 		_ = unix.Munmap(v.probe)
 		v.probe = nil

@@ -1,0 +1,212 @@
+package fileview
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func tempFile(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+// TestView reads a file through small windows at random offsets and
+// wants and checks every slice against the file bytes, the progress
+// total and MaxRead.
+func TestView(t *testing.T) {
+	const size = 3<<20 + 12345
+	p, want := tempFile(t, size)
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var progress int64
+	v.Progress = func(n int64) { progress += n }
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 2000; i++ {
+		off := r.Int64N(size + 10)
+		w := 1 + r.IntN(200<<10)
+		b, err := v.View(off, w, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off >= size {
+			if len(b) != 0 {
+				t.Fatalf("past EOF: %d bytes", len(b))
+			}
+			continue
+		}
+		if min := min(int64(w), size-off); int64(len(b)) < min {
+			t.Fatalf("View(%d, %d): %d bytes, want at least %d", off, w, len(b), min)
+		}
+		if !bytes.Equal(b, want[off:off+int64(len(b))]) {
+			t.Fatalf("View(%d, %d): bytes differ", off, w)
+		}
+	}
+	// A sequential pass on a fresh view reports every byte once.
+	v2, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v2.Close()
+	progress = 0
+	v2.Progress = func(n int64) { progress += n }
+	v = v2
+	for off := int64(0); off < size; {
+		b, err := v.View(off, 1, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(b))
+	}
+	if v.MaxRead() != size || progress != size {
+		t.Fatalf("MaxRead %d, progress %d, want %d", v.MaxRead(), progress, size)
+	}
+}
+
+// TestWhole maps a whole file and checks the bytes.
+func TestWhole(t *testing.T) {
+	p, want := tempFile(t, 1<<20+7)
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := v.Whole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatal("Whole: bytes differ")
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(e, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err = Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if b, err := v.Whole(); err != nil || len(b) != 0 {
+		t.Fatalf("empty file: %d bytes, %v", len(b), err)
+	}
+}
+
+var sink byte
+
+// TestGuard: a fault on a mapped page past the end of a truncated file
+// becomes ErrFault instead of killing the process.
+func TestGuard(t *testing.T) {
+	p, _ := tempFile(t, 1<<20)
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	b, err := v.Whole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	var ferr error
+	func() {
+		defer Guard(&ferr)()
+		sink = b[len(b)-1]
+	}()
+	if ferr == nil {
+		t.Fatal("no error after reading a truncated mapping")
+	}
+}
+
+// resident counts the pages of p in the page cache.
+func resident(t *testing.T, p string) (int, int) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Skip("mmap:", err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if err := mincore(m, vec); err != nil {
+		t.Skip("mincore:", err)
+	}
+	n := 0
+	for _, r := range vec {
+		n += int(r & 1)
+	}
+	return n, len(vec)
+}
+
+// TestDropCold: a scan of a file that was not cached leaves it uncached
+// (FADV_DONTNEED on what it read); a scan of a cached file leaves it
+// cached (the broker's pages are not evicted).
+func TestDropCold(t *testing.T) {
+	p, _ := tempFile(t, 4<<20)
+	scanAll := func() {
+		v, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := int64(0); off < v.Size(); {
+			b, err := v.View(off, 1, 256<<10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off += int64(len(b))
+		}
+		v.Close()
+	}
+	// Warm: read it, then scan; every page stays.
+	if _, err := os.ReadFile(p); err != nil {
+		t.Fatal(err)
+	}
+	before, pages := resident(t, p)
+	if before < pages {
+		t.Skipf("page cache did not keep the file (%d/%d pages)", before, pages)
+	}
+	scanAll()
+	if after, _ := resident(t, p); after < pages {
+		t.Fatalf("scan of a cached file evicted pages: %d/%d resident", after, pages)
+	}
+	// Cold: drop it, scan; what the scan read is dropped again.
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Sync() // dirty pages can't be dropped
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	f.Close()
+	if n, _ := resident(t, p); n > pages/4 {
+		t.Skipf("FADV_DONTNEED left %d/%d pages (dirty or pinned)", n, pages)
+	}
+	scanAll()
+	if n, _ := resident(t, p); n > pages/4 {
+		t.Fatalf("scan of an uncached file left %d/%d pages in the page cache", n, pages)
+	}
+}
