@@ -128,6 +128,20 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	if err != nil {
 		return nil, err
 	}
+	// The index files are built (read-only on d, their own stage dir)
+	// while the consume queues are built and compared.
+	var idx []*idxbFile
+	var idxErr error
+	idxDone := make(chan struct{})
+	if cfg.SkipIndex {
+		close(idxDone)
+	} else {
+		go func() {
+			defer close(idxDone)
+			idx, idxErr = idxbBuild(d, rep.IndexLayout, stage)
+		}()
+	}
+	defer func() { <-idxDone }() // never return (and remove the stage) under it
 	if !cfg.SkipConsumeQueue {
 		qs, warns, err := cqbBuild(d, rep.CQFileSize)
 		if err != nil {
@@ -144,10 +158,10 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 			return nil, err
 		}
 	}
-	var idx []*idxbFile
+	<-idxDone
 	if !cfg.SkipIndex {
-		if idx, err = idxbBuild(d, rep.IndexLayout, stage); err != nil {
-			return nil, err
+		if idxErr != nil {
+			return nil, idxErr
 		}
 		if err := rbNameIndexFiles(idx, ex, cfg.Location, rep); err != nil {
 			return nil, err
