@@ -12,11 +12,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/storectl/storectl/pkg/repair"
-	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -79,56 +76,17 @@ type HoleReport struct {
 // of its gap removes, is listed in HardenReport.Unfixed: harden never
 // moves or changes a record.
 func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenReport, error) {
-	cfg, err := vhostConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	root, err := filepath.Abs(cfg.Root)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := repair.NewPlan(root, "", time.Now())
+	root, plan, err := resolveVHosts(&cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	rep := &HardenReport{Root: root, BrokerVersion: cfg.BrokerVersion, Holes: []HoleReport{}, Unfixed: []UnfixedHazard{}}
 	sc := scopeFor(cfg.BrokerVersion)
-	for _, d := range cfg.VHostDirs {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		d, err := filepath.Abs(d)
-		if err != nil {
-			return nil, nil, err
-		}
-		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", scan.Rel(root, d), err)
-		}
-		if err := hardenVHost(plan, rep, v, sc); err != nil {
-			return nil, nil, err
-		}
+	err = eachVHost(ctx, root, cfg, func(_ string, v *rscan.VHostScan) error { return hardenVHost(plan, rep, v, sc) })
+	if err != nil {
+		return nil, nil, err
 	}
 	return plan, rep, nil
-}
-
-// vhostConfig resolves cfg.Root to vhost dirs when none are given.
-func vhostConfig(cfg rscan.Config) (rscan.Config, error) {
-	if len(cfg.VHostDirs) > 0 {
-		return cfg, nil
-	}
-	if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 || cfg.Root == "" {
-		return cfg, ErrNoVHost
-	}
-	tg, err := scan.Detect(cfg.Root, scan.RabbitMQ)
-	if err != nil {
-		return cfg, err
-	}
-	if len(tg.VHostDirs) == 0 {
-		return cfg, fmt.Errorf("%w: %s is a %s", ErrNoVHost, cfg.Root, tg.Kind)
-	}
-	cfg.Root, cfg.VHostDirs = tg.Root, tg.VHostDirs
-	return cfg, nil
 }
 
 // hardenVHost runs the fixed point on every persistent file of v that is

@@ -17,7 +17,6 @@ import (
 	"syscall"
 
 	"github.com/storectl/storectl/pkg/repair"
-	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -124,23 +123,16 @@ func PlanRebuildIndex(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Reb
 			st.remove()
 		}
 	}()
-	for _, d := range cfg.VHostDirs {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		d, err := filepath.Abs(d)
-		if err != nil {
-			return nil, nil, err
-		}
-		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", scan.Rel(root, d), err)
-		}
+	err = eachVHost(ctx, root, cfg, func(d string, v *rscan.VHostScan) error {
 		vr, err := rbPlanVHost(root, d, cfg.BrokerVersion, plan, st, v)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", v.Dir, err)
+			return fmt.Errorf("%s: %w", v.Dir, err)
 		}
 		rep.VHosts = append(rep.VHosts, vr)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	ok = true
 	if st.dir != "" {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 
 	"github.com/storectl/storectl/pkg/repair"
-	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -92,23 +91,13 @@ func PlanTruncate(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Truncat
 		return nil, nil, err
 	}
 	rep := &TruncateReport{Root: root}
-	for _, d := range cfg.VHostDirs {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		d, err := filepath.Abs(d)
-		if err != nil {
-			return nil, nil, err
-		}
-		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", scan.Rel(root, d), err)
-		}
+	err = eachVHost(ctx, root, cfg, func(_ string, v *rscan.VHostScan) error {
 		vr, err := planVHost(root, plan, v)
-		if err != nil {
-			return nil, nil, err
-		}
 		rep.VHosts = append(rep.VHosts, vr)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return plan, rep, nil
 }

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -33,4 +34,26 @@ func resolveVHosts(cfg *rscan.Config) (root string, plan *repair.Plan, err error
 	}
 	plan, err = repair.NewPlan(root, "", time.Now())
 	return root, plan, err
+}
+
+// eachVHost runs the evidence-based scan of every vhost of cfg (resolved
+// by resolveVHosts) and hands each result to fn, in order.
+func eachVHost(ctx context.Context, root string, cfg rscan.Config, fn func(dir string, v *rscan.VHostScan) error) error {
+	for _, d := range cfg.VHostDirs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion})
+		if err != nil {
+			return fmt.Errorf("%s: %w", scan.Rel(root, d), err)
+		}
+		if err := fn(d, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
