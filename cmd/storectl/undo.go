@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -92,17 +91,8 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 			}
 		}
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, repair.ErrStale):
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitRefused)
-	case errors.Is(err, repair.ErrApplyFailed):
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitApplyFailed)
-	default:
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitIncomplete)
+	if err != nil {
+		return s.failRepair(err)
 	}
 	if dry {
 		if pending > 0 {

@@ -184,20 +184,8 @@ func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t
 			}
 		}
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, repair.ErrBackupDir), errors.Is(err, repair.ErrInvalidPlan):
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitUsage)
-	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit):
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitRefused)
-	case errors.Is(err, repair.ErrApplyFailed):
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitApplyFailed)
-	default:
-		s.errors = append(s.errors, err.Error())
-		return s.finish(exitIncomplete)
+	if err != nil {
+		return s.failRepair(err)
 	}
 	// Re-verify: the findings after the apply are the report's findings.
 	if verify != nil {
@@ -264,4 +252,21 @@ func rabbitVerifier(env *Env, t scan.Target) verifier {
 	return func(ctx context.Context) (*scan.Result, error) {
 		return rabbitVerify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
 	}
+}
+
+// failRepair ends the report of an apply or undo that returned err with
+// the contract's exit code: a bad backup dir or plan is usage (2), a
+// moved file or a limit is a refusal (4), a rolled-back failure is 5,
+// anything else is incomplete (3).
+func (s *session) failRepair(err error) error {
+	s.errors = append(s.errors, err.Error())
+	switch {
+	case errors.Is(err, repair.ErrBackupDir), errors.Is(err, repair.ErrInvalidPlan):
+		return s.finish(exitUsage)
+	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit):
+		return s.finish(exitRefused)
+	case errors.Is(err, repair.ErrApplyFailed):
+		return s.finish(exitApplyFailed)
+	}
+	return s.finish(exitIncomplete)
 }
