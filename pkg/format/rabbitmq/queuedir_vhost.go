@@ -39,6 +39,19 @@ func (v *VHostQueues) AllAnomalies() []IndexAnomaly {
 // ReadVHostQueues reads <vhostDir>/.config, .vhost and every directory
 // under <vhostDir>/queues. A missing queues dir means no queues.
 func ReadVHostQueues(vhostDir string) (*VHostQueues, error) {
+	return readVHostQueues(vhostDir, false)
+}
+
+// ReadVHostQueuesRefs is ReadVHostQueues for callers that need only the
+// shared-store references, anomalies and queue names: each queue's
+// Entries (with the .qs bodies they alias) are released as soon as its
+// dir is read, and RefCounts is left empty, so memory does not grow with
+// the number of queued messages beyond the Refs themselves.
+func ReadVHostQueuesRefs(vhostDir string) (*VHostQueues, error) {
+	return readVHostQueues(vhostDir, true)
+}
+
+func readVHostQueues(vhostDir string, refsOnly bool) (*VHostQueues, error) {
 	v := &VHostQueues{Dir: vhostDir, SegmentEntryCount: LegacySegmentEntryCount, RefCounts: map[string]int{}}
 	if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
 		v.VHost = string(b)
@@ -74,6 +87,10 @@ func ReadVHostQueues(vhostDir string) (*VHostQueues, error) {
 			return nil, err
 		}
 		v.Queues = append(v.Queues, q)
+		if refsOnly {
+			q.Entries = nil
+			continue
+		}
 		for _, r := range q.Refs {
 			v.RefCounts[r.MsgID]++
 		}

@@ -13,6 +13,22 @@ const largeMessageBody = 4_000_000
 
 // fileFindings turns one FileScan into findings.
 func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Finding {
+	if fs.lean.done {
+		out := append([]scan.Finding(nil), fs.lean.pre...)
+		if fs.Err != nil || fs.Transient {
+			return out
+		}
+		for i := range fs.Hazards {
+			out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
+		}
+		return out
+	}
+	return fileFindingsPart(fs, ver, refsKnown, true)
+}
+
+// fileFindingsPart makes a file's findings, the hazard ones only when
+// withHazards is set.
+func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bool) []scan.Finding {
 	var out []scan.Finding
 	add := func(f scan.Finding) {
 		f.Path = fs.Path
@@ -56,8 +72,10 @@ func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Findin
 	for _, r := range fs.Records {
 		out = append(out, recordFindings(fs, r, ver, refsKnown)...)
 	}
-	for i := range fs.Hazards {
-		out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
+	if withHazards {
+		for i := range fs.Hazards {
+			out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
+		}
 	}
 	return out
 }

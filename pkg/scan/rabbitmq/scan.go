@@ -49,7 +49,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
-		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts})
+		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: true})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
@@ -104,11 +104,9 @@ func isCurrent(p string, num int64) bool {
 
 func addFiles(res *scan.Result, files []*FileScan) {
 	for _, f := range files {
+		n, first, last := recordSpan(f)
 		sf := scan.File{Path: f.Path, Kind: "rdq", Size: f.Size, BytesScanned: f.Size,
-			Records: len(f.Records), FirstValid: -1, LastValid: -1, ValidEnd: f.ValidEnd, End: f.End}
-		if n := len(f.Records); n > 0 {
-			sf.FirstValid, sf.LastValid = f.Records[0].Offset, f.Records[n-1].Offset
-		}
+			Records: n, FirstValid: first, LastValid: last, ValidEnd: f.ValidEnd, End: f.End}
 		if f.Err != nil {
 			sf.BytesScanned = 0
 			res.Fail(fmt.Errorf("%s: %w", f.Path, f.Err))

@@ -37,6 +37,7 @@ type scanner struct {
 	// the queue indexes are read while the first files are walked.
 	ready     func()
 	readyOnce sync.Once
+	lean      bool // release each file's records after its findings (lean.go)
 }
 
 // prepare waits for what classify needs (queue references).
@@ -259,6 +260,9 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 				s.ordered(j, transient)
 				close(turn[i+1])
 				j.finish()
+				if s.lean {
+					s.release(j.fs)
+				}
 				out[i] = j.fs
 			}
 		}()

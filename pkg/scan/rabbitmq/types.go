@@ -97,6 +97,7 @@ type FileScan struct {
 	Hazards           []Hazard
 	ModelsRun         bool // the scanner models were run (file not gap-free)
 	Err               error
+	lean              leanFile // set when the records were released (Scan's lean mode)
 }
 
 // Location is where a msg id was found.

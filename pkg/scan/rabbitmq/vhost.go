@@ -17,6 +17,10 @@ import (
 type VHostOptions struct {
 	BrokerVersion string       // see Config.BrokerVersion
 	Options       scan.Options // Records and Progress are honoured
+	// lean releases each file's records once its findings are made and
+	// reads the queue indexes without their entries (Scan only: the
+	// result then has no Records, Gaps, Queues[].Entries nor Found).
+	lean bool
 }
 
 // ScanVHost scans one vhost dir (msg_store_persistent/, msg_store_transient/
@@ -40,7 +44,11 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 	if _, err := os.Stat(filepath.Join(vhostDir, "queues")); err == nil {
 		go func() {
 			defer close(qdone)
-			q, err := rfmt.ReadVHostQueues(vhostDir)
+			read := rfmt.ReadVHostQueues
+			if o.lean {
+				read = rfmt.ReadVHostQueuesRefs
+			}
+			q, err := read(vhostDir)
 			if err != nil {
 				qerr = err
 				return
@@ -62,6 +70,8 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 		return nil, err
 	}
 	s.clean = v.Clean
+	// The clean-index check (indexFindings) needs every record.
+	s.lean = o.lean && (v.Clean == nil || !v.Clean.HasIndex)
 	files, err := s.scanStore(ctx, store, false)
 	<-qdone
 	if qerr != nil {
@@ -114,6 +124,15 @@ func queueRefs(q *rfmt.VHostQueues) map[string][]string {
 	return out
 }
 
+// found reports whether a referenced id is in a persistent .rdq.
+func (s *scanner) found(v *VHostScan, id string) bool {
+	if s.lean {
+		return s.seenReferenced(id)
+	}
+	_, ok := v.Found[id]
+	return ok
+}
+
 // missing reports referenced ids that no .rdq holds.
 func (s *scanner) missing(v *VHostScan) []scan.Finding {
 	if v.Queues == nil {
@@ -126,7 +145,7 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 			name = qd.Name.Name
 		}
 		for _, r := range qd.Refs {
-			if _, ok := v.Found[r.MsgID]; ok {
+			if s.found(v, r.MsgID) {
 				continue
 			}
 			off := int64(0)

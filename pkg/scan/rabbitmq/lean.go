@@ -1,0 +1,63 @@
+package rabbitmq
+
+// Lean mode: what Scan (storectl scan) needs from ScanVHost is the
+// findings and the per-file summary, not the records. In lean mode each
+// file's record findings are made as soon as the file is done and its
+// records, gaps and markers are released, and the queue indexes are read
+// without their entries (rfmt.ReadVHostQueuesRefs), so memory stays flat
+// as the store grows. ScanVHost's own callers (verify, truncate, salvage,
+// harden, rebuild) keep the detailed result.
+
+import (
+	"encoding/hex"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// leanFile is what a released file keeps.
+type leanFile struct {
+	done       bool
+	records    int
+	firstValid int64
+	lastValid  int64
+	// pre holds the file's findings except the hazard ones, whose
+	// severity depends on every file's terms (brokerVersion.writtenBy313).
+	pre []scan.Finding
+}
+
+// recordSpan returns the record count and first/last record offsets (-1
+// when there is none) of a file, released or not.
+func recordSpan(f *FileScan) (n int, first, last int64) {
+	if f.lean.done {
+		return f.lean.records, f.lean.firstValid, f.lean.lastValid
+	}
+	first, last = -1, -1
+	if n = len(f.Records); n > 0 {
+		first, last = f.Records[0].Offset, f.Records[n-1].Offset
+	}
+	return n, first, last
+}
+
+// release makes the file's findings that do not depend on other files
+// and drops its per-record data. It runs after finish (hazards known).
+func (s *scanner) release(fs *FileScan) {
+	n, first, last := recordSpan(fs)
+	pre := fileFindingsPart(fs, s.ver, s.refs != nil, false)
+	fs.lean = leanFile{done: true, records: n, firstValid: first, lastValid: last, pre: pre}
+	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames = nil, nil, nil, nil
+}
+
+// seenReferenced reports whether a referenced msg id (32 hex) was found
+// in a persistent .rdq: the first copy of a referenced id is always the
+// referenced record, so this is v.Found without the map of strings.
+func (s *scanner) seenReferenced(id string) bool {
+	var k [16]byte
+	if len(id) != 32 {
+		return false
+	}
+	if _, err := hex.Decode(k[:], []byte(id)); err != nil {
+		return false
+	}
+	_, ok := s.seen[k]
+	return ok
+}
