@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"sync"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -32,11 +30,11 @@ const maxFindingsPerUnit = 200
 const (
 	vfLMQ        = 1 << iota // INNER_MULTI_DISPATCH: also dispatched to LMQ queues
 	vfInnerBatch             // inner batch record: one unit covers INNER_NUM offsets
-	vfMatched                // a consume queue unit of its own queue points at it
 )
 
 // vrec is what the cross-file checks need of one valid commitlog record,
-// without its body: about 64 bytes per message.
+// without its body: 64 bytes per message, kept in a recTable's temp file
+// (verify_spill.go), not on the heap.
 type vrec struct {
 	phy      int64
 	queueOff int64
@@ -46,7 +44,7 @@ type vrec struct {
 	topic    int32 // index into verifier.topics
 	queueID  int32
 	sysFlag  int32
-	hashOff  int32 // first of its index key hashes in verifier.hashes
+	hashOff  int64 // first of its index key hashes in the recTable's hash file
 	nhash    uint16
 	flags    uint8
 }
@@ -61,11 +59,12 @@ type verifier struct {
 	cfg         *VerifyConfig
 	res         *scan.Result
 	store       *Store
-	recs        []vrec // valid records below the recovery end, in phy order
-	all         []vrec // every valid record of the primary walks (for the start-file rule)
+	tab         *recTable      // every valid record of the primary walks, in phy order (spilled to a temp file)
+	nrecs       int            // tab's records below the recovery end (the ones the checks use)
+	matched     []uint64       // per record below the recovery end: a unit of its own queue points at it
+	fileFirst   map[int64]vrec // first valid record of each commitlog file, by phy (for the start-file rules)
 	topics      []string
 	topicID     map[string]int32
-	hashes      []int32
 	minPhy      int64
 	recoveryEnd int64
 	abort       bool
@@ -93,7 +92,12 @@ type verifier struct {
 func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Result, error) {
 	cfg.fill()
 	v := &verifier{cfg: &cfg, topicID: map[string]int32{}, queues: map[queueKey]*queueState{},
-		evidence: map[string]any{}, capped: map[string]int{}, missingFiles: map[string]bool{}}
+		evidence: map[string]any{}, capped: map[string]int{}, missingFiles: map[string]bool{}, fileFirst: map[int64]vrec{}}
+	var err error
+	if v.tab, err = newRecTable(); err != nil {
+		return nil, err
+	}
+	defer v.tab.Close()
 	inner := cfg.Config
 	inner.OnMessage = nil // called by the collectors, in file order (it makes the scan sequential)
 	if cfg.OnMessage != nil {
@@ -129,10 +133,11 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	if res.RecoveryEnd != nil {
 		v.recoveryEnd = *res.RecoveryEnd
 	}
-	v.recs = v.all
-	if i := sort.Search(len(v.all), func(i int) bool { return v.all[i].phy >= v.recoveryEnd }); i < len(v.all) {
-		v.recs = v.all[:i:i]
+	if err := v.tab.finish(); err != nil {
+		return res, err
 	}
+	v.nrecs = v.tab.firstAtOrAfter(v.recoveryEnd)
+	v.matched = make([]uint64, (v.nrecs+63)/64)
 	_, err = os.Stat(filepath.Join(cfg.Root, "abort"))
 	v.abort = err == nil
 	v.loadCheckpoint()
@@ -144,6 +149,9 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 		if err := step(ctx); err != nil {
 			res.Fail(err)
 		}
+	}
+	if v.tab.err != nil {
+		res.Fail(v.tab.err)
 	}
 	v.layout()
 	res.SortFindings()
@@ -184,7 +192,7 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 		tags = int64(rmq.JavaHashCode(vals[ckTags]))
 	}
 	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: tags, storeTS: m.StoreTimestamp,
-		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int32(len(c.hashes))}
+		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int64(len(c.hashes))}
 	if m.InnerBatch() {
 		r.flags |= vfInnerBatch
 	}
@@ -255,13 +263,15 @@ func (v *verifier) absorb(c *collector) {
 		}
 		ids[i] = id
 	}
-	off := int32(len(v.hashes))
-	v.hashes = append(v.hashes, c.hashes...)
-	v.all = slices.Grow(v.all, len(c.all))
-	for _, r := range c.all {
+	off := v.tab.appendHashes(c.hashes)
+	for i := range c.all {
+		r := &c.all[i]
 		r.topic = ids[r.topic]
 		r.hashOff += off
-		v.all = append(v.all, r)
+		v.tab.append(r)
+	}
+	if len(c.all) > 0 {
+		v.fileFirst[c.all[0].phy] = c.all[0]
 	}
 	c.all, c.hashes, c.topics, c.topicID = nil, nil, nil, nil
 }
@@ -276,21 +286,46 @@ const lmqPrefix = "%LMQ%"
 // recAt returns the index of the record starting at phy below the
 // recovery end, or -1.
 func (v *verifier) recAt(phy int64) int {
-	i := sort.Search(len(v.recs), func(i int) bool { return v.recs[i].phy >= phy })
-	if i < len(v.recs) && v.recs[i].phy == phy {
+	if i := v.tab.lastAtOrBefore(phy, v.nrecs); i >= 0 && v.tab.at(i).phy == phy {
 		return i
 	}
 	return -1
 }
 
+// rec returns record i (0 <= i < v.nrecs).
+func (v *verifier) rec(i int) vrec { return v.tab.at(i) }
+
 // recCovering returns the index of the record whose bytes include phy
 // (not at its start), or -1.
 func (v *verifier) recCovering(phy int64) int {
-	i := sort.Search(len(v.recs), func(i int) bool { return v.recs[i].phy > phy }) - 1
-	if i >= 0 && phy > v.recs[i].phy && phy < v.recs[i].phy+int64(v.recs[i].size) {
+	i := v.tab.lastAtOrBefore(phy, v.nrecs)
+	if i < 0 {
+		return -1
+	}
+	if r := v.tab.at(i); phy > r.phy && phy < r.phy+int64(r.size) {
 		return i
 	}
 	return -1
+}
+
+// setMatched marks record i as pointed at by a unit of its own queue.
+func (v *verifier) setMatched(i int) { v.matched[i/64] |= 1 << (i % 64) }
+
+// isMatched reports whether setMatched(i) was called.
+func (v *verifier) isMatched(i int) bool { return v.matched[i/64]&(1<<(i%64)) != 0 }
+
+// eachRec calls fn for every record below the recovery end, in phy order.
+func (v *verifier) eachRec(fn func(i int, r *vrec)) {
+	for i := 0; i < v.nrecs; i++ {
+		r := v.tab.at(i)
+		fn(i, &r)
+	}
+}
+
+// segFirst returns the valid record starting at a commitlog file's base.
+func (v *verifier) segFirst(base int64) (vrec, bool) {
+	r, ok := v.fileFirst[base]
+	return r, ok
 }
 
 // add appends f unless the cap for key is reached; the first finding

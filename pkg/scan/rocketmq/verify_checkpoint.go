@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -41,8 +40,7 @@ func (v *verifier) abnormalStart() int64 {
 	}
 	minTS := v.cp.MinTimestamp() // zero checkpoint: 0, nothing matches
 	for i := len(segs) - 1; i >= 0; i-- {
-		j := sort.Search(len(v.all), func(k int) bool { return v.all[k].phy >= segs[i].base })
-		if j < len(v.all) && v.all[j].phy == segs[i].base && v.all[j].storeTS != 0 && v.all[j].storeTS <= minTS {
+		if r, ok := v.segFirst(segs[i].base); ok && r.storeTS != 0 && r.storeTS <= minTS {
 			return segs[i].base
 		}
 	}
@@ -78,9 +76,7 @@ func (v *verifier) brokerEndWithoutFix() (int64, int) {
 // next start's recovery will do.
 func (v *verifier) checkCheckpoint(context.Context) error {
 	var lastTS int64
-	for i := range v.recs {
-		lastTS = max(lastTS, v.recs[i].storeTS)
-	}
+	v.eachRec(func(_ int, r *vrec) { lastTS = max(lastTS, r.storeTS) })
 	slack := v.cfg.TimestampSlack.Milliseconds()
 	if !v.cpPresent {
 		v.res.Add(scan.Finding{Code: CodeCheckpointMissing, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone,
@@ -93,7 +89,7 @@ func (v *verifier) checkCheckpoint(context.Context) error {
 			ts   int64
 		}{{"physicMsgTimestamp", 0, v.cp.PhysicMsgTimestamp}, {"logicsMsgTimestamp", 8, v.cp.LogicsMsgTimestamp},
 			{"indexMsgTimestamp", 16, v.cp.IndexMsgTimestamp}} {
-			if len(v.recs) > 0 && c.ts > lastTS+slack {
+			if v.nrecs > 0 && c.ts > lastTS+slack {
 				v.res.Add(scan.Finding{Code: CodeCheckpointAhead, Severity: scan.Warning, Path: "checkpoint", Offset: c.off, Length: 8,
 					Repair: scan.RepairNone, Expected: "<= " + fmtInt(lastTS+slack), Actual: fmtInt(c.ts),
 					Evidence: map[string]string{c.name: "fail"},
@@ -134,11 +130,11 @@ func (v *verifier) recoveryPlan() {
 		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at commitlog file %s (first record not newer than checkpoint min %d), re-dispatches from there and truncates at %d; %s",
 			rmq.FormatFileName(start), v.cp.MinTimestamp(), v.recoveryEnd, staleMsg)})
 	skipped := 0
-	for i := range v.recs {
-		if r := &v.recs[i]; r.phy < start && r.flags&(vfMatched|vfInnerBatch) == 0 && r.dispatched() {
+	v.eachRec(func(i int, r *vrec) {
+		if r.phy < start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
 			skipped++
 		}
-	}
+	})
 	if skipped > 0 {
 		v.res.Add(scan.Finding{Code: CodeRecoverySkips, Severity: scan.Error, Path: "checkpoint", Repair: scan.RepairRebuildIndex,
 			Details: map[string]any{"records": skipped, "start_file": rmq.FormatFileName(start)},
@@ -159,8 +155,7 @@ func (v *verifier) normalStart() int64 {
 		return segs[max(len(segs)-3, 0)].base
 	}
 	for i := len(segs) - 1; i > 0; i-- {
-		j := sort.Search(len(v.all), func(k int) bool { return v.all[k].phy >= segs[i].base })
-		if j < len(v.all) && v.all[j].phy == segs[i].base && v.all[j].phy <= v.dispatchFrom {
+		if r, ok := v.segFirst(segs[i].base); ok && r.phy <= v.dispatchFrom {
 			return segs[i].base
 		}
 	}

@@ -140,12 +140,13 @@ func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit
 			"unit "+v.whatIsAt(u.CommitLogOffset), map[string]string{"record_start": "fail"}))
 		return
 	}
-	r := &v.recs[ri]
+	rv := v.rec(ri)
+	r := &rv
 	v.unitsLinked++
 	lmq := strings.HasPrefix(q.topic, lmqPrefix)
 	if unitMatches(v, q, r, u, idx, lmq) { // fast path: no evidence map for a good unit
 		if lmq || (v.topics[r.topic] == q.topic && r.queueID == q.queueID) {
-			r.flags |= vfMatched
+			v.setMatched(ri)
 		}
 		return
 	}
@@ -181,7 +182,7 @@ func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit
 		check("tags_code", r.tagsCode == u.TagsCode, fmtInt(r.tagsCode), fmtInt(u.TagsCode))
 	}
 	if lmq || (v.topics[r.topic] == q.topic && r.queueID == q.queueID) {
-		r.flags |= vfMatched
+		v.setMatched(ri)
 	}
 	if len(exp) == 0 {
 		return
@@ -229,7 +230,8 @@ func failed(ev map[string]string) []string {
 // record below the recovery end.
 func (v *verifier) whatIsAt(phy int64) string {
 	if i := v.recCovering(phy); i >= 0 {
-		return fmt.Sprintf("points into the middle of the record at %d (size %d)", v.recs[i].phy, v.recs[i].size)
+		r := v.rec(i)
+		return fmt.Sprintf("points into the middle of the record at %d (size %d)", r.phy, r.size)
 	}
 	m, err := v.store.RecordAt(phy)
 	switch {

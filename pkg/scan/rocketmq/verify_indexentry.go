@@ -90,13 +90,14 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 		bad(CodeIndexBadEntry, v.whatIsAt(e.PhyOffset), map[string]string{"record_start": "fail"}, "", fmtInt(e.PhyOffset))
 		return
 	}
-	r := &v.recs[ri]
+	rv := v.rec(ri)
+	r := &rv
 	v.entriesLinked++
 	if n == 1 {
 		w.firstTS, w.firstTSChecked = r.storeTS, true
 	}
 	w.maxTS = max(w.maxTS, r.storeTS)
-	if !slices.Contains(v.hashes[r.hashOff:r.hashOff+int32(r.nhash)], e.KeyHash) {
+	if !slices.Contains(v.tab.hashes(r), e.KeyHash) {
 		bad(CodeIndexBadEntry, fmt.Sprintf("key hash matches no key of the record at %d (topic#UNIQ_KEY, topic#KEYS)", r.phy),
 			map[string]string{"record_start": "pass", "key_hash": "fail"}, "", fmtInt(int64(e.KeyHash)))
 		return

@@ -23,14 +23,13 @@ func (v *verifier) checkMissing(fileSize int64) {
 	noDir := map[queueKey]*missingQueue{}
 	skipped := 0
 	lost := 0
-	for i := range v.recs {
-		r := &v.recs[i]
-		if r.flags&vfMatched != 0 || !r.dispatched() {
-			continue
+	v.eachRec(func(i int, r *vrec) {
+		if v.isMatched(i) || !r.dispatched() {
+			return
 		}
 		if r.flags&vfInnerBatch != 0 {
 			skipped++ // BatchConsumeQueue topics: not checked here
-			continue
+			return
 		}
 		k := queueKey{v.topics[r.topic], r.queueID}
 		q := v.queues[k]
@@ -46,7 +45,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 			if redispatch {
 				mq.redispatched++
 			}
-			continue
+			return
 		}
 		qo := r.queueOff
 		state, sev, msg := "lost", scan.Error, "message has no consume queue unit inside its queue's range: consumers will never see it"
@@ -73,7 +72,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"unit": "fail"},
 			Details: map[string]any{"state": state, "phy_offset": r.phy, "size": r.size, "queue_offset": qo,
 				"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}})
-	}
+	})
 	v.missingQueueDirs(noDir)
 	v.lostCount = lost
 	if skipped > 0 {
