@@ -98,6 +98,9 @@ type QueueDir struct {
 	Entries   []QueueEntry // unacked entries in seq order, dropped ones included
 	Refs      []QueueRef
 	Anomalies []IndexAnomaly
+	// refsOnly (ReadVHostQueuesRefs) skips collecting Entries: the .qs
+	// entries are still checked, for their anomalies.
+	refsOnly bool
 }
 
 // Kept returns the entries a dirty recovery keeps (Drop == "").
@@ -153,6 +156,10 @@ const queuedirMaxFile = 1 << 30
 // vhost's segment_entry_count (ParseVHostConfig). Corruption becomes
 // anomalies; the error is for I/O failures only.
 func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
+	return readQueueDir(dir, v1SegmentEntryCount, false)
+}
+
+func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir, error) {
 	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
 		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
 	}
@@ -160,7 +167,7 @@ func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir)}
+	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly}
 	var qi, qs, idx []uint64
 	hasJournal := false
 	for _, e := range ents {
@@ -193,7 +200,9 @@ func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
 			return nil, err
 		}
 	}
-	q.Entries = queuedirMerge(v2, v1)
+	if !refsOnly {
+		q.Entries = queuedirMerge(v2, v1)
+	}
 	return q, nil
 }
 

@@ -84,6 +84,16 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 			hasQS = false
 		}
 	}
+	if q.refsOnly {
+		// Only the .qs checks matter (their anomalies); no entry is kept.
+		for _, r := range f.Records {
+			if r.LocType == QILocQueueStore {
+				e := QueueEntry{StoreOffset: r.StoreOffset, StoreSize: r.StoreSize, StorePath: qsPath}
+				q.checkQS(&e, qsFile, hasQS)
+			}
+		}
+		return nil, nil
+	}
 	out := make([]QueueEntry, 0, len(f.Records))
 	refs := slotHex{refs: q.Refs[first:]}
 	for _, r := range f.Records {

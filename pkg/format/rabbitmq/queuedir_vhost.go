@@ -82,13 +82,12 @@ func readVHostQueues(vhostDir string, refsOnly bool) (*VHostQueues, error) {
 		if !e.IsDir() {
 			continue
 		}
-		q, err := ReadQueueDir(filepath.Join(vhostDir, "queues", e.Name()), v.SegmentEntryCount)
+		q, err := readQueueDir(filepath.Join(vhostDir, "queues", e.Name()), v.SegmentEntryCount, refsOnly)
 		if err != nil {
 			return nil, err
 		}
 		v.Queues = append(v.Queues, q)
 		if refsOnly {
-			q.Entries = nil
 			continue
 		}
 		for _, r := range q.Refs {

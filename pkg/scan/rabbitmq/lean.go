@@ -4,15 +4,11 @@ package rabbitmq
 // findings and the per-file summary, not the records. In lean mode each
 // file's record findings are made as soon as the file is done and its
 // records, gaps and markers are released, and the queue indexes are read
-// without their entries (rfmt.ReadVHostQueuesRefs), so memory stays flat
+// without their entries (rfmt.ReadVHostQueuesRefs, lean_refs.go), so memory stays flat
 // as the store grows. ScanVHost's own callers (verify, truncate, salvage,
 // harden, rebuild) keep the detailed result.
 
-import (
-	"encoding/hex"
-
-	"github.com/storectl/storectl/pkg/scan"
-)
+import "github.com/storectl/storectl/pkg/scan"
 
 // leanFile is what a released file keeps.
 type leanFile struct {
@@ -45,19 +41,4 @@ func (s *scanner) release(fs *FileScan) {
 	pre := fileFindingsPart(fs, s.ver, s.refs != nil, false)
 	fs.lean = leanFile{done: true, records: n, firstValid: first, lastValid: last, pre: pre}
 	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames = nil, nil, nil, nil
-}
-
-// seenReferenced reports whether a referenced msg id (32 hex) was found
-// in a persistent .rdq: the first copy of a referenced id is always the
-// referenced record, so this is v.Found without the map of strings.
-func (s *scanner) seenReferenced(id string) bool {
-	var k [16]byte
-	if len(id) != 32 {
-		return false
-	}
-	if _, err := hex.Decode(k[:], []byte(id)); err != nil {
-		return false
-	}
-	_, ok := s.seen[k]
-	return ok
 }

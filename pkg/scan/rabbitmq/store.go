@@ -37,7 +37,8 @@ type scanner struct {
 	// the queue indexes are read while the first files are walked.
 	ready     func()
 	readyOnce sync.Once
-	lean      bool // release each file's records after its findings (lean.go)
+	lean      bool      // release each file's records after its findings (lean.go)
+	lrefs     *leanRefs // lean mode's references (refs is then empty but non-nil)
 }
 
 // prepare waits for what classify needs (queue references).
@@ -198,7 +199,11 @@ func (s *scanner) classify(r *Record, transient bool) {
 	}
 	var id [32]byte // hex msg id without allocating a string per record
 	hex.Encode(id[:], r.MsgID[:])
-	if s.refs != nil {
+	if s.lrefs != nil {
+		if qs := s.lrefs.names(r.MsgID); len(qs) > 0 {
+			r.ReferencedBy = qs
+		}
+	} else if s.refs != nil {
 		if qs := s.refs[string(id[:])]; len(qs) > 0 {
 			r.ReferencedBy = qs
 		}

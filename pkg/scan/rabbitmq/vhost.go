@@ -54,7 +54,12 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 				return
 			}
 			v.Queues, v.VHost = q, q.VHost
-			v.Refs = queueRefs(q)
+			if o.lean {
+				s.lrefs = newLeanRefs(q)
+				v.Refs = map[string][]string{}
+			} else {
+				v.Refs = queueRefs(q)
+			}
 			s.refs = v.Refs
 		}()
 	} else {
@@ -124,19 +129,13 @@ func queueRefs(q *rfmt.VHostQueues) map[string][]string {
 	return out
 }
 
-// found reports whether a referenced id is in a persistent .rdq.
-func (s *scanner) found(v *VHostScan, id string) bool {
-	if s.lean {
-		return s.seenReferenced(id)
-	}
-	_, ok := v.Found[id]
-	return ok
-}
-
 // missing reports referenced ids that no .rdq holds.
 func (s *scanner) missing(v *VHostScan) []scan.Finding {
 	if v.Queues == nil {
 		return nil
+	}
+	if s.lrefs != nil {
+		return s.missingLean(v)
 	}
 	var out []scan.Finding
 	for _, qd := range v.Queues.Queues {
@@ -145,7 +144,7 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 			name = qd.Name.Name
 		}
 		for _, r := range qd.Refs {
-			if s.found(v, r.MsgID) {
+			if _, ok := v.Found[r.MsgID]; ok {
 				continue
 			}
 			off := int64(0)
