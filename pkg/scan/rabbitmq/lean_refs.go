@@ -28,18 +28,19 @@ type leanQueue struct {
 	refs []leanRef
 }
 
-// leanRefs is what lean mode keeps of the queue indexes.
+// leanRefs is what lean mode keeps of the queue indexes; the referenced
+// ids themselves are in the scanner's seen map (idEntry.set).
 type leanRefs struct {
-	byID   map[[16]byte]int32 // msg id -> index into sets
-	sets   [][]string         // sorted queue names, one per reference
+	sets   [][]string // sorted queue names, one per reference
 	paths  []string
 	queues []leanQueue
 }
 
-// newLeanRefs converts the references of q and drops q's QueueRefs. The
-// name lists are those queueRefs makes.
-func newLeanRefs(q *rfmt.VHostQueues) *leanRefs {
-	l := &leanRefs{byID: map[[16]byte]int32{}}
+// newLeanRefs converts the references of q into ids (entries of seen,
+// which must hold no seen id yet) and drops q's QueueRefs. The name lists
+// are those queueRefs makes.
+func newLeanRefs(q *rfmt.VHostQueues, seen map[[16]byte]idEntry) *leanRefs {
+	l := &leanRefs{}
 	intern := map[string]int32{}
 	set := func(names []string) int32 {
 		k := strings.Join(names, "\x00")
@@ -73,26 +74,18 @@ func newLeanRefs(q *rfmt.VHostQueues) *leanRefs {
 				l.paths = append(l.paths, r.Path)
 			}
 			lq.refs = append(lq.refs, leanRef{id: id, seq: r.SeqID, slot: int32(r.Slot), path: pi})
-			if i, ok := l.byID[id]; ok {
-				names := append(append([]string(nil), l.sets[i]...), name)
+			if i := seen[id].set; i > 0 {
+				names := append(append([]string(nil), l.sets[i-1]...), name)
 				sort.Strings(names)
-				l.byID[id] = set(names)
+				seen[id] = idEntry{set: set(names) + 1}
 			} else {
-				l.byID[id] = set([]string{name})
+				seen[id] = idEntry{set: set([]string{name}) + 1}
 			}
 		}
 		qd.Refs = nil
 		l.queues = append(l.queues, lq)
 	}
 	return l
-}
-
-// names returns the queue names referencing id (nil: none).
-func (l *leanRefs) names(id [16]byte) []string {
-	if i, ok := l.byID[id]; ok {
-		return l.sets[i]
-	}
-	return nil
 }
 
 // missingLean is missing for lean mode: the same findings, in the same
@@ -102,7 +95,8 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	var out []scan.Finding
 	for _, q := range l.queues {
 		for _, r := range q.refs {
-			if _, ok := s.seen[r.id]; ok {
+			e := s.seen[r.id]
+			if e.path > 0 {
 				continue
 			}
 			off := int64(0)
@@ -112,7 +106,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 			id := hexID(r.id)
 			out = append(out, scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
 				Path: scan.Rel(s.root, l.paths[r.path]), Offset: off, Repair: scan.RepairNone, MsgID: id,
-				Details: map[string]any{"queue": q.name, "queues": l.names(r.id), "seq_id": r.seq},
+				Details: map[string]any{"queue": q.name, "queues": l.sets[e.set-1], "seq_id": r.seq},
 				Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", q.name, id)})
 		}
 	}

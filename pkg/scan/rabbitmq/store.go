@@ -26,12 +26,15 @@ func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
 // scanner holds what one store's files share.
 type scanner struct {
-	root    string
-	ver     brokerVersion
-	opts    scan.Options
-	refs    map[string][]string // nil: references unknown
-	clean   *CleanIndex
-	seen    map[[16]byte]Location
+	root  string
+	ver   brokerVersion
+	opts  scan.Options
+	refs  map[string][]string // nil: references unknown
+	clean *CleanIndex
+	// seen holds every msg id met so far (its first copy) and, in lean
+	// mode, every referenced id: one pointer-free map for both.
+	seen    map[[16]byte]idEntry
+	paths   []string // idEntry.path - 1 indexes it
 	termCnt map[string]int
 	// ready, when set, is waited for before the first status is assigned:
 	// the queue indexes are read while the first files are walked.
@@ -49,7 +52,14 @@ func (s *scanner) prepare() {
 }
 
 func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
-	return &scanner{root: root, ver: ver, opts: opts, seen: map[[16]byte]Location{}, termCnt: map[string]int{}}
+	return &scanner{root: root, ver: ver, opts: opts, seen: map[[16]byte]idEntry{}, termCnt: map[string]int{}}
+}
+
+// idEntry is what the scanner knows of one msg id.
+type idEntry struct {
+	set  int32 // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
+	path int32 // 1 + index into scanner.paths of the first copy's file; 0: not seen yet
+	off  int64 // offset of the first copy
 }
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
@@ -148,8 +158,10 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	if fs.Err != nil {
 		return
 	}
+	s.paths = append(s.paths, fs.Path)
+	pi := int32(len(s.paths))
 	for _, r := range fs.Records {
-		s.classify(r, transient)
+		s.classify(r, transient, pi)
 		s.termCnt[r.Term]++
 		if r.Status == StatusReferenced {
 			fs.LastReferencedEnd = r.End()
@@ -191,19 +203,21 @@ func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bo
 }
 
 // classify sets a record's status, references and index agreement.
-func (s *scanner) classify(r *Record, transient bool) {
+// pi is 1 + the index of r's file in s.paths.
+func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	r.ReferencedBy = []string{}
 	if transient {
 		r.Status = StatusUnreferenced
 		return
 	}
-	var id [32]byte // hex msg id without allocating a string per record
-	hex.Encode(id[:], r.MsgID[:])
+	e := s.seen[r.MsgID]
 	if s.lrefs != nil {
-		if qs := s.lrefs.names(r.MsgID); len(qs) > 0 {
-			r.ReferencedBy = qs
+		if e.set > 0 {
+			r.ReferencedBy = s.lrefs.sets[e.set-1]
 		}
 	} else if s.refs != nil {
+		var id [32]byte // hex msg id without allocating a string per record
+		hex.Encode(id[:], r.MsgID[:])
 		if qs := s.refs[string(id[:])]; len(qs) > 0 {
 			r.ReferencedBy = qs
 		}
@@ -218,11 +232,12 @@ func (s *scanner) classify(r *Record, transient bool) {
 			r.IndexMatch = "mismatch"
 		}
 	}
-	if first, ok := s.seen[r.MsgID]; ok {
-		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, first.Path, first.Offset
+	if e.path > 0 {
+		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[e.path-1], e.off
 		return
 	}
-	s.seen[r.MsgID] = Location{Path: r.Path, Offset: r.Offset}
+	e.path, e.off = pi, r.Offset
+	s.seen[r.MsgID] = e
 	switch {
 	case s.refs == nil:
 		r.Status = StatusUnknown

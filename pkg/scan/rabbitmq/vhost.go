@@ -55,7 +55,7 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 			}
 			v.Queues, v.VHost = q, q.VHost
 			if o.lean {
-				s.lrefs = newLeanRefs(q)
+				s.lrefs = newLeanRefs(q, s.seen)
 				v.Refs = map[string][]string{}
 			} else {
 				v.Refs = queueRefs(q)
