@@ -3,8 +3,6 @@ package rocketmq
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -19,62 +17,6 @@ type unitScan struct {
 	prevOff, prevSize int64
 	placeholders      int64
 	expired           int64
-}
-
-// scanQueue walks the units of one queue in stream order (§4.1, §4.2).
-func (v *verifier) scanQueue(q *queueState, files []cqFile, fileSize int64, buf []byte) error {
-	us := &unitScan{q: q, prevOff: -1}
-	if len(files) > 0 {
-		q.minIdx = files[0].base / rmq.CQUnitSize
-		q.units = q.minIdx
-	}
-	for _, f := range files {
-		if err := v.scanQueueFile(us, f, fileSize, buf); err != nil {
-			return err
-		}
-		if us.ended && us.afterEnd {
-			break
-		}
-	}
-	if us.placeholders > 0 {
-		v.add(q.rel+":ph", scan.Finding{Code: CodeCQPlaceholder, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
-			Length: us.placeholders * rmq.CQUnitSize, Details: map[string]any{"units": us.placeholders},
-			Message: fmt.Sprintf("%d pre-blank placeholder units (size 0x7FFFFFFF) before the queue's first message", us.placeholders)})
-	}
-	if us.expired > 0 {
-		v.add(q.rel+":exp", scan.Finding{Code: CodeCQExpired, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
-			Details: map[string]any{"units": us.expired, "commitlog_min_offset": v.minPhy},
-			Message: fmt.Sprintf("%d units point below the commitlog's first file (expired messages; normal)", us.expired)})
-	}
-	return nil
-}
-
-func (v *verifier) scanQueueFile(us *unitScan, f cqFile, fileSize int64, buf []byte) error {
-	fh, err := os.Open(f.path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	end := min(f.size, fileSize) / rmq.CQUnitSize * rmq.CQUnitSize
-	for pos := int64(0); pos < end; {
-		n := min(int64(len(buf)), end-pos)
-		got, err := fh.ReadAt(buf[:n], pos)
-		if int64(got) < n {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		for i := int64(0); i < n; i += rmq.CQUnitSize {
-			u, _ := rmq.DecodeCQUnit(buf[i:i+rmq.CQUnitSize], pos+i) // length checked: never fails
-			v.unit(us, f, pos+i, u)
-			if us.ended && us.afterEnd {
-				return nil
-			}
-		}
-		pos += n
-	}
-	return nil
 }
 
 // unit checks one unit at pos in file f.

@@ -196,17 +196,19 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 		return keys[i].queueID < keys[j].queueID
 	})
 	v.res.Layout["cq_queues"], v.res.Layout["cq_files"] = len(keys), nfiles
-	buf := make([]byte, cqReadSize)
-	for _, k := range keys {
+	bufs := make([]byte, min(len(keys), cqMergeQueues)*cqCursorBuf)
+	for g := 0; g < len(keys); g += cqMergeQueues {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		q := v.queues[k]
-		files := v.checkQueueFiles(q, fileSize)
-		if err := v.scanQueue(q, files, fileSize, buf); err != nil {
-			v.res.Fail(fmt.Errorf("%s: %w", q.rel, err))
+		group := keys[g:min(g+cqMergeQueues, len(keys))]
+		qs := make([]*queueState, len(group))
+		files := make([][]cqFile, len(group))
+		for i, k := range group {
+			qs[i] = v.queues[k]
+			files[i] = v.checkQueueFiles(qs[i], fileSize)
 		}
-		v.dispatchFrom = max(v.dispatchFrom, q.lastEnd)
+		v.scanQueues(qs, files, fileSize, bufs)
 	}
 	v.redispatchFrom = v.dispatchFrom
 	if v.abort {
@@ -215,8 +217,3 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 	v.checkMissing(fileSize)
 	return nil
 }
-
-// cqReadSize is how much of a consume queue file is read at once: a
-// multiple of the unit size, small enough to keep memory flat whatever
-// the configured file size.
-const cqReadSize = 52428 * rmq.CQUnitSize

@@ -1,0 +1,162 @@
+package rocketmq
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+const (
+	// cqMergeQueues is how many queues are walked together: each holds an
+	// open file and a cqCursorBuf buffer, so memory and descriptors stay
+	// bounded (2 MiB, 128 files) however many queues the store has.
+	cqMergeQueues = 128
+	// cqCursorBuf is the read buffer of one queue's cursor: 819 units.
+	cqCursorBuf = 819 * rmq.CQUnitSize
+)
+
+// cqCursor walks the units of one queue in stream order (§4.1, §4.2),
+// one unit at a time, so that the units of many queues can be checked in
+// commitlog order: the record lookups then go through the record table
+// (verify_spill.go) once per group of queues, not once per queue.
+type cqCursor struct {
+	q        *queueState
+	us       *unitScan
+	files    []cqFile
+	fileSize int64
+	fi       int      // current file
+	fh       *os.File // open current file, nil before the first read
+	end      int64    // units end of the current file
+	pos      int64    // next unit's position in the current file
+	buf      []byte
+	bufPos   int64 // file position of buf[0]
+	bufN     int64 // valid bytes in buf
+	unit     rmq.CQUnit
+	err      error
+}
+
+// advance loads the next unit into c.unit; false at the end of the queue
+// (or on a read error, left in c.err).
+func (c *cqCursor) advance() bool {
+	for c.fi < len(c.files) {
+		f := c.files[c.fi]
+		if c.fh == nil {
+			if c.fh, c.err = os.Open(f.path); c.err != nil {
+				return false
+			}
+			c.end = min(f.size, c.fileSize) / rmq.CQUnitSize * rmq.CQUnitSize
+			c.pos, c.bufN = 0, 0
+		}
+		if c.pos >= c.end {
+			c.fh.Close()
+			c.fh = nil
+			c.fi++
+			continue
+		}
+		if c.pos >= c.bufPos+c.bufN || c.pos < c.bufPos {
+			n := min(int64(len(c.buf)), c.end-c.pos)
+			got, err := c.fh.ReadAt(c.buf[:n], c.pos)
+			if int64(got) < n {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				c.err = err
+				return false
+			}
+			c.bufPos, c.bufN = c.pos, n
+		}
+		i := c.pos - c.bufPos
+		c.unit, _ = rmq.DecodeCQUnit(c.buf[i:i+rmq.CQUnitSize], c.pos) // length checked: never fails
+		return true
+	}
+	return false
+}
+
+func (c *cqCursor) close() {
+	if c.fh != nil {
+		c.fh.Close()
+		c.fh = nil
+	}
+}
+
+// cqHeap orders cursors by the commitlog offset of their current unit,
+// then by queue order.
+type cqHeap []*cqCursor
+
+func (h cqHeap) Len() int { return len(h) }
+func (h cqHeap) Less(i, j int) bool {
+	a, b := h[i].unit.CommitLogOffset, h[j].unit.CommitLogOffset
+	if a != b {
+		return a < b
+	}
+	return h[i].q.rel < h[j].q.rel
+}
+func (h cqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cqHeap) Push(x any)   { *h = append(*h, x.(*cqCursor)) }
+func (h *cqHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// scanQueues walks the units of a group of queues merged in commitlog
+// order. Each queue's units are still checked in its own stream order,
+// so its findings (and their caps) are those of a walk of it alone.
+func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64, bufs []byte) {
+	h := make(cqHeap, 0, len(qs))
+	cursors := make([]*cqCursor, len(qs))
+	for i, q := range qs {
+		c := &cqCursor{q: q, us: &unitScan{q: q, prevOff: -1}, files: files[i], fileSize: fileSize,
+			buf: bufs[i*cqCursorBuf : (i+1)*cqCursorBuf : (i+1)*cqCursorBuf]}
+		cursors[i] = c
+		if len(c.files) > 0 {
+			q.minIdx = c.files[0].base / rmq.CQUnitSize
+			q.units = q.minIdx
+		}
+		if c.advance() {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	for len(h) > 0 {
+		c := h[0]
+		v.unit(c.us, c.files[c.fi], c.pos, c.unit)
+		c.pos += rmq.CQUnitSize
+		if (c.us.ended && c.us.afterEnd) || !c.advance() {
+			c.close()
+			heap.Pop(&h)
+			continue
+		}
+		heap.Fix(&h, 0)
+	}
+	for _, c := range cursors {
+		c.close()
+		if c.err != nil {
+			v.res.Fail(fmt.Errorf("%s: %w", c.q.rel, c.err))
+		} else {
+			v.finishQueue(c.us, c.files)
+		}
+		v.dispatchFrom = max(v.dispatchFrom, c.q.lastEnd)
+	}
+}
+
+// finishQueue adds a queue's summary findings after its units.
+func (v *verifier) finishQueue(us *unitScan, files []cqFile) {
+	q := us.q
+	if us.placeholders > 0 {
+		v.add(q.rel+":ph", scan.Finding{Code: CodeCQPlaceholder, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
+			Length: us.placeholders * rmq.CQUnitSize, Details: map[string]any{"units": us.placeholders},
+			Message: fmt.Sprintf("%d pre-blank placeholder units (size 0x7FFFFFFF) before the queue's first message", us.placeholders)})
+	}
+	if us.expired > 0 {
+		v.add(q.rel+":exp", scan.Finding{Code: CodeCQExpired, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
+			Details: map[string]any{"units": us.expired, "commitlog_min_offset": v.minPhy},
+			Message: fmt.Sprintf("%d units point below the commitlog's first file (expired messages; normal)", us.expired)})
+	}
+}
