@@ -51,21 +51,60 @@ const (
 func hazards(b []byte, fs *FileScan) {
 	irregular := len(fs.Gaps) > 0 || len(fs.BadMarkers) > 0
 	rejected := false // a record generation 3 walks through byte by byte
+	inFileDup := false
 	for _, r := range fs.Records {
 		if r.Status == StatusDuplicate && r.FirstPath == fs.Path {
-			irregular = true
+			irregular, inFileDup = true, true
 		}
 		rejected = rejected || r.Status == StatusUnreferenced || r.Status == StatusDuplicate
 	}
 	if irregular {
 		// Back-to-back records from 0 to EOF: generations 1 and 2 find them all.
 		fs.ModelsRun = true
-		misread(b, fs)
+		if inFileDup || gapCandidates(b, fs.Gaps) {
+			misread(b, fs)
+		}
 		gen1(b, fs)
 	}
 	if irregular || rejected {
 		offByNine(b, fs)
 	}
+}
+
+// gapCandidates reports whether any gap position holds a frame the
+// generation-2 model would accept: Size ≥ 16 that fits in the file with a
+// 0xFF marker after it (clause A without the buffer limit, a superset).
+// When none does and no record is a duplicate within the file, the model
+// walks the gaps byte by byte and accepts exactly the real records, so it
+// finds no bogus frame, and the §3.4 analysis (whose candidates are gap
+// positions meeting the same test) predicts none: misread would report
+// nothing and is skipped.
+func gapCandidates(b []byte, gaps []Gap) bool {
+	n := len(b)
+	for _, g := range gaps {
+		for p, end := int(g.Offset), int(g.Offset+g.Length); p < end && n-p >= 8; {
+			size := binary.BigEndian.Uint64(b[p:])
+			if size == 0 {
+				// A zero window: no candidate until the window reaches the
+				// next non-zero byte (only the 7 positions before it).
+				z := p + 8
+				for z+8 <= n && binary.BigEndian.Uint64(b[z:]) == 0 {
+					z += 8
+				}
+				for z < n && b[z] == 0 {
+					z++
+				}
+				p = max(p+1, z-7)
+				continue
+			}
+			if size >= rfmt.RDQMinSize && size < uint64(n-p-rfmt.RDQSizeFieldLen) &&
+				b[p+rfmt.RDQSizeFieldLen+int(size)] == rfmt.RDQWriteOK {
+				return true
+			}
+			p++
+		}
+	}
+	return false
 }
 
 func victimOf(r *Record) Victim {
