@@ -273,8 +273,12 @@ func queuedirSegNum(name, ext string) (uint64, bool) {
 // queuedirMerge combines v2 entries with v1 ones not already in v2, as the
 // v1-to-v2 conversion's SkipFun does, in seq order.
 func queuedirMerge(v2, v1 []QueueEntry) []QueueEntry {
+	out := v2 // v2 is the caller's own: appended to and sorted in place, not copied
+	if len(v1) == 0 {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].SeqID < out[j].SeqID })
+		return out
+	}
 	seen := make(map[uint64]bool, len(v2))
-	out := append([]QueueEntry(nil), v2...)
 	for _, e := range v2 {
 		seen[e.SeqID] = true
 	}

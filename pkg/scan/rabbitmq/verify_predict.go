@@ -25,11 +25,11 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
 	if v.Queues == nil {
 		return nil
 	}
-	found := map[string]*Record{}
+	found := map[[16]byte]*Record{} // no hex string per record
 	for _, f := range v.Files {
 		for _, r := range f.Records {
 			if !f.Transient && r.Status == StatusReferenced {
-				found[r.ID()] = r
+				found[r.MsgID] = r
 			}
 		}
 	}
@@ -45,6 +45,9 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
 			qf.AtRisk[k] = 0
 		}
 		qf.OrphanWhy = orphanReason(qd, v.VHost)
+		if len(qd.Entries) > 0 {
+			qf.Entries = make([]EntryFate, 0, len(qd.Entries))
+		}
 		for _, e := range qd.Entries {
 			ef := fate(e, qf.OrphanWhy != "", clean, found, lostByVer)
 			qf.Entries = append(qf.Entries, ef)
@@ -76,11 +79,13 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
 }
 
 // fate decides one entry.
-func fate(e rfmt.QueueEntry, orphan, clean bool, found map[string]*Record, lostByVer map[string]string) EntryFate {
+func fate(e rfmt.QueueEntry, orphan, clean bool, found map[[16]byte]*Record, lostByVer map[string]string) EntryFate {
 	ef := EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
 	shared := e.Location == rfmt.LocationSharedStore
 	if shared {
-		ef.Record = found[e.MsgID]
+		if id, ok := decodeID(e.MsgID); ok {
+			ef.Record = found[id]
+		}
 	}
 	drop := func(reason string) EntryFate {
 		ef.Keep, ef.Reason = false, reason
