@@ -62,6 +62,7 @@ type verifier struct {
 	tab         *recTable      // every valid record of the primary walks, in phy order (spilled to a temp file)
 	nrecs       int            // tab's records below the recovery end (the ones the checks use)
 	matched     []uint64       // per record below the recovery end: a unit of its own queue points at it
+	sum         recSummary     // per-record facts the checkpoint checks need (one pass, in checkMissing)
 	fileFirst   map[int64]vrec // first valid record of each commitlog file, by phy (for the start-file rules)
 	topics      []string
 	topicID     map[string]int32

@@ -75,8 +75,12 @@ func (v *verifier) brokerEndWithoutFix() (int64, int) {
 // checkCheckpoint compares the checkpoint with the data and says what the
 // next start's recovery will do.
 func (v *verifier) checkCheckpoint(context.Context) error {
-	var lastTS int64
-	v.eachRec(func(_ int, r *vrec) { lastTS = max(lastTS, r.storeTS) })
+	if !v.sum.done { // checkMissing did not run (no consume queue walk)
+		v.startSummary()
+		v.eachRec(v.summarize)
+		v.sum.done = true
+	}
+	lastTS := v.sum.lastTS
 	slack := v.cfg.TimestampSlack.Milliseconds()
 	if !v.cpPresent {
 		v.res.Add(scan.Finding{Code: CodeCheckpointMissing, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone,
@@ -129,12 +133,15 @@ func (v *verifier) recoveryPlan() {
 		Evidence: map[string]string{"abort_file": "present"},
 		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at commitlog file %s (first record not newer than checkpoint min %d), re-dispatches from there and truncates at %d; %s",
 			rmq.FormatFileName(start), v.cp.MinTimestamp(), v.recoveryEnd, staleMsg)})
-	skipped := 0
-	v.eachRec(func(i int, r *vrec) {
-		if r.phy < start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
-			skipped++
-		}
-	})
+	skipped := v.sum.skipped
+	if v.sum.start != start { // not expected: the summary used the same rule
+		skipped = 0
+		v.eachRec(func(i int, r *vrec) {
+			if r.phy < start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
+				skipped++
+			}
+		})
+	}
 	if skipped > 0 {
 		v.res.Add(scan.Finding{Code: CodeRecoverySkips, Severity: scan.Error, Path: "checkpoint", Repair: scan.RepairRebuildIndex,
 			Details: map[string]any{"records": skipped, "start_file": rmq.FormatFileName(start)},
@@ -160,4 +167,32 @@ func (v *verifier) normalStart() int64 {
 		}
 	}
 	return segs[0].base
+}
+
+// recSummary is what the checkpoint checks need of all records below the
+// recovery end, gathered in checkMissing's pass over the record table
+// (after the consume queue walk set the matched flags) so the table is
+// read once, not three times.
+type recSummary struct {
+	done    bool
+	lastTS  int64 // newest store time
+	start   int64 // abnormal recovery start file; -1 without an abort file
+	skipped int   // unmatched dispatched records below start
+}
+
+// startSummary resets v.sum before a pass calling summarize.
+func (v *verifier) startSummary() {
+	v.sum = recSummary{start: -1}
+	if v.abort {
+		v.sum.start = v.abnormalStart()
+	}
+}
+
+// summarize adds record i to v.sum; call it only after the consume queue
+// walk (it reads the matched flags).
+func (v *verifier) summarize(i int, r *vrec) {
+	v.sum.lastTS = max(v.sum.lastTS, r.storeTS)
+	if r.phy < v.sum.start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
+		v.sum.skipped++
+	}
 }

@@ -23,7 +23,9 @@ func (v *verifier) checkMissing(fileSize int64) {
 	noDir := map[queueKey]*missingQueue{}
 	skipped := 0
 	lost := 0
+	v.startSummary()
 	v.eachRec(func(i int, r *vrec) {
+		v.summarize(i, r)
 		if v.isMatched(i) || !r.dispatched() {
 			return
 		}
@@ -73,6 +75,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 			Details: map[string]any{"state": state, "phy_offset": r.phy, "size": r.size, "queue_offset": qo,
 				"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}})
 	})
+	v.sum.done = true
 	v.missingQueueDirs(noDir)
 	v.lostCount = lost
 	if skipped > 0 {
