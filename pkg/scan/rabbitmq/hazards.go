@@ -51,17 +51,16 @@ const (
 func hazards(b []byte, fs *FileScan) {
 	irregular := len(fs.Gaps) > 0 || len(fs.BadMarkers) > 0
 	rejected := false // a record generation 3 walks through byte by byte
-	inFileDup := false
 	for _, r := range fs.Records {
 		if r.Status == StatusDuplicate && r.FirstPath == fs.Path {
-			irregular, inFileDup = true, true
+			irregular = true
 		}
 		rejected = rejected || r.Status == StatusUnreferenced || r.Status == StatusDuplicate
 	}
 	if irregular {
 		// Back-to-back records from 0 to EOF: generations 1 and 2 find them all.
 		fs.ModelsRun = true
-		if inFileDup || gapCandidates(b, fs.Gaps) {
+		if gapCandidates(b, fs.Gaps) || inFileDup(fs.Records) {
 			misread(b, fs)
 		}
 		gen1(b, fs)
@@ -103,6 +102,21 @@ func gapCandidates(b []byte, gaps []Gap) bool {
 			}
 			p++
 		}
+	}
+	return false
+}
+
+// inFileDup reports whether two records of the file share a msg id: the
+// model rejects the second copy (its ids are per file) and walks through
+// it byte by byte. Statuses cannot tell (transient files have none, and
+// both copies of an id first seen in an earlier file are duplicates).
+func inFileDup(recs []*Record) bool {
+	ids := make(map[[16]byte]struct{}, len(recs))
+	for _, r := range recs {
+		if _, ok := ids[r.MsgID]; ok {
+			return true
+		}
+		ids[r.MsgID] = struct{}{}
 	}
 	return false
 }

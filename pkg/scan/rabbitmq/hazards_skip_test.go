@@ -46,23 +46,18 @@ func TestGapCandidatesExact(t *testing.T) {
 			}
 			fs := &FileScan{Path: "x.rdq"}
 			walk(b, fs)
-			dup := map[[16]byte]bool{}
-			inFileDup := false
-			for _, r := range fs.Records {
-				inFileDup = inFileDup || dup[r.MsgID]
-				dup[r.MsgID] = true
-			}
+			dup := inFileDup(fs.Records)
 			cand := gapCandidates(b, fs.Gaps)
 			misread(b, fs)
 			trials++
 			if len(fs.Hazards) > 0 {
 				withHazard++
-				if !cand && !inFileDup {
+				if !cand && !dup {
 					t.Fatalf("%s trial %d: misread reports %d hazards (first at %d) but gapCandidates found none",
 						p, trials, len(fs.Hazards), fs.Hazards[0].Offset)
 				}
 			}
-			if !cand && !inFileDup {
+			if !cand && !dup {
 				skipped++
 			}
 		}
