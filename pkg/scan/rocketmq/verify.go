@@ -106,12 +106,22 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	}
 	var files []*collector // per commitlog file, merged in offset order
 	var mu sync.Mutex
+	var free [][]vrec // record slices of absorbed collectors, for reuse
+	hashes := hasIndexFiles(cfg.Root)
 	inner.OnFile = func(i int, _ int64) FileHook {
-		c := &collector{topicID: map[string]int32{}, userHook: cfg.OnMessage}
+		c := &collector{topicID: map[string]int32{}, userHook: cfg.OnMessage, wantHashes: hashes}
 		mu.Lock()
 		files = append(files, c)
+		if n := len(free); n > 0 {
+			c.all, free = free[n-1], free[:n-1]
+		}
 		mu.Unlock()
-		return FileHook{Message: c.collect, Done: func() { v.absorb(c) }}
+		return FileHook{Message: c.collect, Done: func() {
+			all := v.absorb(c)
+			mu.Lock()
+			free = append(free, all)
+			mu.Unlock()
+		}}
 	}
 	res, err := ScanCommitLog(ctx, inner, opts)
 	if err != nil {
@@ -167,6 +177,7 @@ type collector struct {
 	topicID               map[string]int32
 	hashes                []int32
 	key                   []byte
+	wantHashes            bool // compute index key hashes (there are index files to check)
 	v2, propCRC, trailing int
 	userHook              func(m *rmq.Message, phy int64) error
 }
@@ -200,7 +211,7 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	if found[ckMulti] {
 		r.flags |= vfLMQ
 	}
-	if m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
+	if c.wantHashes && m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
 		add := func(k []byte) {
 			c.key = append(append(append(c.key[:0], m.Topic...), '#'), k...)
 			if r.nhash < 1<<16-1 {
@@ -252,8 +263,9 @@ const (
 )
 
 // absorb appends a file's records to the verifier, mapping its topic ids
-// and hash offsets to the verifier's, and frees them.
-func (v *verifier) absorb(c *collector) {
+// and hash offsets to the verifier's, and frees them. It returns the
+// emptied record slice for the next collector.
+func (v *verifier) absorb(c *collector) []vrec {
 	ids := make([]int32, len(c.topics))
 	for i, t := range c.topics {
 		id, ok := v.topicID[t]
@@ -274,7 +286,28 @@ func (v *verifier) absorb(c *collector) {
 	if len(c.all) > 0 {
 		v.fileFirst[c.all[0].phy] = c.all[0]
 	}
+	all := c.all[:0]
 	c.all, c.hashes, c.topics, c.topicID = nil, nil, nil, nil
+	return all
+}
+
+// hasIndexFiles reports whether root/index may hold index files: only
+// then are the records' index key hashes (the costliest part of collect)
+// computed. A dir that cannot be listed counts as holding some.
+func hasIndexFiles(root string) bool {
+	ents, err := os.ReadDir(filepath.Join(root, "index"))
+	if os.IsNotExist(err) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			return true
+		}
+	}
+	return false
 }
 
 // propInnerMultiDispatch is MessageConst.PROPERTY_INNER_MULTI_DISPATCH:
