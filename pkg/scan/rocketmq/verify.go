@@ -62,6 +62,7 @@ type verifier struct {
 	tab         *recTable      // every valid record of the primary walks, in phy order (spilled to a temp file)
 	nrecs       int            // tab's records below the recovery end (the ones the checks use)
 	matched     []uint64       // per record below the recovery end: a unit of its own queue points at it
+	hint        int            // index of the record recAt found last
 	sum         recSummary     // per-record facts the checkpoint checks need (one pass, in checkMissing)
 	fileFirst   map[int64]vrec // first valid record of each commitlog file, by phy (for the start-file rules)
 	topics      []string
@@ -320,7 +321,14 @@ const lmqPrefix = "%LMQ%"
 // recAt returns the index of the record starting at phy below the
 // recovery end, or -1.
 func (v *verifier) recAt(phy int64) int {
+	// The merged consume queue walk and the index walk look records up in
+	// increasing phy order: most often the record after the last one.
+	if i := v.hint + 1; i < v.nrecs && v.tab.at(i).phy == phy {
+		v.hint = i
+		return i
+	}
 	if i := v.tab.lastAtOrBefore(phy, v.nrecs); i >= 0 && v.tab.at(i).phy == phy {
+		v.hint = i
 		return i
 	}
 	return -1

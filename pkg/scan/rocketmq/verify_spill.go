@@ -22,6 +22,7 @@ type recTable struct {
 	firsts []int64       // phy of the first record of each block
 	err    error         // first I/O error; lookups then find nothing
 	cache  [recCacheBlocks]recBlock
+	mru    *recBlock // the block returned last
 	tick   uint64
 	slot   [recSlot]byte
 	hwin   []byte // window over the hash file
@@ -141,11 +142,15 @@ func (t *recTable) finish() error {
 // block returns block bi, decoded, through the cache.
 func (t *recTable) block(bi int) []vrec {
 	t.tick++
+	if m := t.mru; m != nil && m.idx == bi {
+		m.used = t.tick
+		return m.recs
+	}
 	victim := 0
 	for i := range t.cache {
 		c := &t.cache[i]
 		if c.idx == bi {
-			c.used = t.tick
+			c.used, t.mru = t.tick, c
 			return c.recs
 		}
 		if c.used < t.cache[victim].used {
@@ -177,7 +182,7 @@ func (t *recTable) block(bi int) []vrec {
 			topic: int32(le.Uint32(b[44:])), queueID: int32(le.Uint32(b[48:])), sysFlag: int32(le.Uint32(b[52:])),
 			nhash: le.Uint16(b[56:]), flags: b[58]}
 	}
-	c.idx = bi
+	c.idx, t.mru = bi, c
 	return c.recs
 }
 
