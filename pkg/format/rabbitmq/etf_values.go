@@ -113,7 +113,7 @@ func (d *etfDecoder) atom(at, tag int) Term {
 	} else if !utf8.Valid(p) {
 		d.fail(at+1, "atom", format.ErrInvalid)
 		return nil
-	} else if utf8.RuneCount(p) > etfMaxAtomChars {
+	} else if n > etfMaxAtomChars && utf8.RuneCount(p) > etfMaxAtomChars { // runes ≤ bytes
 		d.fail(at, "atomLength", format.ErrTooLarge)
 		return nil
 	}

@@ -3,9 +3,11 @@ package rabbitmq
 import (
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
+	"github.com/storectl/storectl/internal/testutil"
 )
 
 // TestGapCandidatesExact: misread is skipped when gapCandidates finds no
@@ -66,4 +68,30 @@ func TestGapCandidatesExact(t *testing.T) {
 	if withHazard == 0 || skipped == 0 {
 		t.Errorf("vacuous: %d with hazards, %d skipped", withHazard, skipped)
 	}
+}
+
+// FuzzGapCandidates: on any file, when the pre-check lets hazards skip
+// the generation-2 model (no gap candidate, no in-file duplicate), the
+// model and the §3.4 analysis report no misread.
+func FuzzGapCandidates(f *testing.F) {
+	paths, _ := filepath.Glob(testutil.Testdata("rabbitmq-mc", "*.rdq"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			b = b[:min(len(b), 4096)]
+			f.Add(b)
+			f.Add(append(append(append([]byte(nil), b[:len(b)/2]...), make([]byte, 5)...), b[len(b)/2:]...))
+		}
+	}
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 5, 'a', 'b', 'c', 'd', 'e', 0xFF})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fs := &FileScan{Number: -1}
+		walk(b, fs)
+		if gapCandidates(b, fs.Gaps) || inFileDup(fs.Records) {
+			return
+		}
+		misread(b, fs)
+		if len(fs.Hazards) > 0 {
+			t.Fatalf("pre-check skips the model, but misread reports %+v", fs.Hazards[0])
+		}
+	})
 }
