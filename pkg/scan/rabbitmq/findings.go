@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/storectl/storectl/pkg/scan"
@@ -150,13 +151,15 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	default:
 		f.Severity = scan.Warning
 	}
-	ids := make([]string, 0, len(h.Victims))
-	for _, v := range h.Victims {
-		ids = append(ids, fmt.Sprintf("%s@%d", v.MsgID, v.Offset))
-	}
 	who := "RabbitMQ " + h.Versions + " (" + strings.Join(h.When, ", ") + ")"
 	switch h.Code {
 	case CodeZeroHoleMisread:
+		// Only this message lists the victims (a gen1-stop can have
+		// thousands: no string per victim for the others).
+		ids := make([]string, 0, len(h.Victims))
+		for _, v := range h.Victims {
+			ids = append(ids, v.MsgID+"@"+strconv.FormatInt(v.Offset, 10))
+		}
 		f.Evidence = map[string]string{"model": "generation-2 scan_data accepts a bogus frame here"}
 		f.Message = fmt.Sprintf("%s accepts a bogus %d-byte frame at %d and jumps over %s", who, h.Length, h.Offset, strings.Join(ids, ", "))
 	case CodeOffByNine:
