@@ -11,14 +11,14 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-const (
-	// cqMergeQueues is how many queues are walked together: each holds an
-	// open file and a cqCursorBuf buffer, so memory and descriptors stay
-	// bounded (2 MiB, 128 files) however many queues the store has.
-	cqMergeQueues = 128
-	// cqCursorBuf is the read buffer of one queue's cursor: 819 units.
-	cqCursorBuf = 819 * rmq.CQUnitSize
-)
+// cqMergeQueues is how many queues are walked together: each holds an
+// open file and a cqCursorBuf buffer, so memory and descriptors stay
+// bounded (2 MiB, 128 files) however many queues the store has. A
+// variable so tests can walk one queue at a time.
+var cqMergeQueues = 128
+
+// cqCursorBuf is the read buffer of one queue's cursor: 819 units.
+const cqCursorBuf = 819 * rmq.CQUnitSize
 
 // cqCursor walks the units of one queue in stream order (§4.1, §4.2),
 // one unit at a time, so that the units of many queues can be checked in
