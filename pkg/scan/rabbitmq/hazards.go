@@ -84,16 +84,7 @@ func gapCandidates(b []byte, gaps []Gap) bool {
 		for p, end := int(g.Offset), int(g.Offset+g.Length); p < end && n-p >= 8; {
 			size := binary.BigEndian.Uint64(b[p:])
 			if size == 0 {
-				// A zero window: no candidate until the window reaches the
-				// next non-zero byte (only the 7 positions before it).
-				z := p + 8
-				for z+8 <= n && binary.BigEndian.Uint64(b[z:]) == 0 {
-					z += 8
-				}
-				for z < n && b[z] == 0 {
-					z++
-				}
-				p = max(p+1, z-7)
+				p = skipZeroWindow(b, p)
 				continue
 			}
 			if size >= rfmt.RDQMinSize && size < uint64(n-p-rfmt.RDQSizeFieldLen) &&

@@ -6,7 +6,6 @@ package rabbitmq
 
 import (
 	"encoding/hex"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -106,23 +105,9 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 			if e.path > 0 || e.set == 0 {
 				continue
 			}
-			off := int64(0)
-			if r.Slot >= 0 {
-				off = 64 + 32*int64(r.Slot)
-			}
-			out = append(out, scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
-				Path: scan.Rel(s.root, r.Path), Offset: off, Repair: scan.RepairNone, MsgID: r.MsgID,
-				Details: map[string]any{"queue": name, "queues": l.sets[e.set-1], "seq_id": r.SeqID},
-				Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", name, r.MsgID)})
+			out = append(out, s.missingFinding(r, name, l.sets[e.set-1]))
 		}
 	}
-	seen := map[string]bool{}
-	for _, f := range out {
-		if !seen[f.MsgID] {
-			seen[f.MsgID] = true
-			v.Lost = append(v.Lost, f.MsgID)
-		}
-	}
-	sort.Strings(v.Lost)
+	v.Lost = lostIDs(out)
 	return out
 }

@@ -147,24 +147,10 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 			if _, ok := v.Found[r.MsgID]; ok {
 				continue
 			}
-			off := int64(0)
-			if r.Slot >= 0 {
-				off = 64 + 32*int64(r.Slot)
-			}
-			out = append(out, scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
-				Path: scan.Rel(s.root, r.Path), Offset: off, Repair: scan.RepairNone, MsgID: r.MsgID,
-				Details: map[string]any{"queue": name, "queues": v.Refs[r.MsgID], "seq_id": r.SeqID},
-				Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", name, r.MsgID)})
+			out = append(out, s.missingFinding(r, name, v.Refs[r.MsgID]))
 		}
 	}
-	seen := map[string]bool{}
-	for _, f := range out {
-		if !seen[f.MsgID] {
-			seen[f.MsgID] = true
-			v.Lost = append(v.Lost, f.MsgID)
-		}
-	}
-	sort.Strings(v.Lost)
+	v.Lost = lostIDs(out)
 	return out
 }
 
@@ -214,4 +200,32 @@ func (s *scanner) layout(v *VHostScan) map[string]any {
 	l["clean_shutdown"] = map[string]bool{"clean.dot": c != nil && c.CleanDot,
 		"file_summary.ets": c != nil && c.HasFileSummary, "msg_store_index.ets": c != nil && c.HasIndex}
 	return l
+}
+
+// missingFinding reports that queue name references r's message, which
+// no .rdq holds. The offset is the .qi slot (v2) or 0 for v1 records,
+// whose byte position verify reports exactly.
+func (s *scanner) missingFinding(r rfmt.QueueRef, name string, queues []string) scan.Finding {
+	off := int64(0)
+	if r.Slot >= 0 {
+		off = 64 + 32*int64(r.Slot)
+	}
+	return scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
+		Path: scan.Rel(s.root, r.Path), Offset: off, Repair: scan.RepairNone, MsgID: r.MsgID,
+		Details: map[string]any{"queue": name, "queues": queues, "seq_id": r.SeqID},
+		Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", name, r.MsgID)}
+}
+
+// lostIDs is the sorted set of msg ids of message-missing findings.
+func lostIDs(out []scan.Finding) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, f := range out {
+		if !seen[f.MsgID] {
+			seen[f.MsgID] = true
+			ids = append(ids, f.MsgID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }

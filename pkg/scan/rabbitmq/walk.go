@@ -26,14 +26,7 @@ func walk(b []byte, fs *FileScan) {
 	for n-p >= minFrame {
 		size := binary.BigEndian.Uint64(b[p:])
 		if size == 0 {
-			z := p + 8
-			for z+8 <= n && binary.BigEndian.Uint64(b[z:]) == 0 {
-				z += 8
-			}
-			for z < n && b[z] == 0 {
-				z++
-			}
-			p = max(p+1, z-7)
+			p = skipZeroWindow(b, p)
 			continue
 		}
 		if size >= rfmt.RDQMinStrictSize && size <= uint64(n-p-rfmt.RDQOverhead) {
@@ -160,4 +153,20 @@ func termKind(body []byte) string {
 		return rfmt.RecordMC
 	}
 	return ""
+}
+
+// skipZeroWindow returns the next position worth testing after a zero
+// 8-byte window at p: no window can hold a non-zero size until it reaches
+// the next non-zero byte, so only the 7 positions before that byte are
+// left to try.
+func skipZeroWindow(b []byte, p int) int {
+	n := len(b)
+	z := p + 8
+	for z+8 <= n && binary.BigEndian.Uint64(b[z:]) == 0 {
+		z += 8
+	}
+	for z < n && b[z] == 0 {
+		z++
+	}
+	return max(p+1, z-7)
 }
