@@ -64,3 +64,25 @@ func TestProgressPlain(t *testing.T) {
 		t.Fatalf("--progress none printed progress: %s", errOut)
 	}
 }
+
+// TestProgressBarOnlyOnATerminal: --progress auto draws a bar on stderr
+// when stderr is a terminal, and nothing otherwise; stdout stays the report.
+func TestProgressBarOnlyOnATerminal(t *testing.T) {
+	store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
+	scanWith := func(errTTY bool) (string, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"scan", "-o", "jsonl", store},
+			Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, ErrTTY: errTTY, Getenv: func(string) string { return "" }})
+		if code != exitOK {
+			t.Fatalf("exit %d", code)
+		}
+		return out.String(), errOut.String()
+	}
+	out, errOut := scanWith(true)
+	if !strings.Contains(errOut, "scanning") || strings.Contains(out, "scanning") {
+		t.Fatalf("no bar on a terminal stderr:\nstderr %q", errOut)
+	}
+	if _, errOut := scanWith(false); errOut != "" {
+		t.Fatalf("progress off a terminal: %q", errOut)
+	}
+}
