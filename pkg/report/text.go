@@ -310,6 +310,13 @@ func cell(v any) string {
 			s[i] = cell(e)
 		}
 		return strings.Join(s, ",")
+	case map[string]any:
+		s := make([]string, 0, len(x))
+		for k, v := range x {
+			s = append(s, k+": "+cell(v))
+		}
+		sort.Strings(s)
+		return strings.Join(s, "\n")
 	default:
 		b, _ := json.Marshal(x)
 		return string(b)
