@@ -82,7 +82,8 @@ type VHostVerify struct {
 	Layout     map[string]any
 }
 
-// Verify runs ScanVHost on every vhost dir of cfg and adds the cross-file
+// Verify runs the scan of every vhost dir of cfg (lean, one queue at a
+// time, unless the store has a clean-shutdown index: verify_lean.go) and adds the cross-file
 // checks and the next-start prediction (Result.Queues). Store dirs and
 // single files given without a vhost get the plain scan: nothing can be
 // cross-checked there. Like Scan, the error is for a verify that could not
@@ -94,17 +95,15 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	vhosts := []map[string]any{}
 	for _, d := range cfg.VHostDirs {
-		vv, err := VerifyVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts})
+		vv, err := verifyVHostResult(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
 		}
-		addFiles(res, vv.Scan.Files)
-		res.Add(vv.Findings...)
-		for _, q := range vv.Queues {
-			res.Queues = append(res.Queues, q.Queue)
-		}
-		vhosts = append(vhosts, vv.Layout)
+		addFiles(res, vv.files)
+		res.Add(vv.findings...)
+		res.Queues = append(res.Queues, vv.queues...)
+		vhosts = append(vhosts, vv.layout)
 	}
 	if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 {
 		rest, err := Scan(ctx, Config{Root: cfg.Root, StoreDirs: cfg.StoreDirs, Files: cfg.Files,

@@ -34,57 +34,76 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
 		}
 	}
 	atRisk, lostByVer := hazardVictims(v, ver)
+	vic := victimSet{
+		atRisk: func(k int, id string) bool { return atRisk[atRiskKeys[k]][id] },
+		lost:   func(id string) string { return lostByVer[id] },
+	}
+	lookup := func(id [16]byte) *Record { return found[id] }
 	var out []*QueueFate
 	for _, qd := range v.Queues.Queues {
-		qf := &QueueFate{Queue: scan.Queue{VHost: v.VHost, Dir: qd.Hash, Index: indexKind(qd.Dir),
-			AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
-		if qd.HasName {
-			qf.Queue.Queue = qd.Name.Name
-		}
-		for _, k := range atRiskKeys {
-			qf.AtRisk[k] = 0
-		}
-		qf.OrphanWhy = orphanReason(qd, v.VHost)
-		if len(qd.Entries) > 0 {
-			qf.Entries = make([]EntryFate, 0, len(qd.Entries))
-		}
-		for _, e := range qd.Entries {
-			ef := fate(e, qf.OrphanWhy != "", clean, found, lostByVer)
-			qf.Entries = append(qf.Entries, ef)
-			qf.Queue.Entries++
-			if !ef.Keep {
-				qf.Drop++
-				if ef.MsgID != "" {
-					qf.DropMsgIDs = append(qf.DropMsgIDs, ef.MsgID)
-				}
-				continue
-			}
-			qf.Keep++
-			if e.Location != rfmt.LocationSharedStore {
-				continue
-			}
-			for _, k := range atRiskKeys {
-				if atRisk[k][ef.MsgID] {
-					qf.AtRisk[k]++
-					qf.AtRiskMsgIDs[k] = append(qf.AtRiskMsgIDs[k], ef.MsgID)
-				}
-			}
-		}
-		if len(qf.AtRiskMsgIDs) == 0 {
-			qf.AtRiskMsgIDs = nil
-		}
-		out = append(out, qf)
+		out = append(out, predictQueue(qd, v.VHost, clean, lookup, vic))
 	}
 	return out
 }
 
+// victimSet answers, for a shared-store msg id, whether a version with
+// the scanner bug of atRiskKeys[k] loses it, and which hazard code makes
+// the configured version lose it in a dirty recovery ("" if none).
+type victimSet struct {
+	atRisk func(k int, id string) bool
+	lost   func(id string) string
+}
+
+// predictQueue builds the QueueFate of one queue dir: lookup returns the
+// referenced shared-store record holding an id (nil when none).
+func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic victimSet) *QueueFate {
+	qf := &QueueFate{Queue: scan.Queue{VHost: vhost, Dir: qd.Hash, Index: indexKind(qd.Dir),
+		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
+	if qd.HasName {
+		qf.Queue.Queue = qd.Name.Name
+	}
+	for _, k := range atRiskKeys {
+		qf.AtRisk[k] = 0
+	}
+	qf.OrphanWhy = orphanReason(qd, vhost)
+	if len(qd.Entries) > 0 {
+		qf.Entries = make([]EntryFate, 0, len(qd.Entries))
+	}
+	for _, e := range qd.Entries {
+		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic.lost)
+		qf.Entries = append(qf.Entries, ef)
+		qf.Queue.Entries++
+		if !ef.Keep {
+			qf.Drop++
+			if ef.MsgID != "" {
+				qf.DropMsgIDs = append(qf.DropMsgIDs, ef.MsgID)
+			}
+			continue
+		}
+		qf.Keep++
+		if e.Location != rfmt.LocationSharedStore {
+			continue
+		}
+		for i, k := range atRiskKeys {
+			if vic.atRisk(i, ef.MsgID) {
+				qf.AtRisk[k]++
+				qf.AtRiskMsgIDs[k] = append(qf.AtRiskMsgIDs[k], ef.MsgID)
+			}
+		}
+	}
+	if len(qf.AtRiskMsgIDs) == 0 {
+		qf.AtRiskMsgIDs = nil
+	}
+	return qf
+}
+
 // fate decides one entry.
-func fate(e rfmt.QueueEntry, orphan, clean bool, found map[[16]byte]*Record, lostByVer map[string]string) EntryFate {
+func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, lostByVer func(string) string) EntryFate {
 	ef := EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
 	shared := e.Location == rfmt.LocationSharedStore
 	if shared {
 		if id, ok := decodeID(e.MsgID); ok {
-			ef.Record = found[id]
+			ef.Record = lookup(id)
 		}
 	}
 	drop := func(reason string) EntryFate {
@@ -102,8 +121,8 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, found map[[16]byte]*Record, los
 		return drop(e.Drop)
 	case shared && ef.Record == nil:
 		return drop(DropMissing)
-	case shared && lostByVer[e.MsgID] != "":
-		return drop(DropScanner + lostByVer[e.MsgID])
+	case shared && lostByVer(e.MsgID) != "":
+		return drop(DropScanner + lostByVer(e.MsgID))
 	}
 	return ef
 }

@@ -1,0 +1,124 @@
+package rabbitmq
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// verifyWith runs Verify on one vhost dir with lean verify on or off.
+func verifyWith(t *testing.T, lean bool, root, dir, ver string) *scan.Result {
+	t.Helper()
+	old := verifyLean
+	verifyLean = lean
+	defer func() { verifyLean = old }()
+	res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{dir}, BrokerVersion: ver},
+		scan.Options{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// sameVerify checks that lean Verify gives exactly the detailed result
+// (files, findings, queues with their at_risk and drops, layout) and
+// returns the counts compared.
+func sameVerify(t *testing.T, root, dir, ver string) (findings, queues, entries int) {
+	t.Helper()
+	want := verifyWith(t, false, root, dir, ver)
+	got := verifyWith(t, true, root, dir, ver)
+	a, _ := json.Marshal(want)
+	b, _ := json.Marshal(got)
+	if string(a) != string(b) {
+		t.Errorf("lean Verify differs from the detailed one:\ndetailed %.3000s\nlean     %.3000s", a, b)
+	}
+	for _, q := range want.Queues {
+		entries += q.Entries
+	}
+	if len(want.Findings) == 0 || len(want.Queues) == 0 || entries == 0 {
+		t.Errorf("nothing compared: %d findings, %d queues, %d entries", len(want.Findings), len(want.Queues), entries)
+	}
+	return len(want.Findings), len(want.Queues), entries
+}
+
+// TestLeanVerifySameAsDetailed: on the 6 fixture datasets (the clean ones
+// take the detailed path, their index checks need every record), on a
+// generated store with holes, unreferenced records and a deleted file
+// (message-missing findings), and on misread vhosts with and without
+// --broker-version (at_risk, scanner drops), lean Verify reports exactly
+// what the detailed VerifyVHost does.
+func TestLeanVerifySameAsDetailed(t *testing.T) {
+	for _, d := range datasets {
+		t.Run(d.kind+"/"+d.name, func(t *testing.T) {
+			root := testutil.Untar(t, testutil.Testdata(d.kind, "datasets", d.name+".tar.gz"))
+			dir := filepath.Join(root, d.node, "msg_stores", "vhosts", vhostHash)
+			_, err := os.Stat(filepath.Join(dir, "msg_store_persistent", "msg_store_index.ets"))
+			f, q, e := sameVerify(t, root, dir, "")
+			t.Logf("%d findings, %d queues, %d entries compared (lean path: %v)", f, q, e, err != nil)
+		})
+	}
+	t.Run("generated", func(t *testing.T) {
+		root := t.TempDir()
+		sum, err := gen.Generate(root, gen.Config{Seed: 3, Kind: gen.MC, TotalBytes: 6 << 20, FileLimit: 1 << 20,
+			HoleEvery: 7, UnrefEvery: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(sum.Files[1]); err != nil {
+			t.Fatal(err)
+		}
+		f, q, e := sameVerify(t, root, sum.VHostDir, "")
+		lost := 0
+		for _, x := range verifyWith(t, true, root, sum.VHostDir, "").Findings {
+			if x.Code == CodeMessageMissing {
+				lost++
+			}
+		}
+		if lost == 0 {
+			t.Error("no message-missing finding: the deleted file was not noticed")
+		}
+		t.Logf("%d findings, %d queues, %d entries compared, %d message-missing", f, q, e, lost)
+	})
+	t.Run("bad-body", func(t *testing.T) {
+		recs, _ := realRecords(t)
+		bad := append([]byte(nil), recs[1]...)
+		bad[24] = 0 // the body's ETF version byte: the frame stays, its body is no term
+		root, dir, _, _ := writeVHost(t, []part{{rec: recs[0]}, {rec: bad}, {rec: recs[2]}})
+		f, q, e := sameVerify(t, root, dir, "")
+		n := 0
+		for _, x := range verifyWith(t, true, root, dir, "").Findings {
+			if x.Code == CodeMessageMissing && x.MsgID == hex.EncodeToString(bad[8:24]) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d message-missing findings for the bad-body record, want 1", n)
+		}
+		t.Logf("%d findings, %d queues, %d entries compared", f, q, e)
+	})
+	t.Run("misread", func(t *testing.T) {
+		recs, plens := realRecords(t)
+		a, c := recs[0], recs[1]
+		vic := victim(t, recs[0], plens[0], 4116, 0, 0xFF, 1)
+		root, dir, _, _ := writeVHost(t, []part{{rec: a}, {hole: 5}, {rec: vic, victim: true}, {rec: c}})
+		for _, ver := range []string{"", "3.13.7", "4.0.3", "3.12.14"} {
+			want := verifyWith(t, false, root, dir, ver)
+			risk := 0
+			for _, q := range want.Queues {
+				risk += q.AtRisk[VersionsGen1] + q.AtRisk[VersionsGen2] + q.Drop
+			}
+			if risk == 0 {
+				t.Errorf("--broker-version %q: nothing at risk or dropped, nothing compared", ver)
+			}
+			f, q, e := sameVerify(t, root, dir, ver)
+			t.Logf("--broker-version %q: %d findings, %d queues, %d entries compared, %d at risk or dropped", ver, f, q, e, risk)
+		}
+	})
+}
