@@ -21,7 +21,7 @@ import (
 
 // verifyLean selects lean verify in Verify; tests turn it off to compare
 // with the detailed VerifyVHost.
-var verifyLean = false
+var verifyLean = true
 
 // vhostResult is what Verify takes from one vhost.
 type vhostResult struct {
