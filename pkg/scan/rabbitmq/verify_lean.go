@@ -14,6 +14,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -96,6 +97,31 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	return res, nil
 }
 
+// bigQueue is the entry count from which a queue's entries are collected
+// before the next queue is read: below it a collection costs more than
+// the memory it returns (brokers can have thousands of small queues).
+const bigQueue = 1 << 16
+
+// findingEntries returns whether a fate of qd is needed for the
+// findings: .qs entries in a file with an anomaly (anomalyFindings places
+// .qs damage at them) and shared-store entries whose record is missing or
+// has a bad body (missingFindings).
+func findingEntries(qd *rfmt.QueueDir) func(*EntryFate) bool {
+	damaged := map[string]bool{}
+	for _, a := range qd.Anomalies {
+		damaged[a.Path] = true
+	}
+	return func(ef *EntryFate) bool {
+		switch ef.Entry.Location {
+		case rfmt.LocationQueueStore:
+			return damaged[ef.Entry.StorePath]
+		case rfmt.LocationSharedStore:
+			return ef.Entry.Persistent && (ef.Record == nil || ef.Record.BadBody)
+		}
+		return false
+	}
+}
+
 type fileOffPath struct {
 	path string
 	off  int64
@@ -154,7 +180,9 @@ func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, vv
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		qf := predictQueue(qd, v.VHost, clean, lp.lookup, vs)
+		qf := predictQueue(qd, v.VHost, clean, lp.lookup, vs, findingEntries(qd))
+		n := len(qd.Entries)
+		qd.Entries = nil
 		one := []*QueueFate{qf}
 		anoms = append(anoms, anomalyFindings(root, &rfmt.VHostQueues{Queues: []*rfmt.QueueDir{qd}}, one)...)
 		orphans = append(orphans, orphanFindings(root, one)...)
@@ -169,6 +197,12 @@ func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, vv
 		missing = append(missing, missingFindings(root, one, refs, clean)...)
 		qf.Entries = nil
 		vv.Queues = append(vv.Queues, qf)
+		if n >= bigQueue {
+			// Return this queue's entries before the next queue is read:
+			// the heap target set while they were live would let the next
+			// queue's garbage pile on top of them.
+			runtime.GC()
+		}
 	}
 	return anoms, orphans, missing, nil
 }

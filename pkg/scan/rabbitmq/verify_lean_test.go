@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/internal/testutil"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -85,6 +87,37 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 			t.Error("no message-missing finding: the deleted file was not noticed")
 		}
 		t.Logf("%d findings, %d queues, %d entries compared, %d message-missing", f, q, e, lost)
+	})
+	t.Run("qs-damage", func(t *testing.T) {
+		root, dir := unpack(t, "crash-cqv2")
+		qdir := filepath.Join(dir, "queues", q1Dir)
+		qi := readFile(t, filepath.Join(qdir, "0.qi"))
+		slots := qiSlots(qi, 2)
+		if len(slots) == 0 {
+			t.Fatal("q1 has no .qs entries")
+		}
+		storeOff := binary.BigEndian.Uint64(qi[slots[0]+4:])
+		storeSize := binary.BigEndian.Uint32(qi[slots[0]+12:])
+		qsPath := filepath.Join(qdir, "0.qs")
+		qs := readFile(t, qsPath)
+		qs[storeOff+8+uint64(storeSize)/2] ^= 0xFF
+		writeFile(t, qsPath, qs)
+		crc := 0
+		for _, x := range verifyWith(t, true, root, dir, "").Findings {
+			if x.Code == rfmt.CodeQSCRC && x.Offset == int64(storeOff) && x.MsgID != "" {
+				crc++
+			}
+		}
+		if crc != 1 {
+			t.Errorf("%d qs.crc findings at the flipped entry with its msg id, want 1", crc)
+		}
+		f, q, e := sameVerify(t, root, dir, "")
+		t.Logf("crc flip: %d findings, %d queues, %d entries compared", f, q, e)
+		if err := os.Remove(qsPath); err != nil {
+			t.Fatal(err)
+		}
+		f, q, e = sameVerify(t, root, dir, "")
+		t.Logf("deleted .qs: %d findings, %d queues, %d entries compared", f, q, e)
 	})
 	t.Run("bad-body", func(t *testing.T) {
 		recs, _ := realRecords(t)

@@ -41,7 +41,7 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
 	lookup := func(id [16]byte) *Record { return found[id] }
 	var out []*QueueFate
 	for _, qd := range v.Queues.Queues {
-		out = append(out, predictQueue(qd, v.VHost, clean, lookup, vic))
+		out = append(out, predictQueue(qd, v.VHost, clean, lookup, vic, nil))
 	}
 	return out
 }
@@ -55,8 +55,11 @@ type victimSet struct {
 }
 
 // predictQueue builds the QueueFate of one queue dir: lookup returns the
-// referenced shared-store record holding an id (nil when none).
-func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic victimSet) *QueueFate {
+// referenced shared-store record holding an id (nil when none). Entries
+// holds the fates keep accepts (every one when keep is nil); the counts
+// and id lists cover all of them.
+func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic victimSet,
+	keep func(*EntryFate) bool) *QueueFate {
 	qf := &QueueFate{Queue: scan.Queue{VHost: vhost, Dir: qd.Hash, Index: indexKind(qd.Dir),
 		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
 	if qd.HasName {
@@ -66,12 +69,14 @@ func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]b
 		qf.AtRisk[k] = 0
 	}
 	qf.OrphanWhy = orphanReason(qd, vhost)
-	if len(qd.Entries) > 0 {
+	if len(qd.Entries) > 0 && keep == nil {
 		qf.Entries = make([]EntryFate, 0, len(qd.Entries))
 	}
 	for _, e := range qd.Entries {
 		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic.lost)
-		qf.Entries = append(qf.Entries, ef)
+		if keep == nil || keep(&ef) {
+			qf.Entries = append(qf.Entries, ef)
+		}
 		qf.Queue.Entries++
 		if !ef.Keep {
 			qf.Drop++
