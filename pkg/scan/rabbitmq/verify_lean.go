@@ -106,12 +106,12 @@ const bigQueue = 1 << 16
 // findings: .qs entries in a file with an anomaly (anomalyFindings places
 // .qs damage at them) and shared-store entries whose record is missing or
 // has a bad body (missingFindings).
-func findingEntries(qd *rfmt.QueueDir) func(*EntryFate) bool {
+func findingEntries(qd *rfmt.QueueDir) func(EntryFate) bool {
 	damaged := map[string]bool{}
 	for _, a := range qd.Anomalies {
 		damaged[a.Path] = true
 	}
-	return func(ef *EntryFate) bool {
+	return func(ef EntryFate) bool {
 		switch ef.Entry.Location {
 		case rfmt.LocationQueueStore:
 			return damaged[ef.Entry.StorePath]

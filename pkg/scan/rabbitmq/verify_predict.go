@@ -59,7 +59,7 @@ type victimSet struct {
 // holds the fates keep accepts (every one when keep is nil); the counts
 // and id lists cover all of them.
 func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic victimSet,
-	keep func(*EntryFate) bool) *QueueFate {
+	keep func(EntryFate) bool) *QueueFate {
 	qf := &QueueFate{Queue: scan.Queue{VHost: vhost, Dir: qd.Hash, Index: indexKind(qd.Dir),
 		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
 	if qd.HasName {
@@ -74,7 +74,7 @@ func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]b
 	}
 	for _, e := range qd.Entries {
 		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic.lost)
-		if keep == nil || keep(&ef) {
+		if keep == nil || keep(ef) {
 			qf.Entries = append(qf.Entries, ef)
 		}
 		qf.Queue.Entries++
