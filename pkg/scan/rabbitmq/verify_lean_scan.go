@@ -2,8 +2,7 @@ package rabbitmq
 
 // scanVHostKeep is ScanVHost that also returns its scanner: lean verify
 // decides queue entries from the scanner's id map (seen, paths, lrefs),
-// which the lean scan keeps instead of the records. Keep it in step with
-// ScanVHost (TestLeanVerifySameAsDetailed compares the results).
+// which the lean scan keeps instead of the records.
 
 import (
 	"context"

@@ -2,9 +2,7 @@ package rabbitmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,83 +29,8 @@ type VHostOptions struct {
 // stops the scan as a whole (bad version string, unreadable queues dir);
 // per file I/O errors are in FileScan.Err and in the findings.
 func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostScan, error) {
-	ver, err := parseVersion(o.BrokerVersion)
-	if err != nil {
-		return nil, err
-	}
-	s := newScanner(root, ver, o.Options)
-	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Found: map[string]Location{}, Layout: map[string]any{}}
-	// The queue indexes are read while the first .rdq files are walked;
-	// statuses wait for them (scanner.prepare).
-	var qerr error
-	qdone := make(chan struct{})
-	if _, err := os.Stat(filepath.Join(vhostDir, "queues")); err == nil {
-		go func() {
-			defer close(qdone)
-			read := rfmt.ReadVHostQueues
-			if o.lean {
-				read = rfmt.ReadVHostQueuesRefs
-			}
-			q, err := read(vhostDir)
-			if err != nil {
-				qerr = err
-				return
-			}
-			v.Queues, v.VHost = q, q.VHost
-			if o.lean {
-				s.lrefs = newLeanRefs(q, s.seen)
-				v.Refs = map[string][]string{}
-			} else {
-				v.Refs = queueRefs(q)
-			}
-			s.refs = v.Refs
-		}()
-	} else {
-		close(qdone)
-		if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
-			v.VHost = string(b)
-		}
-	}
-	s.ready = func() { <-qdone }
-	store := filepath.Join(vhostDir, "msg_store_persistent")
-	if v.Clean, err = readClean(store); err != nil {
-		<-qdone
-		return nil, err
-	}
-	s.clean = v.Clean
-	// The clean-index check (indexFindings) needs every record.
-	s.lean = o.lean && (v.Clean == nil || !v.Clean.HasIndex)
-	files, err := s.scanStore(ctx, store, false)
-	<-qdone
-	if qerr != nil {
-		return nil, qerr
-	}
-	if err == nil {
-		v.Files = files
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	for _, f := range v.Files {
-		for _, r := range f.Records {
-			if r.Status == StatusReferenced {
-				v.Found[r.ID()] = Location{Path: r.Path, Offset: r.Offset}
-			}
-		}
-	}
-	if tf, err := s.scanStore(ctx, filepath.Join(vhostDir, "msg_store_transient"), true); err == nil {
-		v.Files = append(v.Files, tf...)
-	}
-	if !ver.set && s.termCnt[rfmt.RecordMC] > 0 && s.termCnt[rfmt.RecordBasicMessage] == 0 {
-		ver.writtenBy313 = true
-	}
-	for _, f := range v.Files {
-		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
-	}
-	v.Findings = append(v.Findings, s.missing(v)...)
-	v.Findings = append(v.Findings, s.indexFindings(v)...)
-	v.Findings = append(v.Findings, queueFindings(root, v.Queues)...)
-	v.Layout = s.layout(v)
-	return v, nil
+	v, _, err := scanVHostKeep(ctx, root, vhostDir, o)
+	return v, err
 }
 
 // queueRefs maps each referenced id to the names of the queues holding a
