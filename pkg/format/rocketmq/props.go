@@ -19,6 +19,25 @@ const (
 	PropInnerNum  = "INNER_NUM"
 	PropInnerBase = "INNER_BASE"
 	PropCRC32     = "__CRC32#"
+	// PropInnerMultiDispatch lists the LMQ queues a record is also
+	// dispatched to when the broker runs with enableMultiDispatch.
+	PropInnerMultiDispatch = "INNER_MULTI_DISPATCH"
+)
+
+// LMQPrefix is MixAll.LMQ_PREFIX: the topic prefix of light message queues.
+const LMQPrefix = "%LMQ%"
+
+// DispatchProps are the properties dispatch reads from a record (tags
+// code, multi-dispatch, index keys), in the order of the Dispatch*
+// indices, for one LookupProperties walk per record.
+var DispatchProps = [...]string{PropTags, PropInnerMultiDispatch, PropUniqKey, PropKeys}
+
+// Indices into DispatchProps.
+const (
+	DispatchTags = iota
+	DispatchMulti
+	DispatchUniq
+	DispatchKeys
 )
 
 // forEachProperty calls fn for every segment string2messageProperties

@@ -15,15 +15,6 @@ import (
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
-// PropInnerMultiDispatch is MessageConst.PROPERTY_INNER_MULTI_DISPATCH:
-// the comma-separated LMQ queues a record is also dispatched to when the
-// broker runs with enableMultiDispatch (default false).
-const PropInnerMultiDispatch = "INNER_MULTI_DISPATCH"
-
-// LMQPrefix starts the topic name of every light message queue (%LMQ%...);
-// their consume queues are never touched by the rebuild.
-const LMQPrefix = "%LMQ%"
-
 // rbRecord is what the rebuilder keeps of one valid commitlog record:
 // about 56 bytes plus 4 per index key, so a store of N messages needs
 // roughly 64*N bytes while planning.
@@ -120,26 +111,26 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	r := rbRecord{phy: phy, storeTS: m.StoreTimestamp, queueOffset: m.QueueOffset, size: m.TotalSize, queue: -1}
 	tx := m.TransactionType()
 	// One walk of the properties for the four keys.
-	var vals [len(rbKeys)][]byte
-	var found [len(rbKeys)]bool
-	rmq.LookupProperties(m.Properties, rbKeys[:], vals[:], found[:])
+	var vals [len(rmq.DispatchProps)][]byte
+	var found [len(rmq.DispatchProps)]bool
+	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
 	if m.Dispatched() { // NOT_TYPE or COMMIT
 		switch {
 		case string(m.Topic) == rmq.ScheduleTopic:
 			r.tagsCode = m.TagsCode() // delay level arithmetic
-		case found[rbkTags]:
-			r.tagsCode = int64(rmq.JavaHashCode(vals[rbkTags]))
+		case found[rmq.DispatchTags]:
+			r.tagsCode = int64(rmq.JavaHashCode(vals[rmq.DispatchTags]))
 		}
 		r.queue = c.queue(m.Topic, m.QueueID)
-		if found[rbkMulti] {
+		if found[rmq.DispatchMulti] {
 			c.d.lmq++
 		}
 	}
 	if tx != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK only
-		if found[rbkUniq] {
-			c.addKey(m.Topic, vals[rbkUniq])
+		if found[rmq.DispatchUniq] {
+			c.addKey(m.Topic, vals[rmq.DispatchUniq])
 		}
-		if v, ok := vals[rbkKeys], found[rbkKeys]; ok {
+		if v, ok := vals[rmq.DispatchKeys], found[rmq.DispatchKeys]; ok {
 			for len(v) > 0 { // bytes.Split on ' ' without allocating
 				k := v
 				if i := bytes.IndexByte(v, ' '); i >= 0 {
@@ -157,16 +148,6 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	c.d.recs = append(c.d.recs, r)
 	return nil
 }
-
-// rbKeys are the properties onMessage reads, indexed by rbk*.
-var rbKeys = [...]string{rmq.PropTags, PropInnerMultiDispatch, rmq.PropUniqKey, rmq.PropKeys}
-
-const (
-	rbkTags = iota
-	rbkMulti
-	rbkUniq
-	rbkKeys
-)
 
 // queue returns the index of (topic, queueID) in c.d.queues, adding it.
 func (c *rbCollector) queue(topic []byte, queueID int32) int32 {

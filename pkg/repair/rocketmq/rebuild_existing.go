@@ -40,7 +40,7 @@ func rbListExisting(data string) (*rbExisting, error) {
 	sizes := map[int64]int{}
 	for _, t := range topics {
 		tdir := filepath.Join("consumequeue", t.Name())
-		if !t.IsDir() || strings.HasPrefix(t.Name(), LMQPrefix) {
+		if !t.IsDir() || strings.HasPrefix(t.Name(), rmq.LMQPrefix) {
 			ex.other = append(ex.other, tdir)
 			continue
 		}

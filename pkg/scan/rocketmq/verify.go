@@ -194,22 +194,22 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	}
 	// One walk of the properties for the four keys (LookupProperty each
 	// would walk them four times).
-	var vals [len(collectKeys)][]byte
-	var found [len(collectKeys)]bool
-	rmq.LookupProperties(m.Properties, collectKeys[:], vals[:], found[:])
+	var vals [len(rmq.DispatchProps)][]byte
+	var found [len(rmq.DispatchProps)]bool
+	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
 	var tags int64
 	switch {
 	case string(m.Topic) == rmq.ScheduleTopic:
 		tags = m.TagsCode() // delay level arithmetic
-	case found[ckTags]:
-		tags = int64(rmq.JavaHashCode(vals[ckTags]))
+	case found[rmq.DispatchTags]:
+		tags = int64(rmq.JavaHashCode(vals[rmq.DispatchTags]))
 	}
 	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: tags, storeTS: m.StoreTimestamp,
 		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int64(len(c.hashes))}
 	if m.InnerBatch() {
 		r.flags |= vfInnerBatch
 	}
-	if found[ckMulti] {
+	if found[rmq.DispatchMulti] {
 		r.flags |= vfLMQ
 	}
 	if c.wantHashes && m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
@@ -220,10 +220,10 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 				r.nhash++
 			}
 		}
-		if found[ckUniq] {
-			add(vals[ckUniq])
+		if found[rmq.DispatchUniq] {
+			add(vals[rmq.DispatchUniq])
 		}
-		if ks, ok := vals[ckKeys], found[ckKeys]; ok {
+		if ks, ok := vals[rmq.DispatchKeys], found[rmq.DispatchKeys]; ok {
 			for len(ks) > 0 { // bytes.Split on ' ' without allocating
 				k := ks
 				if i := bytes.IndexByte(ks, ' '); i >= 0 {
@@ -252,16 +252,6 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	}
 	return nil
 }
-
-// collectKeys are the properties collect reads, indexed by ck*.
-var collectKeys = [...]string{rmq.PropTags, propInnerMultiDispatch, rmq.PropUniqKey, rmq.PropKeys}
-
-const (
-	ckTags = iota
-	ckMulti
-	ckUniq
-	ckKeys
-)
 
 // absorb appends a file's records to the verifier, mapping its topic ids
 // and hash offsets to the verifier's, and frees them. It returns the
@@ -310,13 +300,6 @@ func hasIndexFiles(root string) bool {
 	}
 	return false
 }
-
-// propInnerMultiDispatch is MessageConst.PROPERTY_INNER_MULTI_DISPATCH:
-// the LMQ queues a record is also dispatched to.
-const propInnerMultiDispatch = "INNER_MULTI_DISPATCH"
-
-// lmqPrefix is MixAll.LMQ_PREFIX: light message queue topics.
-const lmqPrefix = "%LMQ%"
 
 // recAt returns the index of the record starting at phy below the
 // recovery end, or -1.

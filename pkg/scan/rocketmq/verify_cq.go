@@ -85,7 +85,7 @@ func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit
 	rv := v.rec(ri)
 	r := &rv
 	v.unitsLinked++
-	lmq := strings.HasPrefix(q.topic, lmqPrefix)
+	lmq := strings.HasPrefix(q.topic, rmq.LMQPrefix)
 	if unitMatches(v, q, r, u, idx, lmq) { // fast path: no evidence map for a good unit
 		if lmq || (v.topics[r.topic] == q.topic && r.queueID == q.queueID) {
 			v.setMatched(ri)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -26,7 +28,7 @@ const maxTopicsJSON = 256 << 20
 // systemTopic reports topics the broker creates or uses without a user
 // topic config (schedule, system, LMQ, retry/DLQ may also be absent).
 func systemTopic(t string) bool {
-	for _, p := range []string{"SCHEDULE_TOPIC_XXXX", "RMQ_SYS_", "rmq_sys_", lmqPrefix, "%RETRY%", "%DLQ%", "TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "BenchmarkTest", "DefaultCluster", "TRANS_CHECK_MAX_TIME_TOPIC"} {
+	for _, p := range []string{"SCHEDULE_TOPIC_XXXX", "RMQ_SYS_", "rmq_sys_", rmq.LMQPrefix, "%RETRY%", "%DLQ%", "TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "BenchmarkTest", "DefaultCluster", "TRANS_CHECK_MAX_TIME_TOPIC"} {
 		if strings.HasPrefix(t, p) {
 			return true
 		}
