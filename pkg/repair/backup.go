@@ -320,3 +320,17 @@ func ReadManifest(dir string) (*Manifest, error) {
 	}
 	return &m, nil
 }
+
+// RemoveStage removes a planner's staging dir (*dir) and clears *dir, so
+// a second call is a no-op. Planners that stage replacement files beside
+// the data dir call it after Apply, or when a plan is abandoned.
+func RemoveStage(dir *string) error {
+	if dir == nil || *dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(*dir); err != nil {
+		return err
+	}
+	*dir = ""
+	return nil
+}

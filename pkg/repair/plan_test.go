@@ -107,3 +107,20 @@ func FuzzReadPlan(f *testing.F) {
 		_ = p.LostBytes()
 	})
 }
+
+func TestRemoveStage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "stage")
+	if err := os.MkdirAll(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := dir
+	if err := RemoveStage(&d); err != nil || d != "" {
+		t.Fatalf("RemoveStage: %v, dir %q", err, d)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("stage still there: %v", err)
+	}
+	if err := RemoveStage(&d); err != nil {
+		t.Fatal(err)
+	}
+}

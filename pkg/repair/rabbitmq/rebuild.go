@@ -152,14 +152,10 @@ func PlanRebuildIndex(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Reb
 // RemoveStage removes the stage dir the plan's replace-file actions point
 // at (after Apply, or when the plan is abandoned).
 func (r *RebuildReport) RemoveStage() error {
-	if r == nil || r.StageDir == "" {
+	if r == nil {
 		return nil
 	}
-	err := os.RemoveAll(r.StageDir)
-	if err == nil {
-		r.StageDir = ""
-	}
-	return err
+	return repair.RemoveStage(&r.StageDir)
 }
 
 // rbStage is the staging dir beside the data dir, made on first use.

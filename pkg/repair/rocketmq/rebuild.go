@@ -265,12 +265,8 @@ func rbSameDevice(a, b string) bool {
 // RemoveStage removes the staging dir a kept plan points at (after Apply,
 // or when the plan is abandoned).
 func (r *RebuildReport) RemoveStage() error {
-	if r == nil || r.StageDir == "" {
+	if r == nil {
 		return nil
 	}
-	err := os.RemoveAll(r.StageDir)
-	if err == nil {
-		r.StageDir = ""
-	}
-	return err
+	return repair.RemoveStage(&r.StageDir)
 }
