@@ -26,6 +26,7 @@ const (
 )
 
 func main() {
+	stopProfiles := startProfiles(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], Streams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
@@ -35,6 +36,7 @@ func main() {
 		Getenv: os.Getenv,
 	})
 	stop()
+	stopProfiles()
 	os.Exit(code)
 }
 
