@@ -311,7 +311,7 @@ func atRiskVictims(ctx context.Context, root, dir string, o Options, v *rscan.VH
 			if !hazardCodes[f.Code] || f.Severity == scan.Info {
 				continue
 			}
-			vs, _ := f.Details["victims"].([]rscan.Victim)
+			vs, _ := f.Details["victims"].(rscan.Victims)
 			for _, vic := range vs {
 				if vic.Status != rscan.StatusReferenced && vic.Status != rscan.StatusUnknown {
 					continue

@@ -56,7 +56,7 @@ type simRec struct {
 func (r simRec) end() int64 { return r.off + r.total }
 
 func (r simRec) victim() rscan.Victim {
-	return rscan.Victim{MsgID: hexID(r.id), Offset: r.off, Size: r.total, Status: r.status}
+	return rscan.Victim{ID: r.id, Offset: r.off, Size: r.total, Status: r.status}
 }
 
 func (r simRec) live() bool {

@@ -136,7 +136,7 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 		referenced = referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
 	}
 	if len(h.Victims) > 0 {
-		f.MsgID = h.Victims[0].MsgID
+		f.MsgID = h.Victims[0].MsgID()
 	}
 	switch {
 	case !ver.affected(h):
@@ -158,7 +158,7 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 		// thousands: no string per victim for the others).
 		ids := make([]string, 0, len(h.Victims))
 		for _, v := range h.Victims {
-			ids = append(ids, v.MsgID+"@"+strconv.FormatInt(v.Offset, 10))
+			ids = append(ids, v.MsgID()+"@"+strconv.FormatInt(v.Offset, 10))
 		}
 		f.Evidence = map[string]string{"model": "generation-2 scan_data accepts a bogus frame here"}
 		f.Message = fmt.Sprintf("%s accepts a bogus %d-byte frame at %d and jumps over %s", who, h.Length, h.Offset, strings.Join(ids, ", "))

@@ -113,7 +113,7 @@ func inFileDup(recs []*Record) bool {
 }
 
 func victimOf(r *Record) Victim {
-	return Victim{MsgID: r.ID(), Offset: r.Offset, Size: r.TotalSize, Status: r.Status}
+	return Victim{ID: r.MsgID, Offset: r.Offset, Size: r.TotalSize, Status: r.Status}
 }
 
 // predicted34 is the §3.4 analysis: for a record at m preceded by k ≥ 1
@@ -330,7 +330,7 @@ func gen1(b []byte, fs *FileScan) {
 		found[r.Offset] = true
 	}
 	stop := int64(0)
-	var vs []Victim
+	var vs Victims
 	for _, r := range fs.Records {
 		if found[r.Offset] {
 			if len(vs) == 0 {

@@ -114,7 +114,7 @@ func TestMisreadCorpus(t *testing.T) {
 				t.Errorf("%s: §3.4 analysis disagrees with the model: %+v", k.Name, h)
 			}
 			primary = append(primary, fmt.Sprint(h.Offset))
-			for _, v := range h.Details["victims"].([]Victim) {
+			for _, v := range h.Details["victims"].(Victims) {
 				if !real[v.Offset] || v.Status != StatusReferenced || !victimAt[v.Offset] {
 					t.Errorf("%s: victim %+v is not a record the corpus made a victim", k.Name, v)
 				}

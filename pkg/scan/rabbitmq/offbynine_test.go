@@ -53,7 +53,7 @@ func TestOffByNine(t *testing.T) {
 		t.Fatalf("off-by-nine findings: %+v", obn)
 	}
 	h := obn[0]
-	vs := h.Details["victims"].([]Victim)
+	vs := h.Details["victims"].(Victims)
 	if h.Offset != int64(p) || len(vs) != 1 || vs[0].Offset != int64(len(x)) || h.MsgID != f.Records[1].ID() ||
 		h.Details["versions"] != VersionsGen3Unfixed || h.Severity.String() != "error" {
 		t.Errorf("finding %+v", h)

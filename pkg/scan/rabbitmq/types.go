@@ -55,13 +55,19 @@ type Gap struct {
 	Zero   bool // every byte is 0x00
 }
 
-// Victim is a real record a RabbitMQ scanner version would lose.
+// Victim is a real record a RabbitMQ scanner version would lose. It is
+// kept compact (the id as bytes, no string per victim: a generation-1
+// stop can list every record of every file) and encodes itself as
+// {"msg_id": hex, "offset", "size", "status"} (victims.go).
 type Victim struct {
-	MsgID  string `json:"msg_id"`
-	Offset int64  `json:"offset"`
-	Size   int64  `json:"size"`
-	Status string `json:"status"`
+	ID     [16]byte
+	Offset int64
+	Size   int64
+	Status string // one of the Status* constants
 }
+
+// Victims is a hazard's victim list; it encodes itself without reflection.
+type Victims []Victim
 
 // Hazard is a place where a RabbitMQ scanner generation misreads a file
 // (zero-hole misread, off-by-nine, generation-1 stop or crash).
@@ -72,7 +78,7 @@ type Hazard struct {
 	Versions string   // RabbitMQ versions affected, e.g. "3.13.1-4.0.2"
 	Gens     []int    // scanner generations affected
 	When     []string // "dirty recovery", "compaction"
-	Victims  []Victim
+	Victims  Victims
 	Details  map[string]any
 }
 

@@ -31,10 +31,7 @@ func compactVictims(v *VHostScan, ver brokerVersion) *victimIDs {
 			}
 			lose := ver.set && dirty && ver.affected(h)
 			for _, vic := range h.Victims {
-				id, ok := decodeID(vic.MsgID)
-				if !ok {
-					continue // never: victims carry 16-byte ids
-				}
+				id := vic.ID
 				if bit != 0 {
 					out.risk[id] |= bit
 				}

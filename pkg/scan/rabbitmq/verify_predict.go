@@ -154,10 +154,10 @@ func hazardVictims(v *VHostScan, ver brokerVersion) (map[string]map[string]bool,
 			}
 			for _, vic := range h.Victims {
 				if k != "" {
-					atRisk[k][vic.MsgID] = true
+					atRisk[k][vic.MsgID()] = true
 				}
 				if ver.set && dirty && ver.affected(h) {
-					lost[vic.MsgID] = h.Code
+					lost[vic.MsgID()] = h.Code
 				}
 			}
 		}

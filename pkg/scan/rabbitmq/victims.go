@@ -1,0 +1,43 @@
+package rabbitmq
+
+import (
+	"encoding/hex"
+	"strconv"
+)
+
+// MsgID returns the victim's msg id in hex.
+func (v Victim) MsgID() string { return hexID(v.ID) }
+
+// appendJSON appends v as a JSON object with the field names of the
+// finding schema. Status is one of the Status* constants (plain ASCII).
+func (v Victim) appendJSON(b []byte) []byte {
+	b = append(b, `{"msg_id":"`...)
+	b = hex.AppendEncode(b, v.ID[:])
+	b = append(b, `","offset":`...)
+	b = strconv.AppendInt(b, v.Offset, 10)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, v.Size, 10)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendQuote(b, v.Status)
+	return append(b, '}')
+}
+
+// MarshalJSON encodes v as {"msg_id", "offset", "size", "status"}.
+func (v Victim) MarshalJSON() ([]byte, error) { return v.appendJSON(nil), nil }
+
+// MarshalJSON encodes the list as a JSON array of victims (null when nil,
+// as encoding/json does for a nil slice).
+func (vs Victims) MarshalJSON() ([]byte, error) {
+	if vs == nil {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, 2+len(vs)*96)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = v.appendJSON(b)
+	}
+	return append(b, ']'), nil
+}
