@@ -23,39 +23,65 @@ type leanRefs struct {
 	sets [][]string // sorted queue names, one per reference
 }
 
-// newLeanRefs converts the references of q into ids (entries of seen,
-// which must hold no seen id yet) and drops q's QueueRefs. The name lists
-// are those queueRefs makes.
-func newLeanRefs(q *rfmt.VHostQueues, seen map[[16]byte]idEntry) *leanRefs {
+// newLeanRefs converts the references of q into the fixed part of seen
+// (idTable.setSorted) and drops q's QueueRefs. The name lists are those
+// queueRefs makes: the sorted names of every queue reference to the id.
+func newLeanRefs(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 	l := &leanRefs{dir: q.Dir}
-	intern := map[string]int32{}
-	set := func(names []string) int32 {
-		k := strings.Join(names, "\x00")
-		if i, ok := intern[k]; ok {
-			return i
-		}
-		i := int32(len(l.sets))
-		intern[k] = i
-		l.sets = append(l.sets, names)
-		return i
-	}
+	n := 0
 	for _, qd := range q.Queues {
-		name := queueName(qd)
+		n += len(qd.Refs)
+	}
+	slots := make([]idSlot, 0, n)
+	names := make([]string, len(q.Queues))
+	for qi, qd := range q.Queues {
+		names[qi] = queueName(qd)
 		for _, r := range qd.Refs {
 			id, ok := decodeID(r.MsgID)
 			if !ok {
 				continue // never: the readers encode 16 bytes
 			}
-			if i := seen[id].set; i > 0 {
-				names := append(append([]string(nil), l.sets[i-1]...), name)
-				sort.Strings(names)
-				seen[id] = idEntry{set: set(names) + 1}
-			} else {
-				seen[id] = idEntry{set: set([]string{name}) + 1}
-			}
+			slots = append(slots, idSlot{id: id, e: idEntry{set: int32(qi)}})
 		}
 		qd.Refs = nil
 	}
+	sortSlots(slots)
+	intern := map[string]int32{}
+	single := make([]int32, len(names)) // 1 + set of a queue's name alone
+	set := func(ns []string) int32 {
+		k := strings.Join(ns, "\x00")
+		if i, ok := intern[k]; ok {
+			return i
+		}
+		i := int32(len(l.sets))
+		intern[k] = i
+		l.sets = append(l.sets, ns)
+		return i
+	}
+	out := slots[:0]
+	for i := 0; i < len(slots); {
+		j := i + 1
+		for j < len(slots) && slots[j].id == slots[i].id {
+			j++
+		}
+		var si int32
+		if qi := slots[i].e.set; j == i+1 {
+			if single[qi] == 0 {
+				single[qi] = set([]string{names[qi]}) + 1
+			}
+			si = single[qi] - 1
+		} else {
+			ns := make([]string, 0, j-i)
+			for _, sl := range slots[i:j] {
+				ns = append(ns, names[sl.e.set])
+			}
+			sort.Strings(ns)
+			si = set(ns)
+		}
+		out = append(out, idSlot{id: slots[i].id, e: idEntry{set: si + 1}})
+		i = j
+	}
+	seen.setSorted(out)
 	return l
 }
 
@@ -80,12 +106,10 @@ func decodeID(s string) (id [16]byte, ok bool) {
 func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	l := s.lrefs
 	lost := false
-	for _, e := range s.seen {
-		if e.set > 0 && e.path == 0 {
-			lost = true
-			break
-		}
-	}
+	s.seen.each(func(_ [16]byte, e idEntry) bool {
+		lost = e.set > 0 && e.path == 0
+		return !lost
+	})
 	if !lost {
 		return nil
 	}
@@ -101,7 +125,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 			if !ok {
 				continue
 			}
-			e := s.seen[id]
+			e := s.seen.get(id)
 			if e.path > 0 || e.set == 0 {
 				continue
 			}

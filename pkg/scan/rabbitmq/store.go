@@ -33,7 +33,7 @@ type scanner struct {
 	clean *CleanIndex
 	// seen holds every msg id met so far (its first copy) and, in lean
 	// mode, every referenced id: one pointer-free map for both.
-	seen    map[[16]byte]idEntry
+	seen    *idTable
 	paths   []string // idEntry.path - 1 indexes it
 	termCnt map[string]int
 	// ready, when set, is waited for before the first status is assigned:
@@ -52,14 +52,7 @@ func (s *scanner) prepare() {
 }
 
 func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
-	return &scanner{root: root, ver: ver, opts: opts, seen: map[[16]byte]idEntry{}, termCnt: map[string]int{}}
-}
-
-// idEntry is what the scanner knows of one msg id.
-type idEntry struct {
-	set  int32 // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
-	path int32 // 1 + index into scanner.paths of the first copy's file; 0: not seen yet
-	off  int64 // offset of the first copy
+	return &scanner{root: root, ver: ver, opts: opts, seen: newIDTable(), termCnt: map[string]int{}}
 }
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
@@ -210,7 +203,7 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 		r.Status = StatusUnreferenced
 		return
 	}
-	e := s.seen[r.MsgID]
+	e := s.seen.get(r.MsgID)
 	if s.lrefs != nil {
 		if e.set > 0 {
 			r.ReferencedBy = s.lrefs.sets[e.set-1]
@@ -233,11 +226,11 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 		}
 	}
 	if e.path > 0 {
-		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[e.path-1], e.off
+		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[e.path-1], int64(e.off)
 		return
 	}
-	e.path, e.off = pi, r.Offset
-	s.seen[r.MsgID] = e
+	e.path, e.off = pi, uint32(r.Offset)
+	s.seen.put(r.MsgID, e)
 	switch {
 	case s.refs == nil:
 		r.Status = StatusUnknown

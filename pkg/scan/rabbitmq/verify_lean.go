@@ -141,13 +141,13 @@ var foundRecord = &Record{Status: StatusReferenced}
 // lookup returns the referenced record holding id (its first copy in the
 // persistent store), or nil.
 func (lp *leanPredict) lookup(id [16]byte) *Record {
-	e := lp.s.seen[id]
+	e := lp.s.seen.get(id)
 	if e.set == 0 || e.path == 0 {
 		return nil
 	}
 	p := lp.s.paths[e.path-1]
-	if lp.bad[fileOffPath{p, e.off}] {
-		return &Record{Path: p, Offset: e.off, MsgID: id, Status: StatusReferenced, BadBody: true}
+	if lp.bad[fileOffPath{p, int64(e.off)}] {
+		return &Record{Path: p, Offset: int64(e.off), MsgID: id, Status: StatusReferenced, BadBody: true}
 	}
 	return foundRecord
 }
@@ -159,7 +159,7 @@ func (lp *leanPredict) queueNames(id string) []string {
 	if !ok || lp.s.lrefs == nil {
 		return nil
 	}
-	if e := lp.s.seen[b]; e.set > 0 {
+	if e := lp.s.seen.get(b); e.set > 0 {
 		return lp.s.lrefs.sets[e.set-1]
 	}
 	return nil

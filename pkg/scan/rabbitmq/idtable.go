@@ -1,0 +1,144 @@
+package rabbitmq
+
+// The scanner's id map. In lean mode (storectl scan and verify) every
+// referenced msg id is known before the first status is given, so those
+// ids live in one sorted, pointer-free slice built once (28 bytes an id,
+// no hash-table slack: about half of a Go map's footprint) and found
+// through a small bucket index on the id's leading bytes. Ids no queue
+// references (garbage, or every id when the references are unknown) go to
+// an ordinary map, which stays small in a healthy store.
+
+import (
+	"bytes"
+	"math/bits"
+	"slices"
+)
+
+// idEntry is what the scanner knows of one msg id. The zero value means
+// "not known".
+type idEntry struct {
+	set  int32  // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
+	path int32  // 1 + index into scanner.paths of the first copy's file; 0: not seen yet
+	off  uint32 // offset of the first copy (files are at most MaxFileSize bytes)
+}
+
+// idSlot is one sorted id with its entry.
+type idSlot struct {
+	id [16]byte
+	e  idEntry
+}
+
+// idTable maps msg ids to entries. It is not safe for concurrent use.
+type idTable struct {
+	sorted []idSlot // ascending by id, unique; fixed after setSorted
+	// index[b] is the first slot whose id's leading `shift`-bit bucket is
+	// >= b; bucket b spans sorted[index[b]:index[b+1]].
+	index []int32
+	shift uint
+	extra map[[16]byte]idEntry
+}
+
+func newIDTable() *idTable { return &idTable{extra: map[[16]byte]idEntry{}} }
+
+func (t *idTable) bucket(id *[16]byte) int {
+	return int(uint64(id[0])<<24|uint64(id[1])<<16|uint64(id[2])<<8|uint64(id[3])) >> t.shift
+}
+
+// setSorted installs slots (ascending, unique ids) as the fixed part. Ids
+// already in extra move into it.
+func (t *idTable) setSorted(slots []idSlot) {
+	t.sorted = slots
+	// About 4 ids a bucket, between 2^4 and 2^20 buckets.
+	nb := 4
+	for nb < 1<<20 && nb*4 < len(slots) {
+		nb <<= 1
+	}
+	t.shift = uint(32 - bits.TrailingZeros(uint(nb)))
+	t.index = make([]int32, nb+1)
+	b := 0
+	for i := range slots {
+		for k := t.bucket(&slots[i].id); b <= k; b++ {
+			t.index[b] = int32(i)
+		}
+	}
+	for ; b <= nb; b++ {
+		t.index[b] = int32(len(slots))
+	}
+	for id, e := range t.extra {
+		if s := t.slot(id); s != nil {
+			s.e = mergeEntry(s.e, e)
+			delete(t.extra, id)
+		}
+	}
+}
+
+func mergeEntry(fixed, found idEntry) idEntry {
+	if found.path > 0 {
+		fixed.path, fixed.off = found.path, found.off
+	}
+	return fixed
+}
+
+// slot returns the fixed slot of id, or nil.
+func (t *idTable) slot(id [16]byte) *idSlot {
+	if len(t.sorted) == 0 {
+		return nil
+	}
+	b := t.bucket(&id)
+	s := t.sorted[t.index[b]:t.index[b+1]]
+	for len(s) > 8 {
+		m := len(s) / 2
+		if bytes.Compare(s[m].id[:], id[:]) <= 0 {
+			s = s[m:]
+		} else {
+			s = s[:m]
+		}
+	}
+	for i := range s {
+		if s[i].id == id {
+			return &s[i]
+		}
+	}
+	return nil
+}
+
+// get returns id's entry (zero when unknown).
+func (t *idTable) get(id [16]byte) idEntry {
+	if s := t.slot(id); s != nil {
+		return s.e
+	}
+	return t.extra[id]
+}
+
+// put sets id's entry.
+func (t *idTable) put(id [16]byte, e idEntry) {
+	if s := t.slot(id); s != nil {
+		s.e = e
+		return
+	}
+	t.extra[id] = e
+}
+
+// each calls fn for every known id, the fixed ones first in id order.
+func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {
+	for i := range t.sorted {
+		if !fn(t.sorted[i].id, t.sorted[i].e) {
+			return
+		}
+	}
+	for id, e := range t.extra {
+		if !fn(id, e) {
+			return
+		}
+	}
+}
+
+// sortSlots sorts slots by id, then by entry set (stable order for equal ids).
+func sortSlots(slots []idSlot) {
+	slices.SortFunc(slots, func(a, b idSlot) int {
+		if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
+			return c
+		}
+		return int(a.e.set) - int(b.e.set)
+	})
+}
