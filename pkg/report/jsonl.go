@@ -17,12 +17,15 @@ type jsonlEmitter struct {
 	done bool
 	buf  bytes.Buffer
 	enc  *json.Encoder
+	fe   *findingEncoder
+	lb   []byte // Finding's reusable line buffer
 }
 
 func newJSONL(w io.Writer) *jsonlEmitter {
 	e := &jsonlEmitter{w: bufio.NewWriterSize(w, 256<<10)}
 	e.enc = json.NewEncoder(&e.buf)
 	e.enc.SetEscapeHTML(false)
+	e.fe = newFindingEncoder()
 	return e
 }
 
@@ -49,7 +52,20 @@ func (e *jsonlEmitter) line(typ string, v any) error {
 func (e *jsonlEmitter) Run(r Run) error              { return e.line("run", r) }
 func (e *jsonlEmitter) Record(rec any) error         { return e.line("record", rec) }
 func (e *jsonlEmitter) File(f scan.File) error       { return e.line("file", f) }
-func (e *jsonlEmitter) Finding(f scan.Finding) error { return e.line("finding", f) }
+
+// Finding writes f through the reflection-free encoder (finding_json.go).
+func (e *jsonlEmitter) Finding(f scan.Finding) error {
+	b := append(e.lb[:0], `{"schema":"`+Schema+`","type":"finding",`...)
+	b, err := e.fe.appendFindingFields(b, &f)
+	if err != nil {
+		return err
+	}
+	b = append(b, '}', '\n')
+	e.lb = b
+	_, err = e.w.Write(b)
+	return err
+}
+
 func (e *jsonlEmitter) Queue(q any) error            { return e.line("queue", q) }
 func (e *jsonlEmitter) Action(a any) error           { return e.line("action", a) }
 func (e *jsonlEmitter) Done() bool                   { return e.done }

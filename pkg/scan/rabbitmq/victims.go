@@ -8,9 +8,9 @@ import (
 // MsgID returns the victim's msg id in hex.
 func (v Victim) MsgID() string { return hexID(v.ID) }
 
-// appendJSON appends v as a JSON object with the field names of the
+// AppendJSON appends v as a JSON object with the field names of the
 // finding schema. Status is one of the Status* constants (plain ASCII).
-func (v Victim) appendJSON(b []byte) []byte {
+func (v Victim) AppendJSON(b []byte) []byte {
 	b = append(b, `{"msg_id":"`...)
 	b = hex.AppendEncode(b, v.ID[:])
 	b = append(b, `","offset":`...)
@@ -23,21 +23,26 @@ func (v Victim) appendJSON(b []byte) []byte {
 }
 
 // MarshalJSON encodes v as {"msg_id", "offset", "size", "status"}.
-func (v Victim) MarshalJSON() ([]byte, error) { return v.appendJSON(nil), nil }
+func (v Victim) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // MarshalJSON encodes the list as a JSON array of victims (null when nil,
 // as encoding/json does for a nil slice).
 func (vs Victims) MarshalJSON() ([]byte, error) {
+	return vs.AppendJSON(make([]byte, 0, 2+len(vs)*96)), nil
+}
+
+// AppendJSON appends what MarshalJSON returns (report.JSONAppender: the
+// JSONL emitter writes it without encoding/json's re-scan).
+func (vs Victims) AppendJSON(b []byte) []byte {
 	if vs == nil {
-		return []byte("null"), nil
+		return append(b, "null"...)
 	}
-	b := make([]byte, 0, 2+len(vs)*96)
 	b = append(b, '[')
 	for i, v := range vs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = v.appendJSON(b)
+		b = v.AppendJSON(b)
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }
