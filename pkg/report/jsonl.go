@@ -49,9 +49,9 @@ func (e *jsonlEmitter) line(typ string, v any) error {
 	return err
 }
 
-func (e *jsonlEmitter) Run(r Run) error              { return e.line("run", r) }
-func (e *jsonlEmitter) Record(rec any) error         { return e.line("record", rec) }
-func (e *jsonlEmitter) File(f scan.File) error       { return e.line("file", f) }
+func (e *jsonlEmitter) Run(r Run) error        { return e.line("run", r) }
+func (e *jsonlEmitter) Record(rec any) error   { return e.line("record", rec) }
+func (e *jsonlEmitter) File(f scan.File) error { return e.line("file", f) }
 
 // Finding writes f through the reflection-free encoder (finding_json.go).
 func (e *jsonlEmitter) Finding(f scan.Finding) error {
@@ -66,9 +66,9 @@ func (e *jsonlEmitter) Finding(f scan.Finding) error {
 	return err
 }
 
-func (e *jsonlEmitter) Queue(q any) error            { return e.line("queue", q) }
-func (e *jsonlEmitter) Action(a any) error           { return e.line("action", a) }
-func (e *jsonlEmitter) Done() bool                   { return e.done }
+func (e *jsonlEmitter) Queue(q any) error  { return e.line("queue", q) }
+func (e *jsonlEmitter) Action(a any) error { return e.line("action", a) }
+func (e *jsonlEmitter) Done() bool         { return e.done }
 
 func (e *jsonlEmitter) Summary(s Summary) error {
 	if err := e.line("summary", s); err != nil {
