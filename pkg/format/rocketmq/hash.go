@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"hash/crc32"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // CRC32 is RocketMQ's UtilAll.crc32: IEEE CRC-32 masked to 31 bits.
@@ -13,7 +14,15 @@ func CRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
 // UTF-8 decodes to U+FFFD, as Java's decoder does in most cases.
 func JavaHashCode(b []byte) int32 {
 	var h int32
-	for _, r := range string(b) {
+	for len(b) > 0 {
+		if c := b[0]; c < utf8.RuneSelf { // ASCII: one UTF-16 unit
+			h = 31*h + int32(c)
+			b = b[1:]
+			continue
+		}
+		// Invalid UTF-8 gives (RuneError, 1), as ranging over a string does.
+		r, n := utf8.DecodeRune(b)
+		b = b[n:]
 		if r < 0x10000 {
 			h = 31*h + int32(r)
 			continue

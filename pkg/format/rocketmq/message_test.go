@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/storectl/storectl/pkg/format"
 )
@@ -177,5 +178,25 @@ func TestFileNames(t *testing.T) {
 	}
 	if v, err := ParseFileName("09223372036854775807"); err != nil || v != 1<<63-1 {
 		t.Fatalf("max: %d %v", v, err)
+	}
+}
+
+// TestJavaHashCodeMatchesRangeDecoding: the byte-wise decoder agrees with
+// ranging over the string (Go's UTF-8 decoding, U+FFFD per invalid byte)
+// on ASCII, multi-byte, astral and invalid input.
+func TestJavaHashCodeMatchesRangeDecoding(t *testing.T) {
+	ref := func(b []byte) int32 {
+		var h int32
+		for _, r := range string(b) {
+			for _, u := range utf16.Encode([]rune{r}) {
+				h = 31*h + int32(u)
+			}
+		}
+		return h
+	}
+	for _, s := range []string{"", "TopicTest#order-1", "héllo wörld", "😀x😀", "\xff\xfe\x80abc", "a\xe2\x82", "\xed\xa0\x80", strings.Repeat("k", 200)} {
+		if got, want := JavaHashCode([]byte(s)), ref([]byte(s)); got != want {
+			t.Errorf("%q: %d, want %d", s, got, want)
+		}
 	}
 }

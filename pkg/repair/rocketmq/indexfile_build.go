@@ -64,26 +64,34 @@ func idxbBuild(d *rbData, lay rmq.IndexLayout, stage string) (files []*idxbFile,
 		}
 	}()
 	for i := range d.recs {
-		r := &d.recs[i]
-		// retryGetAndCreateIndexFile runs for every dispatched record,
-		// before the ROLLBACK check, so a full file rolls over even for a
-		// record without keys.
-		if err := b.ensure(r.storeTS); err != nil {
+		if err := b.record(&d.recs[i], d.keysOf(i)); err != nil {
 			return nil, err
-		}
-		if r.phy < b.cur.hdr.EndPhyOffset {
-			continue // buildIndex: already indexed
-		}
-		for _, h := range d.keysOf(i) {
-			if err := b.ensure(r.storeTS); err != nil { // putKey failed: file full
-				return nil, err
-			}
-			if err := b.put(h, r.phy, r.storeTS); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return b.files, nil
+}
+
+// record indexes the keys of one record (IndexService.buildIndex), in
+// commitlog order.
+func (b *idxbBuilder) record(r *rbRecord, keys []int32) error {
+	// retryGetAndCreateIndexFile runs for every dispatched record, before
+	// the ROLLBACK check, so a full file rolls over even for a record
+	// without keys.
+	if err := b.ensure(r.storeTS); err != nil {
+		return err
+	}
+	if r.phy < b.cur.hdr.EndPhyOffset {
+		return nil // buildIndex: already indexed
+	}
+	for _, h := range keys {
+		if err := b.ensure(r.storeTS); err != nil { // putKey failed: file full
+			return err
+		}
+		if err := b.put(h, r.phy, r.storeTS); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ensure makes cur the last index file that is not full, creating one

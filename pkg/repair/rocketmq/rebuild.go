@@ -114,9 +114,20 @@ func PlanRebuildIndex(ctx context.Context, cfg RebuildConfig) (*repair.Plan, *Re
 }
 
 func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage string, rep *RebuildReport) (*repair.Plan, error) {
+	// The index files are built during the scan (idxbIncr), then hashed
+	// while the consume queues are built and compared.
+	var incr *idxbIncr
+	var feed func(idxbBatch)
+	if !cfg.SkipIndex {
+		incr = startIdxbIncr(rep.IndexLayout, stage)
+		feed = incr.feed
+	}
 	d, err := rbCollect(ctx, scanrmq.Config{Root: cfg.DataDir, CommitLogDir: cfg.CommitLogDir,
-		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize}, cfg.Jobs, cfg.Progress)
+		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize}, cfg.Jobs, cfg.Progress, feed)
 	if err != nil {
+		if incr != nil {
+			incr.abort()
+		}
 		return nil, err
 	}
 	rep.RecoveryEnd, rep.Records, rep.LMQRecords = d.recoveryEnd, len(d.recs), d.lmq
@@ -126,10 +137,15 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	}
 	plan, err := repair.NewPlan(cfg.DataDir, cfg.ToolVersion, cfg.Now)
 	if err != nil {
+		if incr != nil {
+			incr.abort()
+		}
 		return nil, err
 	}
-	// The index files are built (read-only on d, their own stage dir)
-	// while the consume queues are built and compared.
+	// The index files are finished (read-only on d, their own stage dir)
+	// while the consume queues are built and compared. When the recovery
+	// end cut records the incremental build indexed, it is redone from the
+	// kept records.
 	var idx []*idxbFile
 	var idxErr error
 	idxDone := make(chan struct{})
@@ -138,6 +154,11 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	} else {
 		go func() {
 			defer close(idxDone)
+			var fed int
+			if idx, fed, idxErr = incr.finish(); idxErr == nil && fed == len(d.recs) {
+				return
+			}
+			incr.abort()
 			idx, idxErr = idxbBuild(d, rep.IndexLayout, stage)
 		}()
 	}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -57,15 +58,37 @@ type rbCollector struct {
 // rbCollect scans the commitlog once (ScanCommitLog, jobs files at once)
 // and keeps the records before the recovery end: records past it are
 // never dispatched by a correct recovery.
-func rbCollect(ctx context.Context, cfg scanrmq.Config, jobs int, progress func(int64)) (*rbData, error) {
+//
+// feed, when set, is given each commitlog file's records (and key hashes)
+// once they are absorbed, in offset order, before the cut at the recovery
+// end.
+func rbCollect(ctx context.Context, cfg scanrmq.Config, jobs int, progress func(int64), feed func(idxbBatch)) (*rbData, error) {
 	all := &rbCollector{qidx: map[string]int32{}}
 	var tooMany error
+	var mu sync.Mutex
+	var free []*rbCollector // absorbed collectors, whose slices the next file reuses
 	cfg.OnFile = func(int, int64) scanrmq.FileHook {
+		mu.Lock()
 		c := &rbCollector{qidx: map[string]int32{}}
+		if n := len(free); n > 0 {
+			c, free = free[n-1], free[:n-1]
+		}
+		mu.Unlock()
 		return scanrmq.FileHook{Message: c.onMessage, Done: func() {
-			if err := all.absorb(c); err != nil && tooMany == nil {
-				tooMany = err
+			from, keyFrom := len(all.d.recs), len(all.d.keys)
+			if err := all.absorb(c); err != nil {
+				if tooMany == nil {
+					tooMany = err
+				}
+				return
 			}
+			if feed != nil && tooMany == nil {
+				n, k := len(all.d.recs), len(all.d.keys)
+				feed(idxbBatch{recs: all.d.recs[from:n:n], keys: all.d.keys[keyFrom:k:k], keyBase: uint32(keyFrom)})
+			}
+			mu.Lock()
+			free = append(free, c)
+			mu.Unlock()
 		}}
 	}
 	if jobs <= 0 {
@@ -182,7 +205,10 @@ func (c *rbCollector) absorb(f *rbCollector) error {
 		c.d.recs = append(c.d.recs, r)
 	}
 	c.d.lmq += f.d.lmq
-	f.d = rbData{}
+	// Keep f's emptied slices (not its queue names: their ids are local
+	// to one file) for the next file's collector.
+	f.d = rbData{recs: f.d.recs[:0], keys: f.d.keys[:0]}
+	clear(f.qidx)
 	return nil
 }
 

@@ -1,0 +1,145 @@
+package rocketmq
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/repair"
+)
+
+// idxbIncr builds the index files while the commitlog is scanned: each
+// commitlog file's records, once absorbed in offset order, are fed to a
+// builder goroutine, so that when the scan ends only the last file's
+// header and slots remain to be written. It then prehashes every staged
+// file (repair.PrehashSource) while the consume queues are built and
+// compared: the index file's SHA-256 (420 MB at the broker's defaults,
+// mostly zeros) is off the plan's critical path.
+//
+// The build is speculative: the records fed are those before the end of
+// the commitlog scan, not yet cut at the recovery end. When the cut drops
+// records it has indexed (a damaged store), the caller discards it and
+// builds from the kept records instead (idxbBuild).
+type idxbIncr struct {
+	b       *idxbBuilder
+	mu      sync.Mutex
+	queue   []idxbBatch
+	closed  bool
+	fed     int           // records fed so far
+	wake    chan struct{} // capacity 1: a feed or close happened
+	aborted atomic.Bool
+	done    chan struct{}
+	files   []*idxbFile // after done
+	err     error       // after done
+}
+
+// idxbBatch is one commitlog file's records and their key hashes;
+// keyBase is the index of keys[0] among all the store's keys (the
+// records' keyEnd counts from there).
+type idxbBatch struct {
+	recs    []rbRecord
+	keys    []int32
+	keyBase uint32
+}
+
+// startIdxbIncr starts the builder goroutine, staging under stage/index.
+func startIdxbIncr(lay rmq.IndexLayout, stage string) *idxbIncr {
+	x := &idxbIncr{b: &idxbBuilder{lay: lay, stage: filepath.Join(stage, "index")},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go x.run()
+	return x
+}
+
+// feed queues one absorbed file's records. The slices must not change
+// afterwards (rbCollector.absorb only appends past them).
+func (x *idxbIncr) feed(b idxbBatch) {
+	x.mu.Lock()
+	x.queue = append(x.queue, b)
+	x.fed += len(b.recs)
+	x.mu.Unlock()
+	x.signal()
+}
+
+func (x *idxbIncr) signal() {
+	select {
+	case x.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish says no more records come and waits for the build and the
+// prehashing; it returns the files (closed) and how many records they
+// index.
+func (x *idxbIncr) finish() ([]*idxbFile, int, error) {
+	x.mu.Lock()
+	x.closed = true
+	fed := x.fed
+	x.mu.Unlock()
+	x.signal()
+	<-x.done
+	return x.files, fed, x.err
+}
+
+// abort stops the build, waits for the goroutine and removes what it
+// staged.
+func (x *idxbIncr) abort() {
+	x.aborted.Store(true)
+	x.finish()
+	for _, f := range x.b.files {
+		repair.DropPrehashed(f.path) // a new file could reuse the inode
+	}
+	os.RemoveAll(x.b.stage)
+}
+
+func (x *idxbIncr) run() {
+	defer close(x.done)
+	b := x.b
+	err := os.MkdirAll(b.stage, 0o755)
+	hashed := 0 // b.files[:hashed] are prehashed
+	for {
+		x.mu.Lock()
+		batches, closed := x.queue, x.closed
+		x.queue = nil
+		x.mu.Unlock()
+		for _, bt := range batches {
+			prev := bt.keyBase
+			for i := range bt.recs {
+				if err != nil || x.aborted.Load() {
+					break
+				}
+				r := &bt.recs[i]
+				err = b.record(r, bt.keys[prev-bt.keyBase:r.keyEnd-bt.keyBase])
+				prev = r.keyEnd
+			}
+		}
+		// Files that filled up are closed: hash them while the scan goes on.
+		for err == nil && !x.aborted.Load() && hashed < len(b.files) && b.files[hashed] != b.cur {
+			_ = repair.PrehashSource(b.files[hashed].path) // only a shortcut: Plan.Add hashes without it
+			hashed++
+		}
+		if len(batches) == 0 {
+			if closed {
+				break
+			}
+			<-x.wake
+		}
+	}
+	if cerr := b.closeCur(); err == nil {
+		err = cerr
+	}
+	if err != nil || x.aborted.Load() {
+		for _, f := range b.files {
+			if f.f != nil {
+				f.f.Close()
+			}
+		}
+		x.err = err
+		return
+	}
+	for _, f := range b.files[hashed:] {
+		_ = repair.PrehashSource(f.path)
+	}
+	x.files = b.files
+}
