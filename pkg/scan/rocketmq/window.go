@@ -93,6 +93,25 @@ func lastNonZeroByte(b []byte) int {
 	return -1
 }
 
+// firstNonZeroByte returns the index of the first non-zero byte of b, or
+// -1. It tests 32 bytes per step, like lastNonZeroByte.
+func firstNonZeroByte(b []byte) int {
+	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		q := b[i : i+32]
+		if binary.LittleEndian.Uint64(q)|binary.LittleEndian.Uint64(q[8:])|
+			binary.LittleEndian.Uint64(q[16:])|binary.LittleEndian.Uint64(q[24:]) != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
 func allZero(b []byte) bool {
 	return lastNonZeroByte(b) < 0
 }
