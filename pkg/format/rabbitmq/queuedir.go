@@ -101,6 +101,12 @@ type QueueDir struct {
 	// refsOnly (ReadVHostQueuesRefs) skips collecting Entries: the .qs
 	// entries are still checked, for their anomalies.
 	refsOnly bool
+	// seg, when set (ReadQueueDirSegments), gets a v2-only queue's entries
+	// one .qi segment at a time instead of Entries; segMax is the largest
+	// seq id handed over so far (segAny: any was).
+	seg    func(*QueueDir, []QueueEntry) error
+	segMax uint64
+	segAny bool
 }
 
 // Kept returns the entries a dirty recovery keeps (Drop == "").
@@ -160,6 +166,10 @@ func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
 }
 
 func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir, error) {
+	return readQueueDirWith(dir, v1SegmentEntryCount, refsOnly, nil)
+}
+
+func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg func(*QueueDir, []QueueEntry) error) (*QueueDir, error) {
 	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
 		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
 	}
@@ -167,7 +177,7 @@ func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir
 	if err != nil {
 		return nil, err
 	}
-	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly}
+	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg}
 	var qi, qs, idx []uint64
 	hasJournal := false
 	for _, e := range ents {
@@ -190,6 +200,10 @@ func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir
 			}
 		}
 	}
+	stream := q.seg
+	if len(idx) > 0 || hasJournal {
+		q.seg = nil // the journal applies across segments: merge first
+	}
 	v2, err := q.readV2(qi, qs)
 	if err != nil {
 		return nil, err
@@ -200,9 +214,18 @@ func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir
 			return nil, err
 		}
 	}
-	if !refsOnly {
+	switch {
+	case stream != nil && q.seg == nil:
+		if err := stream(q, queuedirMerge(v2, v1)); err != nil {
+			return nil, err
+		}
+	case !refsOnly && q.seg == nil:
 		q.Entries = queuedirMerge(v2, v1)
 	}
+	if stream != nil {
+		q.Refs = nil
+	}
+	q.seg = nil
 	return q, nil
 }
 

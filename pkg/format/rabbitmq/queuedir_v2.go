@@ -35,9 +35,30 @@ func (q *QueueDir) readV2(qi, qs []uint64) ([]QueueEntry, error) {
 		if err != nil {
 			return nil, err
 		}
+		if q.seg != nil {
+			if err := q.handSegment(es); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		out = append(out, es...)
 	}
 	return out, nil
+}
+
+// handSegment gives one segment's entries, in seq order, to q.seg, and
+// drops the segment's walker references (the caller reads them with
+// ReadVHostQueuesRefs when it needs them).
+func (q *QueueDir) handSegment(es []QueueEntry) error {
+	sort.SliceStable(es, func(i, j int) bool { return es[i].SeqID < es[j].SeqID })
+	if len(es) > 0 {
+		if q.segAny && es[0].SeqID < q.segMax {
+			return ErrSegmentOrder
+		}
+		q.segMax, q.segAny = es[len(es)-1].SeqID, true
+	}
+	q.Refs = q.Refs[:0]
+	return q.seg(q, es)
 }
 
 func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {

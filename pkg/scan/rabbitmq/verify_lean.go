@@ -1,11 +1,12 @@
 package rabbitmq
 
 // Lean verify: the lean scan (lean.go: records released per file, queue
-// indexes read without entries) plus a prediction made one queue dir at a
-// time. Each queue dir is read again with its entries, decided against
-// the scanner's pointer-free id map (found / missing) and a compact set of
-// hazard victims, turned into its scan.Queue and findings, and dropped
-// before the next one, so memory does not grow with the store. A store
+// indexes read without entries) plus a prediction made per queue dir
+// (--jobs dirs at once, results in dir order). Each queue dir is read
+// again one .qi segment at a time (rfmt.ReadQueueDirSegments), its
+// entries decided against the scanner's pointer-free id map (found /
+// missing) and a compact set of hazard victims and dropped, so memory
+// does not grow with a queue. A store
 // with a clean-shutdown index (msg_store_index.ets) takes the detailed
 // path: its checks need every record, as in the lean scan.
 
@@ -97,11 +98,6 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	return res, nil
 }
 
-// bigQueue is the entry count from which a queue's entries are collected
-// before the next queue is read: below it a collection costs more than
-// the memory it returns (brokers can have thousands of small queues).
-const bigQueue = 1 << 16
-
 // findingEntries returns whether a fate of qd is needed for the
 // findings: .qs entries in a file with an anomaly (anomalyFindings places
 // .qs damage at them) and shared-store entries whose record is missing or
@@ -165,44 +161,107 @@ func (lp *leanPredict) queueNames(id string) []string {
 	return nil
 }
 
-// queues reads and predicts one queue dir at a time, appending a
-// QueueFate without entries to vv.Queues per dir, and returns the
-// anomaly, orphan and message-missing findings in VerifyVHost's order.
+// queueResult is one queue dir's share of the lean verify.
+type queueResult struct {
+	qf                      *QueueFate
+	anoms, orphans, missing []scan.Finding
+	err                     error
+}
+
+// queues reads and predicts the queue dirs, opts.Jobs at a time, each
+// dir's entries dropped as soon as it is decided, appending a QueueFate
+// without entries to vv.Queues per dir, and returns the anomaly, orphan
+// and message-missing findings in VerifyVHost's order (queue order,
+// whatever Jobs is).
 func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, vv *VHostVerify, clean bool) (anoms, orphans, missing []scan.Finding, err error) {
 	vq := v.Queues
 	anoms = anomalyFindings(root, &rfmt.VHostQueues{Anomalies: vq.Anomalies}, nil)
-	vs := victimSet{atRisk: lp.vic.atRisk, lost: lp.vic.lostBy}
-	for _, lq := range vq.Queues {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, err
-		}
-		qd, err := rfmt.ReadQueueDir(lq.Dir, vq.SegmentEntryCount)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		qf := predictQueue(qd, v.VHost, clean, lp.lookup, vs, findingEntries(qd))
-		n := len(qd.Entries)
-		qd.Entries = nil
-		one := []*QueueFate{qf}
-		anoms = append(anoms, anomalyFindings(root, &rfmt.VHostQueues{Queues: []*rfmt.QueueDir{qd}}, one)...)
-		orphans = append(orphans, orphanFindings(root, one)...)
-		refs := map[string][]string{}
-		for _, ef := range qf.Entries {
-			if (ef.Record == nil || ef.Record.BadBody) && ef.Entry.Location == rfmt.LocationSharedStore {
-				if _, ok := refs[ef.Entry.MsgID]; !ok {
-					refs[ef.Entry.MsgID] = lp.queueNames(ef.Entry.MsgID)
-				}
+	out := make([]chan queueResult, len(vq.Queues))
+	for i := range out {
+		out[i] = make(chan queueResult, 1)
+	}
+	next := make(chan int, len(vq.Queues))
+	for i := range vq.Queues {
+		next <- i
+	}
+	close(next)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range min(max(lp.s.opts.Jobs, 1), max(len(vq.Queues), 1)) {
+		go func() {
+			for i := range next {
+				out[i] <- lp.queue(ctx, root, v, vq.Queues[i].Dir, vq.SegmentEntryCount, clean)
 			}
+		}()
+	}
+	for i := range vq.Queues {
+		r := <-out[i]
+		if r.err != nil {
+			return nil, nil, nil, r.err
 		}
-		missing = append(missing, missingFindings(root, one, refs, clean)...)
-		qf.Entries = nil
-		vv.Queues = append(vv.Queues, qf)
-		if n >= bigQueue {
-			// Return this queue's entries before the next queue is read:
-			// the heap target set while they were live would let the next
-			// queue's garbage pile on top of them.
-			runtime.GC()
-		}
+		anoms = append(anoms, r.anoms...)
+		orphans = append(orphans, r.orphans...)
+		missing = append(missing, r.missing...)
+		vv.Queues = append(vv.Queues, r.qf)
 	}
 	return anoms, orphans, missing, nil
 }
+
+// queue reads, predicts and reports one queue dir.
+func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir string, segEntries int, clean bool) (r queueResult) {
+	if r.err = ctx.Err(); r.err != nil {
+		return r
+	}
+	vs := victimSet{atRisk: lp.vic.atRisk, lost: lp.vic.lostBy}
+	// One .qi segment at a time: memory does not grow with the queue.
+	var qf *QueueFate
+	n := 0
+	qd, err := rfmt.ReadQueueDirSegments(dir, segEntries, func(q *rfmt.QueueDir, es []rfmt.QueueEntry) error {
+		if qf == nil {
+			qf = startQueueFate(q, v.VHost, false, 0)
+		}
+		qf.add(es, clean, lp.lookup, vs, findingEntries(q))
+		n += len(es)
+		return ctx.Err()
+	})
+	if errors.Is(err, rfmt.ErrSegmentOrder) {
+		// Overlapping segments: decide the queue whole, in seq order.
+		if qd, err = rfmt.ReadQueueDir(dir, segEntries); err == nil {
+			qf, n = predictQueue(qd, v.VHost, clean, lp.lookup, vs, findingEntries(qd)), len(qd.Entries)
+			qd.Entries = nil
+		}
+	}
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if qf == nil {
+		qf = startQueueFate(qd, v.VHost, false, 0)
+	}
+	qf.end()
+	one := []*QueueFate{qf}
+	r.anoms = anomalyFindings(root, &rfmt.VHostQueues{Queues: []*rfmt.QueueDir{qd}}, one)
+	r.orphans = orphanFindings(root, one)
+	refs := map[string][]string{}
+	for _, ef := range qf.Entries {
+		if (ef.Record == nil || ef.Record.BadBody) && ef.Entry.Location == rfmt.LocationSharedStore {
+			if _, ok := refs[ef.Entry.MsgID]; !ok {
+				refs[ef.Entry.MsgID] = lp.queueNames(ef.Entry.MsgID)
+			}
+		}
+	}
+	r.missing = missingFindings(root, one, refs, clean)
+	qf.Entries = nil
+	r.qf = qf
+	if n >= bigQueue {
+		// A big queue's garbage raised the heap target: collect it now
+		// rather than let the next queue's pile on top of it.
+		runtime.GC()
+	}
+	return r
+}
+
+// bigQueue is the entry count from which a queue's garbage is collected
+// before the next queue is read: below it a collection costs more than
+// the memory it returns (brokers can have thousands of small queues).
+const bigQueue = 1 << 16

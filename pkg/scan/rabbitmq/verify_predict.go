@@ -60,6 +60,15 @@ type victimSet struct {
 // and id lists cover all of them.
 func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic victimSet,
 	keep func(EntryFate) bool) *QueueFate {
+	qf := startQueueFate(qd, vhost, keep == nil, len(qd.Entries))
+	qf.add(qd.Entries, clean, lookup, vic, keep)
+	qf.end()
+	return qf
+}
+
+// startQueueFate is a queue's fate before its entries are decided; all
+// keeps every entry (n of them) rather than those keep selects.
+func startQueueFate(qd *rfmt.QueueDir, vhost string, all bool, n int) *QueueFate {
 	qf := &QueueFate{Queue: scan.Queue{VHost: vhost, Dir: qd.Hash, Index: indexKind(qd.Dir),
 		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
 	if qd.HasName {
@@ -69,10 +78,16 @@ func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]b
 		qf.AtRisk[k] = 0
 	}
 	qf.OrphanWhy = orphanReason(qd, vhost)
-	if len(qd.Entries) > 0 && keep == nil {
-		qf.Entries = make([]EntryFate, 0, len(qd.Entries))
+	if n > 0 && all {
+		qf.Entries = make([]EntryFate, 0, n)
 	}
-	for _, e := range qd.Entries {
+	return qf
+}
+
+// add decides entries (the next ones of the queue, in seq order).
+func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]byte) *Record, vic victimSet,
+	keep func(EntryFate) bool) {
+	for _, e := range entries {
 		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic.lost)
 		if keep == nil || keep(ef) {
 			qf.Entries = append(qf.Entries, ef)
@@ -96,10 +111,13 @@ func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]b
 			}
 		}
 	}
+}
+
+// end finishes a fate once every entry was added.
+func (qf *QueueFate) end() {
 	if len(qf.AtRiskMsgIDs) == 0 {
 		qf.AtRiskMsgIDs = nil
 	}
-	return qf
 }
 
 // fate decides one entry.
