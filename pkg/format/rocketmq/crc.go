@@ -31,8 +31,12 @@ type PropCRC struct {
 // not the record's last 20 bytes, or has non-digits, is Present but not OK.
 func (m *Message) PropCRC() PropCRC {
 	var p PropCRC
-	if !bytes.Contains(m.Properties, propCRC32Key) {
-		return p // fast path: the key can't be there (vectorised search, no property walk)
+	// Fast path: the key can't be there (vectorised searches, no property
+	// walk). The key ends in '#', rare in property text: look for that
+	// byte first, then for the key from 7 bytes before it.
+	i := bytes.IndexByte(m.Properties, propCRC32Key[len(propCRC32Key)-1])
+	if i < 0 || !bytes.Contains(m.Properties[max(0, i-(len(propCRC32Key)-1)):], propCRC32Key) {
+		return p
 	}
 	v, ok := m.Property(PropCRC32)
 	if !ok {

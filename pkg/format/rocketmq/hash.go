@@ -12,8 +12,15 @@ func CRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
 // JavaHashCode is Java's String.hashCode of the UTF-8 text b:
 // h = 31*h + c over UTF-16 code units with int32 wrap-around. Invalid
 // UTF-8 decodes to U+FFFD, as Java's decoder does in most cases.
-func JavaHashCode(b []byte) int32 {
-	var h int32
+func JavaHashCode(b []byte) int32 { return JavaHashCodeFrom(0, b) }
+
+// JavaHashCodeFrom continues JavaHashCode over b from h, the hash code of
+// the text before b: JavaHashCode(a+b) == JavaHashCodeFrom(JavaHashCode(a), b)
+// whenever a ends with a complete UTF-8 sequence or b starts with ASCII
+// (the decoding does not straddle the cut). Callers hashing many keys
+// behind one prefix (IndexService.buildKey's topic + "#") hash the prefix
+// once.
+func JavaHashCodeFrom(h int32, b []byte) int32 {
 	for len(b) > 0 {
 		if c := b[0]; c < utf8.RuneSelf { // ASCII: one UTF-16 unit
 			h = 31*h + int32(c)
@@ -36,8 +43,11 @@ func JavaHashCode(b []byte) int32 {
 
 // IndexKeyHash is IndexFile.indexKeyHashMethod for the key string
 // topic + "#" + key: abs(hashCode), with Integer.MIN_VALUE mapped to 0.
-func IndexKeyHash(key []byte) int32 {
-	h := JavaHashCode(key)
+func IndexKeyHash(key []byte) int32 { return IndexHashOf(JavaHashCode(key)) }
+
+// IndexHashOf is IndexFile.indexKeyHashMethod applied to a key's hash code
+// h: abs(h), with Integer.MIN_VALUE mapped to 0.
+func IndexHashOf(h int32) int32 {
 	if h == -1<<31 {
 		return 0
 	}

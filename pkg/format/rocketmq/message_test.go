@@ -198,5 +198,39 @@ func TestJavaHashCodeMatchesRangeDecoding(t *testing.T) {
 		if got, want := JavaHashCode([]byte(s)), ref([]byte(s)); got != want {
 			t.Errorf("%q: %d, want %d", s, got, want)
 		}
+		// A prefix ending in ASCII, hashed once, continued over the key.
+		for _, topic := range []string{"TopicA", "TöpicB", "\xe2\x82"} {
+			key := []byte(topic + "#" + s)
+			if got, want := IndexHashOf(JavaHashCodeFrom(JavaHashCode([]byte(topic+"#")), []byte(s))), IndexKeyHash(key); got != want {
+				t.Errorf("%q: prefix-continued %d, want %d", key, got, want)
+			}
+		}
+	}
+}
+
+// TestPropCRCFastPath: the '#'-first search finds the __CRC32# property
+// wherever it sits, also behind other '#' bytes, and nothing without it
+// (reference: a plain split of the property text).
+func TestPropCRCFastPath(t *testing.T) {
+	kv := func(k, v string) string { return k + "\x01" + v + "\x02" }
+	for _, props := range []string{
+		"",
+		kv("KEYS", "a#b"),
+		kv("KEYS", "a#b") + kv(PropCRC32, "123"),
+		kv(PropCRC32, "1") + kv("TAGS", "x"),
+		kv("#", "#") + kv("_"+PropCRC32, "9"),
+		kv("KEYS", "x__CRC32") + kv("A", "#"),
+		"##__CRC32#\x011\x02",
+	} {
+		want := false
+		for _, f := range strings.Split(props, "\x02") {
+			if k, _, ok := strings.Cut(f, "\x01"); ok && k == PropCRC32 {
+				want = true
+			}
+		}
+		m := Message{Properties: []byte(props)}
+		if got := m.PropCRC().Present; got != want {
+			t.Errorf("%q: Present %v, want %v", props, got, want)
+		}
 	}
 }

@@ -49,10 +49,12 @@ type rbData struct {
 // files are collected in parallel and absorbed in offset order, so queue
 // ids and key offsets are local to the file until then.
 type rbCollector struct {
-	d      rbData
-	qidx   map[string]int32
-	keyBuf []byte
-	qBuf   []byte
+	d        rbData
+	qidx     map[string]int32
+	keyBuf   []byte // the topic whose prefix hash code is prefix
+	prefix   int32  // JavaHashCode(keyBuf + "#")
+	prefixOK bool
+	qBuf     []byte
 }
 
 // rbCollect scans the commitlog once (ScanCommitLog, jobs files at once)
@@ -213,9 +215,15 @@ func (c *rbCollector) absorb(f *rbCollector) error {
 }
 
 // addKey records IndexKeyHash(topic + "#" + key) (IndexService.buildKey).
+// The hash code of topic + "#" is computed once per run of records of
+// one topic and continued over each key.
 func (c *rbCollector) addKey(topic, key []byte) {
-	c.keyBuf = append(append(append(c.keyBuf[:0], topic...), '#'), key...)
-	c.d.keys = append(c.d.keys, rmq.IndexKeyHash(c.keyBuf))
+	if !c.prefixOK || !bytes.Equal(c.keyBuf, topic) {
+		c.keyBuf = append(c.keyBuf[:0], topic...)
+		c.prefix = rmq.JavaHashCodeFrom(rmq.JavaHashCode(topic), []byte{'#'})
+		c.prefixOK = true
+	}
+	c.d.keys = append(c.d.keys, rmq.IndexHashOf(rmq.JavaHashCodeFrom(c.prefix, key)))
 }
 
 // keysOf returns the index key hashes of record i.

@@ -23,7 +23,21 @@ type crossState struct {
 	stopped bool
 	next    map[queueKey]int64
 	maxTS   int64
+	free    [][]compact // record slices of checked files, for reuse
 	mu      sync.Mutex
+}
+
+// takeRecs returns an empty record slice of a checked file, or nil.
+func (cs *crossState) takeRecs() []compact {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := len(cs.free)
+	if n == 0 {
+		return nil
+	}
+	r := cs.free[n-1]
+	cs.free = cs.free[:n-1]
+	return r
 }
 
 func newCrossState(cfg *Config, n int) *crossState {
@@ -45,6 +59,9 @@ func (cs *crossState) done(i int, fr *fileResult) {
 			// The recovery stops after this file unless it ends in a BLANK
 			// with a next file (see merge).
 			cs.stopped = fr.err != nil || !(fr.blank && cs.n+1 < len(cs.results))
+		}
+		if cap(fr.recs) > 0 {
+			cs.free = append(cs.free, fr.recs[:0]) // for a later file's walk
 		}
 		fr.recs, fr.topics = nil, nil
 		if fr.done != nil {

@@ -70,7 +70,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 						return nil
 					}
 				}
-				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
+				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr, cs.takeRecs())
 				fr.done = hook.Done
 				cs.done(i, fr)
 			}
@@ -94,10 +94,10 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 }
 
 func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
-	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult) (fr *fileResult) {
+	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult, recs []compact) (fr *fileResult) {
 	seg := lay.segs[i]
 	fr = &fileResult{seg: seg, file: scan.File{Path: seg.rel, Kind: "commitlog", Size: seg.size,
-		FirstValid: -1, LastValid: -1}}
+		FirstValid: -1, LastValid: -1}, recs: recs}
 	*out = fr // emit counts into it
 	f, err := fileview.Open(seg.path)
 	if err != nil {

@@ -177,7 +177,9 @@ type collector struct {
 	topics                []string
 	topicID               map[string]int32
 	hashes                []int32
-	key                   []byte
+	key                   []byte // the topic whose prefix hash code is prefix
+	prefix                int32  // JavaHashCode(key + "#")
+	prefixOK              bool
 	wantHashes            bool // compute index key hashes (there are index files to check)
 	v2, propCRC, trailing int
 	userHook              func(m *rmq.Message, phy int64) error
@@ -213,10 +215,15 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 		r.flags |= vfLMQ
 	}
 	if c.wantHashes && m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
+		// The hash code of topic + "#" once per run of one topic's records.
+		if !c.prefixOK || !bytes.Equal(c.key, m.Topic) {
+			c.key = append(c.key[:0], m.Topic...)
+			c.prefix = rmq.JavaHashCodeFrom(rmq.JavaHashCode(m.Topic), []byte{'#'})
+			c.prefixOK = true
+		}
 		add := func(k []byte) {
-			c.key = append(append(append(c.key[:0], m.Topic...), '#'), k...)
 			if r.nhash < 1<<16-1 {
-				c.hashes = append(c.hashes, rmq.IndexKeyHash(c.key))
+				c.hashes = append(c.hashes, rmq.IndexHashOf(rmq.JavaHashCodeFrom(c.prefix, k)))
 				r.nhash++
 			}
 		}

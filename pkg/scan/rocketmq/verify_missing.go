@@ -24,9 +24,12 @@ func (v *verifier) checkMissing(fileSize int64) {
 	skipped := 0
 	lost := 0
 	v.startSummary()
-	v.eachRec(func(i int, r *vrec) {
+	// Matched records add only their store time to the summary (kept per
+	// record table block): read only the unmatched ones.
+	v.sum.lastTS = v.tab.maxStoreTS(v.nrecs)
+	v.eachUnmatched(func(i int, r *vrec) {
 		v.summarize(i, r)
-		if v.isMatched(i) || !r.dispatched() {
+		if !r.dispatched() {
 			return
 		}
 		if r.flags&vfInnerBatch != 0 {
@@ -82,6 +85,22 @@ func (v *verifier) checkMissing(fileSize int64) {
 		v.res.Add(scan.Finding{Code: CodeCQNotChecked, Severity: scan.Info, Path: "consumequeue", Repair: scan.RepairNone,
 			Details: map[string]any{"records": skipped},
 			Message: fmt.Sprintf("%d inner-batch records without a consume queue unit were not judged (batch consume queues are not verified)", skipped)})
+	}
+}
+
+// eachUnmatched calls fn for every record below the recovery end that no
+// unit of its queue points at (!isMatched), in phy order, skipping runs
+// of 64 matched records at once.
+func (v *verifier) eachUnmatched(fn func(i int, r *vrec)) {
+	for i := 0; i < v.nrecs; i++ {
+		if i%64 == 0 && i+64 <= v.nrecs && v.matched[i/64] == ^uint64(0) {
+			i += 63
+			continue
+		}
+		if !v.isMatched(i) {
+			r := v.tab.at(i)
+			fn(i, &r)
+		}
 	}
 }
 

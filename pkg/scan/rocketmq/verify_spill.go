@@ -20,6 +20,7 @@ type recTable struct {
 	n      int           // records written
 	nh     int64         // hashes written
 	firsts []int64       // phy of the first record of each block
+	maxTS  []int64       // newest store timestamp of each block
 	err    error         // first I/O error; lookups then find nothing
 	cache  [recCacheBlocks]recBlock
 	mru    *recBlock // the block returned last
@@ -109,6 +110,9 @@ func (t *recTable) appendHashes(h []int32) int64 {
 func (t *recTable) append(r *vrec) {
 	if t.n%recBlockLen == 0 {
 		t.firsts = append(t.firsts, r.phy)
+		t.maxTS = append(t.maxTS, r.storeTS)
+	} else if b := len(t.maxTS) - 1; r.storeTS > t.maxTS[b] {
+		t.maxTS[b] = r.storeTS
 	}
 	b := t.slot[:]
 	le := binary.LittleEndian
@@ -246,4 +250,19 @@ func (t *recTable) hashes(r *vrec) []int32 {
 		t.hout = append(t.hout, int32(binary.LittleEndian.Uint32(b[i*4:])))
 	}
 	return t.hout
+}
+
+// maxStoreTS returns the newest store timestamp among the first n records
+// (at least 0): whole blocks from their kept maximum, only the last
+// partial block is read.
+func (t *recTable) maxStoreTS(n int) int64 {
+	var m int64
+	full := n / recBlockLen
+	for _, ts := range t.maxTS[:min(full, len(t.maxTS))] {
+		m = max(m, ts)
+	}
+	for i := full * recBlockLen; i < n; i++ {
+		m = max(m, t.at(i).storeTS)
+	}
+	return m
 }
