@@ -197,6 +197,7 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 	})
 	v.res.Layout["cq_queues"], v.res.Layout["cq_files"] = len(keys), nfiles
 	bufs := make([]byte, min(len(keys), cqMergeQueues)*cqCursorBuf)
+	scratch := make([]byte, cqScratch)
 	for g := 0; g < len(keys); g += cqMergeQueues {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -208,7 +209,7 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 			qs[i] = v.queues[k]
 			files[i] = v.checkQueueFiles(qs[i], fileSize)
 		}
-		v.scanQueues(qs, files, fileSize, bufs)
+		v.scanQueues(qs, files, fileSize, bufs, scratch)
 	}
 	v.redispatchFrom = v.dispatchFrom
 	if v.abort {

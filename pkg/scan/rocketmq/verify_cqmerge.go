@@ -80,21 +80,41 @@ func (c *cqCursor) advance() bool {
 // skipZeros moves to the next unit that is not all zeros, at or after
 // c.pos, and loads it into c.unit; false at the end of the queue (or on a
 // read error, left in c.err).
-func (c *cqCursor) skipZeros() bool {
+// The rest of a file past the buffer is read in large reads into
+// scratch (a multiple of the unit size): zero tails run to megabytes.
+func (c *cqCursor) skipZeros(scratch []byte) bool {
 	for c.advance() {
 		i := c.pos - c.bufPos
-		j := firstNonZeroByte(c.buf[i:c.bufN])
-		if j < 0 {
-			c.pos = c.bufPos + c.bufN
-			continue
+		if j := firstNonZeroByte(c.buf[i:c.bufN]); j >= 0 {
+			c.pos += int64(j) / rmq.CQUnitSize * rmq.CQUnitSize
+			i = c.pos - c.bufPos
+			c.unit, _ = rmq.DecodeCQUnit(c.buf[i:i+rmq.CQUnitSize], c.pos) // inside the buffer: never fails
+			return true
 		}
-		c.pos += int64(j) / rmq.CQUnitSize * rmq.CQUnitSize
-		i = c.pos - c.bufPos
-		c.unit, _ = rmq.DecodeCQUnit(c.buf[i:i+rmq.CQUnitSize], c.pos) // inside the buffer: never fails
-		return true
+		c.pos = c.bufPos + c.bufN
+		for c.pos < c.end && len(scratch) > 0 {
+			n := min(int64(len(scratch)), c.end-c.pos)
+			got, err := c.fh.ReadAt(scratch[:n], c.pos)
+			if int64(got) < n {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				c.err = err
+				return false
+			}
+			if j := firstNonZeroByte(scratch[:n]); j >= 0 {
+				c.pos += int64(j) / rmq.CQUnitSize * rmq.CQUnitSize
+				break // advance reads the buffer from there
+			}
+			c.pos += n
+		}
 	}
 	return false
 }
+
+// cqScratch is skipZeros' read size: 13107 units (256 KiB), one buffer
+// for the whole (sequential) walk.
+const cqScratch = 13107 * rmq.CQUnitSize
 
 func (c *cqCursor) close() {
 	if c.fh != nil {
@@ -127,7 +147,7 @@ func (h *cqHeap) Pop() any {
 // scanQueues walks the units of a group of queues merged in commitlog
 // order. Each queue's units are still checked in its own stream order,
 // so its findings (and their caps) are those of a walk of it alone.
-func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64, bufs []byte) {
+func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64, bufs, scratch []byte) {
 	h := make(cqHeap, 0, len(qs))
 	cursors := make([]*cqCursor, len(qs))
 	for i, q := range qs {
@@ -151,7 +171,7 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 			// Past the queue's end only the first non-zero unit matters
 			// (it is reported; nothing else is): find it in bulk rather
 			// than sending every zero unit of the file through the heap.
-			if c.skipZeros() {
+			if c.skipZeros(scratch) {
 				v.unit(c.us, c.files[c.fi], c.pos, c.unit)
 			}
 			c.close()
