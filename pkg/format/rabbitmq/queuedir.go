@@ -86,7 +86,8 @@ type QueueRef struct {
 	Path  string // .qi, .idx or journal.jif
 	Slot  int    // v2: slot in the .qi; v1: -1
 	SeqID uint64
-	MsgID string
+	MsgID string   // hex; "" from ReadVHostQueuesRefs (use ID)
+	ID    [16]byte // the msg id's bytes
 }
 
 // QueueDir is a decoded queue index directory.

@@ -63,7 +63,7 @@ func (q *QueueDir) readV1(idx []uint64, hasJournal bool, segCount int) ([]QueueE
 		} else {
 			e.Location = LocationSharedStore
 			if p.persistent {
-				q.Refs = append(q.Refs, QueueRef{Path: p.path, Slot: -1, SeqID: l.seq, MsgID: e.MsgID})
+				q.Refs = append(q.Refs, QueueRef{Path: p.path, Slot: -1, SeqID: l.seq, MsgID: e.MsgID, ID: p.msgID})
 			}
 		}
 		if !p.persistent {

@@ -93,8 +93,11 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	base := seg * span
 	first := len(q.Refs)
 	for _, r := range f.WalkerRefs {
-		q.Refs = append(q.Refs, QueueRef{Path: path, Slot: r.Slot, SeqID: base + uint64(r.Slot),
-			MsgID: queuedirHex(r.MsgID)})
+		ref := QueueRef{Path: path, Slot: r.Slot, SeqID: base + uint64(r.Slot), ID: r.MsgID}
+		if !q.refsOnly {
+			ref.MsgID = queuedirHex(r.MsgID)
+		}
+		q.Refs = append(q.Refs, ref)
 	}
 	var qsFile []byte
 	qsPath := filepath.Join(q.Dir, strconv.FormatUint(seg, 10)+".qs")

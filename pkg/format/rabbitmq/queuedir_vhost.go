@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
 )
 
 // VHostQueues is the queue side of one vhost directory.
@@ -45,8 +47,10 @@ func ReadVHostQueues(vhostDir string) (*VHostQueues, error) {
 // ReadVHostQueuesRefs is ReadVHostQueues for callers that need only the
 // shared-store references, anomalies and queue names: each queue's
 // Entries (with the .qs bodies they alias) are released as soon as its
-// dir is read, and RefCounts is left empty, so memory does not grow with
-// the number of queued messages beyond the Refs themselves.
+// dir is read, RefCounts is left empty and a Ref's hex MsgID may be
+// empty (its ID is set), so memory does not grow with the number of
+// queued messages beyond the Refs themselves. Queue dirs are read in
+// parallel.
 func ReadVHostQueuesRefs(vhostDir string) (*VHostQueues, error) {
 	return readVHostQueues(vhostDir, true)
 }
@@ -78,13 +82,42 @@ func readVHostQueues(vhostDir string, refsOnly bool) (*VHostQueues, error) {
 	if err != nil {
 		return nil, err
 	}
+	var dirs []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(vhostDir, "queues", e.Name()))
 		}
-		q, err := readQueueDir(filepath.Join(vhostDir, "queues", e.Name()), v.SegmentEntryCount, refsOnly)
-		if err != nil {
-			return nil, err
+	}
+	qs := make([]*QueueDir, len(dirs))
+	errs := make([]error, len(dirs))
+	if refsOnly {
+		// Independent dirs, CPU-bound decoding: read them in parallel.
+		next := make(chan int, len(dirs))
+		for i := range dirs {
+			next <- i
+		}
+		close(next)
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), max(len(dirs), 1)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					qs[i], errs[i] = readQueueDir(dirs[i], v.SegmentEntryCount, true)
+				}
+			}()
+		}
+		wg.Wait()
+	} else {
+		for i, d := range dirs {
+			if qs[i], errs[i] = readQueueDir(d, v.SegmentEntryCount, false); errs[i] != nil {
+				break
+			}
+		}
+	}
+	for i, q := range qs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		v.Queues = append(v.Queues, q)
 		if refsOnly {

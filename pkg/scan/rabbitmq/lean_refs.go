@@ -37,11 +37,7 @@ func newLeanRefs(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 	for qi, qd := range q.Queues {
 		names[qi] = queueName(qd)
 		for _, r := range qd.Refs {
-			id, ok := decodeID(r.MsgID)
-			if !ok {
-				continue // never: the readers encode 16 bytes
-			}
-			slots = append(slots, idSlot{id: id, e: idEntry{set: int32(qi)}})
+			slots = append(slots, idSlot{id: r.ID, e: idEntry{set: int32(qi)}})
 		}
 		qd.Refs = nil
 	}
@@ -121,14 +117,11 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	for _, qd := range q.Queues {
 		name := queueName(qd)
 		for _, r := range qd.Refs {
-			id, ok := decodeID(r.MsgID)
-			if !ok {
-				continue
-			}
-			e := s.seen.get(id)
+			e := s.seen.get(r.ID)
 			if e.path > 0 || e.set == 0 {
 				continue
 			}
+			r.MsgID = hexID(r.ID)
 			out = append(out, s.missingFinding(r, name, l.sets[e.set-1]))
 		}
 	}
