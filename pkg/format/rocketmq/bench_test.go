@@ -80,3 +80,28 @@ func BenchmarkCRC32(b *testing.B) {
 		_ = rmq.CRC32(buf)
 	}
 }
+
+// BenchmarkIndexKeyHash hashes index keys the way rebuild-index and
+// verify do: the topic + "#" prefix once, continued over each key (a
+// 32-digit UNIQ_KEY and a short KEYS value). Bytes are key bytes.
+func BenchmarkIndexKeyHash(b *testing.B) {
+	keys := make([][]byte, 1024)
+	n := 0
+	for i := range keys {
+		if i%2 == 0 {
+			keys[i] = fmt.Appendf(nil, "7F00000100002A9F%016X", i)
+		} else {
+			keys[i] = fmt.Appendf(nil, "order-%d", i)
+		}
+		n += len(keys[i])
+	}
+	prefix := rmq.JavaHashCodeFrom(rmq.JavaHashCode([]byte("TopicLongName-V2-xxxxxxxx")), []byte{'#'})
+	b.SetBytes(int64(n))
+	var sink int32
+	for b.Loop() {
+		for _, k := range keys {
+			sink += rmq.IndexHashOf(rmq.JavaHashCodeFrom(prefix, k))
+		}
+	}
+	_ = sink
+}

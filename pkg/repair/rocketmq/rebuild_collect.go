@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 
@@ -197,8 +196,8 @@ func (c *rbCollector) absorb(f *rbCollector) error {
 		ids[i] = c.queue([]byte(q.Topic), q.QueueID)
 	}
 	off := uint32(len(c.d.keys))
-	c.d.keys = append(c.d.keys, f.d.keys...)
-	c.d.recs = slices.Grow(c.d.recs, len(f.d.recs))
+	c.d.keys = append(growDouble(c.d.keys, len(f.d.keys)), f.d.keys...)
+	c.d.recs = growDouble(c.d.recs, len(f.d.recs))
 	for _, r := range f.d.recs {
 		if r.queue >= 0 {
 			r.queue = ids[r.queue]
@@ -212,6 +211,19 @@ func (c *rbCollector) absorb(f *rbCollector) error {
 	f.d = rbData{recs: f.d.recs[:0], keys: f.d.keys[:0]}
 	clear(f.qidx)
 	return nil
+}
+
+// growDouble makes room for n more elements, at least doubling the
+// capacity when it grows: the store's record table is appended to file
+// by file and append's 1.25x steps for large slices would copy it many
+// times over.
+func growDouble[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	out := make([]T, len(s), max(2*cap(s), len(s)+n))
+	copy(out, s)
+	return out
 }
 
 // addKey records IndexKeyHash(topic + "#" + key) (IndexService.buildKey).

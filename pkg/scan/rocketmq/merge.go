@@ -135,16 +135,37 @@ func laterData(rs []*fileResult) bool {
 // valid records of one file. It returns the new maximum store timestamp.
 func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int64, res *scan.Result) int64 {
 	slack := cfg.TimestampSlack.Milliseconds()
+	// The file's queues by (local topic id, queue id): one string-keyed
+	// map lookup per queue of the file, not two per record. Written back
+	// to next at the end.
+	type local struct {
+		k    queueKey
+		next int64
+		seen bool
+	}
+	byID := map[uint64]*local{}
+	var order []*local
 	for _, r := range fr.recs {
 		if r.dispatched {
-			k := queueKey{fr.topics[r.topic], r.queueID}
-			if want, ok := next[k]; ok && r.queueOff < want {
-				res.Add(regress(fr, r, CodeQueueRegress, fmtInt(want), fmtInt(r.queueOff),
-					fmt.Sprintf("queue offset of %s/%d goes backwards (expected at least %d)", k.topic, k.queueID, want),
-					map[string]any{"topic": k.topic, "queue_id": k.queueID}))
+			id := uint64(uint32(r.topic))<<32 | uint64(uint32(r.queueID))
+			q := byID[id]
+			if q == nil {
+				q = &local{k: queueKey{fr.topics[r.topic], r.queueID}}
+				q.next, q.seen = next[q.k]
+				byID[id] = q
+				order = append(order, q)
 			}
-			if n := r.queueOff + r.innerNum; n > next[k] {
-				next[k] = n
+			if want := q.next; q.seen && r.queueOff < want {
+				res.Add(regress(fr, r, CodeQueueRegress, fmtInt(want), fmtInt(r.queueOff),
+					fmt.Sprintf("queue offset of %s/%d goes backwards (expected at least %d)", q.k.topic, q.k.queueID, want),
+					map[string]any{"topic": q.k.topic, "queue_id": q.k.queueID}))
+			}
+			// As next[k] = max(next[k], n) with an absent key read as 0
+			// and only stored when n exceeds it.
+			if n := r.queueOff + r.innerNum; q.seen {
+				q.next = max(q.next, n)
+			} else if n > 0 {
+				q.next, q.seen = n, true
 			}
 		}
 		if maxTS-r.storeTS > slack {
@@ -153,6 +174,11 @@ func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int
 				map[string]any{"topic": fr.topics[r.topic], "queue_id": r.queueID}))
 		}
 		maxTS = max(maxTS, r.storeTS)
+	}
+	for _, q := range order {
+		if q.seen {
+			next[q.k] = q.next
+		}
 	}
 	return maxTS
 }
