@@ -193,10 +193,18 @@ var (
 // problems go to QIFile.Anomalies and decoding goes on.
 func ReadQI(b []byte) (QIFile, error) {
 	var f QIFile
+	err := readQIInto(&f, b)
+	return f, err
+}
+
+// readQIInto is ReadQI decoding into f, reusing its slices' storage (a
+// queue dir reader decodes segment after segment into one QIFile).
+func readQIInto(f *QIFile, b []byte) error {
+	*f = QIFile{Records: f.Records[:0], WalkerRefs: f.WalkerRefs[:0], Anomalies: f.Anomalies[:0]}
 	h, err := DecodeQIHeader(b)
 	f.Header = h
 	if err != nil {
-		return f, err
+		return err
 	}
 	span := uint64(QIDefaultSegmentEntryCount)
 	if h.ToSeqID > h.FromSeqID && h.ToSeqID-h.FromSeqID <= QIMaxSegmentEntryCount {
@@ -206,8 +214,12 @@ func ReadQI(b []byte) (QIFile, error) {
 	}
 	n := (len(b) - QIHeaderSize) / QIEntrySize
 	// Sized once: n is bounded by the file, which the caller read whole.
-	f.Records = make([]QIRecord, 0, min(n, int(span)))
-	f.WalkerRefs = make([]QIRecord, 0, n)
+	if cap(f.Records) < min(n, int(span)) {
+		f.Records = make([]QIRecord, 0, min(n, int(span)))
+	}
+	if cap(f.WalkerRefs) < n {
+		f.WalkerRefs = make([]QIRecord, 0, n)
+	}
 	for i := 0; i < n; i++ {
 		off := QIHeaderSize + i*QIEntrySize
 		e, err := DecodeQIEntry(b[off:], int64(off))
@@ -236,7 +248,7 @@ func ReadQI(b []byte) (QIFile, error) {
 		off := QIHeaderSize + n*QIEntrySize
 		f.Anomalies = append(f.Anomalies, format.Corrupt(int64(off), "entry", ErrQITornEntry))
 	}
-	return f, nil
+	return nil
 }
 
 func qiAllZero(b []byte) bool {

@@ -108,6 +108,9 @@ type QueueDir struct {
 	seg    func(*QueueDir, []QueueEntry) error
 	segMax uint64
 	segAny bool
+	// qiScratch is decoded into segment after segment (its entries are
+	// copied out before the next one).
+	qiScratch QIFile
 }
 
 // Kept returns the entries a dirty recovery keeps (Drop == "").

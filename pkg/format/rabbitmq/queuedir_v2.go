@@ -68,7 +68,8 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	f, err := ReadQI(b)
+	f := &q.qiScratch
+	err = readQIInto(f, b)
 	if err != nil {
 		// The broker deletes the .qi and its .qs: nothing is recovered.
 		q.anomaly(path, err, CodeQIBadHeader)
