@@ -138,8 +138,10 @@ func (q *cqbQueue) unitAt(idx int64) rmq.CQUnit {
 	return rmq.CQUnit{}
 }
 
-// write writes the queue's files, full size and zero-filled after the
-// last unit, under stage.
+// write writes the queue's files, full size and zero after the last
+// unit, under stage. The zero tail (most of a queue's last file) is left
+// a hole: the staged file reads and hashes the same, and staging a
+// store's queues does not write megabytes of zeros per queue.
 func (q *cqbQueue) write(stage string, fileSize int64, buf []byte) error {
 	perFile := fileSize / rmq.CQUnitSize
 	for fi, rel := range q.files(fileSize) {
@@ -148,16 +150,29 @@ func (q *cqbQueue) write(stage string, fileSize int64, buf []byte) error {
 		for _, u := range q.units[lo:min(lo+perFile, int64(len(q.units)))] {
 			b = rmq.AppendCQUnit(b, u)
 		}
-		n := len(b)
-		b = b[:fileSize]
-		clear(b[n:]) // the zero tail of a mapped file
 		p := filepath.Join(stage, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := writeSized(p, b, fileSize); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeSized creates path with b followed by zeros up to size bytes.
+func writeSized(path string, b []byte, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Truncate(size)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -24,6 +24,50 @@ func rbReadOpt(p string) ([]byte, bool, error) {
 	return b, err == nil, err
 }
 
+// rbReadInto is rbReadOpt into *buf, reused from call to call (grown to
+// the largest file read): comparing a store's consume queue files then
+// allocates two file-sized buffers, not two per file. The result is valid
+// until the next call with the same buf.
+func rbReadInto(p string, buf *[]byte) ([]byte, bool, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if st.Size() > MaxCQFileSize || !st.Mode().IsRegular() {
+		b, err := io.ReadAll(f) // not a consume queue file as the rebuild writes them: no reuse
+		return b, err == nil, err
+	}
+	if int64(cap(*buf)) < st.Size() {
+		*buf = make([]byte, st.Size())
+	}
+	b := (*buf)[:st.Size()]
+	n, err := io.ReadFull(f, b)
+	if errors.Is(err, io.ErrUnexpectedEOF) { // shrank since Stat: what is there
+		err = nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, err
+	}
+	b = b[:n]
+	// Grew since Stat: read the rest as ReadFile would.
+	rest, err := io.ReadAll(f)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(rest) > 0 {
+		b = append(b[:n:n], rest...)
+	}
+	return b, true, nil
+}
+
 // rbUnits decodes every 20-byte unit of b (a trailing partial unit is
 // ignored: it cannot be a unit).
 func rbUnits(b []byte) []rmq.CQUnit {
@@ -66,16 +110,20 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbEx
 			d.Complete = false
 		}
 	}
+	var newBuf, oldBuf []byte
 	for _, q := range qs {
 		d := diffOf(q.rbQueue)
 		d.Units = q.records
 		for _, rel := range q.files(rep.CQFileSize) {
 			want[rel] = true
-			newB, err := os.ReadFile(filepath.Join(stage, rel))
+			newB, ok, err := rbReadInto(filepath.Join(stage, rel), &newBuf)
+			if err == nil && !ok {
+				err = fmt.Errorf("staged file %s is missing", rel)
+			}
 			if err != nil {
 				return err
 			}
-			oldB, exists, err := rbReadOpt(filepath.Join(data, rel))
+			oldB, exists, err := rbReadInto(filepath.Join(data, rel), &oldBuf)
 			if err != nil {
 				return err
 			}
