@@ -104,13 +104,18 @@ func (x *idxbIncr) run() {
 		x.queue = nil
 		x.mu.Unlock()
 		for _, bt := range batches {
-			prev := bt.keyBase
+			prev, touched := bt.keyBase, 0
 			for i := range bt.recs {
 				if err != nil || x.aborted.Load() {
 					break
 				}
 				r := &bt.recs[i]
-				err = b.record(r, bt.keys[prev-bt.keyBase:r.keyEnd-bt.keyBase])
+				lo, hi := int(prev-bt.keyBase), int(r.keyEnd-bt.keyBase)
+				if hi > touched {
+					touched = min(len(bt.keys), hi+idxbTouchAhead)
+					b.touch(bt.keys[lo:touched])
+				}
+				err = b.record(r, bt.keys[lo:hi])
 				prev = r.keyEnd
 			}
 		}
