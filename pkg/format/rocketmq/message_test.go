@@ -185,15 +185,7 @@ func TestFileNames(t *testing.T) {
 // ranging over the string (Go's UTF-8 decoding, U+FFFD per invalid byte)
 // on ASCII, multi-byte, astral and invalid input.
 func TestJavaHashCodeMatchesRangeDecoding(t *testing.T) {
-	ref := func(b []byte) int32 {
-		var h int32
-		for _, r := range string(b) {
-			for _, u := range utf16.Encode([]rune{r}) {
-				h = 31*h + int32(u)
-			}
-		}
-		return h
-	}
+	ref := javaHashRef
 	for _, s := range []string{"", "TopicTest#order-1", "héllo wörld", "😀x😀", "\xff\xfe\x80abc", "a\xe2\x82", "\xed\xa0\x80", strings.Repeat("k", 200)} {
 		if got, want := JavaHashCode([]byte(s)), ref([]byte(s)); got != want {
 			t.Errorf("%q: %d, want %d", s, got, want)
@@ -233,4 +225,34 @@ func TestPropCRCFastPath(t *testing.T) {
 			t.Errorf("%q: Present %v, want %v", props, got, want)
 		}
 	}
+}
+
+// javaHashRef is String.hashCode over the UTF-16 units of Go's decoding
+// of b (ranging over the string: U+FFFD per invalid byte).
+func javaHashRef(b []byte) int32 {
+	var h int32
+	for _, r := range string(b) {
+		for _, u := range utf16.Encode([]rune{r}) {
+			h = 31*h + int32(u)
+		}
+	}
+	return h
+}
+
+// FuzzJavaHashCode: JavaHashCode equals the reference on any bytes, and
+// continuing it after a prefix ending in '#' equals hashing the whole.
+func FuzzJavaHashCode(f *testing.F) {
+	for _, s := range []string{"", "TopicTest#order-1", "h\xc3\xa9llo", "\xf0\x9f\x98\x80x", "\xff\xfe\x80abcd", "a\xe2\x82"} {
+		f.Add([]byte("Topic"), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, topic, key []byte) {
+		if got, want := JavaHashCode(key), javaHashRef(key); got != want {
+			t.Fatalf("%q: %d, want %d", key, got, want)
+		}
+		prefix := append(append([]byte(nil), topic...), '#')
+		whole := append(append([]byte(nil), prefix...), key...)
+		if got, want := JavaHashCodeFrom(JavaHashCode(prefix), key), javaHashRef(whole); got != want {
+			t.Fatalf("%q + %q: %d, want %d", prefix, key, got, want)
+		}
+	})
 }
