@@ -18,9 +18,10 @@ import (
 )
 
 // JSONAppender is a detail value that appends its own compact JSON
-// encoding (exactly what encoding/json would give for it).
+// encoding (exactly what encoding/json would give for it). It may fail
+// (a value read back from a temp file).
 type JSONAppender interface {
-	AppendJSON(b []byte) []byte
+	AppendJSON(b []byte) ([]byte, error)
 }
 
 // findingEncoder appends findings; enc/buf encode the values it has no
@@ -41,7 +42,7 @@ func newFindingEncoder() *findingEncoder {
 func (fe *findingEncoder) value(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case JSONAppender:
-		return x.AppendJSON(b), nil
+		return x.AppendJSON(b)
 	case string:
 		return appendJSONString(b, x), nil
 	case int:

@@ -41,7 +41,7 @@ func (v *VHostQueues) AllAnomalies() []IndexAnomaly {
 // ReadVHostQueues reads <vhostDir>/.config, .vhost and every directory
 // under <vhostDir>/queues. A missing queues dir means no queues.
 func ReadVHostQueues(vhostDir string) (*VHostQueues, error) {
-	return readVHostQueues(vhostDir, false)
+	return readVHostQueues(vhostDir, false, nil)
 }
 
 // ReadVHostQueuesRefs is ReadVHostQueues for callers that need only the
@@ -52,10 +52,19 @@ func ReadVHostQueues(vhostDir string) (*VHostQueues, error) {
 // queued messages beyond the Refs themselves. Queue dirs are read in
 // parallel.
 func ReadVHostQueuesRefs(vhostDir string) (*VHostQueues, error) {
-	return readVHostQueues(vhostDir, true)
+	return readVHostQueues(vhostDir, true, nil)
 }
 
-func readVHostQueues(vhostDir string, refsOnly bool) (*VHostQueues, error) {
+// ReadVHostQueuesRefsFunc is ReadVHostQueuesRefs calling take with each
+// queue dir as soon as it is read, before it is kept: take may keep what
+// it needs of q.Refs in a smaller form and set q.Refs to nil, so the
+// references of all queues are never held at once. take is called from
+// several goroutines at once.
+func ReadVHostQueuesRefsFunc(vhostDir string, take func(q *QueueDir)) (*VHostQueues, error) {
+	return readVHostQueues(vhostDir, true, take)
+}
+
+func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir)) (*VHostQueues, error) {
 	v := &VHostQueues{Dir: vhostDir, SegmentEntryCount: LegacySegmentEntryCount, RefCounts: map[string]int{}}
 	if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
 		v.VHost = string(b)
@@ -104,6 +113,9 @@ func readVHostQueues(vhostDir string, refsOnly bool) (*VHostQueues, error) {
 				defer wg.Done()
 				for i := range next {
 					qs[i], errs[i] = readQueueDir(dirs[i], v.SegmentEntryCount, true)
+					if errs[i] == nil && take != nil {
+						take(qs[i])
+					}
 				}
 			}()
 		}

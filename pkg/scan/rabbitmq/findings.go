@@ -127,16 +127,13 @@ func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) 
 
 func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	f := scan.Finding{Code: h.Code, Path: fs.Path, Offset: h.Offset, Length: h.Length, Repair: scan.RepairNone,
-		Details: map[string]any{"versions": h.Versions, "generations": h.Gens, "when": h.When, "victims": h.Victims}}
+		Details: map[string]any{"versions": h.Versions, "generations": h.Gens, "when": h.When, "victims": h.victimsDetail()}}
 	for k, v := range h.Details {
 		f.Details[k] = v
 	}
-	referenced := false
-	for _, v := range h.Victims {
-		referenced = referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
-	}
-	if len(h.Victims) > 0 {
-		f.MsgID = h.Victims[0].MsgID()
+	referenced := h.anyReferenced()
+	if v, ok := h.firstVictim(); ok {
+		f.MsgID = v.MsgID()
 	}
 	switch {
 	case !ver.affected(h):
@@ -164,9 +161,9 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 		f.Message = fmt.Sprintf("%s accepts a bogus %d-byte frame at %d and jumps over %s", who, h.Length, h.Offset, strings.Join(ids, ", "))
 	case CodeOffByNine:
 		f.Evidence = map[string]string{"window": "value in [R-8, R-1], R = bytes to EOF"}
-		f.Message = fmt.Sprintf("%s stops at the 8-byte window at %d and drops %d later record(s)", who, h.Offset, len(h.Victims))
+		f.Message = fmt.Sprintf("%s stops at the 8-byte window at %d and drops %d later record(s)", who, h.Offset, h.VictimCount())
 	case CodeGen1Stop:
-		f.Message = fmt.Sprintf("%s stops at %d (%v) and never sees %d later record(s)", who, h.Offset, h.Details["reason"], len(h.Victims))
+		f.Message = fmt.Sprintf("%s stops at %d (%v) and never sees %d later record(s)", who, h.Offset, h.Details["reason"], h.VictimCount())
 	case CodeScannerCrash:
 		f.Message = fmt.Sprintf("frame with Size < 16 and a 0xFF marker at %d crashes the %s scanner and takes the vhost down", h.Offset, VersionsGen1)
 	}

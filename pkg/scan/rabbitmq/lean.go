@@ -40,5 +40,6 @@ func (s *scanner) release(fs *FileScan) {
 	n, first, last := recordSpan(fs)
 	pre := fileFindingsPart(fs, s.ver, s.refs != nil, false)
 	fs.lean = leanFile{done: true, records: n, firstValid: first, lastValid: last, pre: pre}
+	s.spillVictims(fs)
 	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames = nil, nil, nil, nil
 }

@@ -23,23 +23,34 @@ type leanRefs struct {
 	sets [][]string // sorted queue names, one per reference
 }
 
-// newLeanRefs converts the references of q into the fixed part of seen
-// (idTable.setSorted) and drops q's QueueRefs. The name lists are those
-// queueRefs makes: the sorted names of every queue reference to the id.
-func newLeanRefs(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
+// refIDs returns the ids of qd's references and drops the references.
+func refIDs(qd *rfmt.QueueDir) [][16]byte {
+	out := make([][16]byte, len(qd.Refs))
+	for i, r := range qd.Refs {
+		out[i] = r.ID
+	}
+	qd.Refs = nil
+	return out
+}
+
+// newLeanRefsIDs turns each queue's reference ids (refIDs, taken as
+// rfmt.ReadVHostQueuesRefsFunc hands the dirs over) into the fixed part of
+// seen (idTable.setSorted). The name lists are those queueRefs makes: the
+// sorted names of every queue reference to the id.
+func newLeanRefsIDs(q *rfmt.VHostQueues, ids map[*rfmt.QueueDir][][16]byte, seen *idTable) *leanRefs {
 	l := &leanRefs{dir: q.Dir}
 	n := 0
 	for _, qd := range q.Queues {
-		n += len(qd.Refs)
+		n += len(ids[qd])
 	}
 	slots := make([]idSlot, 0, n)
 	names := make([]string, len(q.Queues))
 	for qi, qd := range q.Queues {
 		names[qi] = queueName(qd)
-		for _, r := range qd.Refs {
-			slots = append(slots, idSlot{id: r.ID, e: idEntry{set: int32(qi)}})
+		for _, id := range ids[qd] {
+			slots = append(slots, idSlot{id: id, e: idEntry{set: int32(qi)}})
 		}
-		qd.Refs = nil
+		delete(ids, qd)
 	}
 	sortSlots(slots)
 	intern := map[string]int32{}

@@ -55,6 +55,7 @@ func sameLean(t *testing.T, root, dir string) int {
 // store with holes, unreferenced records and a deleted file (message-missing
 // findings), Scan's lean mode reports exactly what the detailed scan does.
 func TestLeanScanSameAsFull(t *testing.T) {
+	defer spillAll()()
 	for _, d := range datasets {
 		t.Run(d.kind+"/"+d.name, func(t *testing.T) {
 			root := testutil.Untar(t, testutil.Testdata(d.kind, "datasets", d.name+".tar.gz"))

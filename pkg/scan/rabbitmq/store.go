@@ -40,8 +40,9 @@ type scanner struct {
 	// the queue indexes are read while the first files are walked.
 	ready     func()
 	readyOnce sync.Once
-	lean      bool      // release each file's records after its findings (lean.go)
-	lrefs     *leanRefs // lean mode's references (refs is then empty but non-nil)
+	lean      bool        // release each file's records after its findings (lean.go)
+	lrefs     *leanRefs   // lean mode's references (refs is then empty but non-nil)
+	spill     victimSpill // lean mode's long victim lists (victim_spill.go)
 }
 
 // prepare waits for what classify needs (queue references).

@@ -78,8 +78,12 @@ type Hazard struct {
 	Versions string   // RabbitMQ versions affected, e.g. "3.13.1-4.0.2"
 	Gens     []int    // scanner generations affected
 	When     []string // "dirty recovery", "compaction"
-	Victims  Victims
-	Details  map[string]any
+	// Victims are the records the scanner loses. In lean mode a long
+	// list is moved to a temp file (victim_spill.go): Victims is then nil
+	// and VictimCount and EachVictim are the way to them.
+	Victims Victims
+	Details map[string]any
+	spill   *spilledVictims
 }
 
 // FileScan is the detailed result for one .rdq file.

@@ -83,7 +83,11 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	clean := vv.State == StateClean
 	res := &vhostResult{files: v.Files}
 	if v.Queues != nil {
-		lp := &leanPredict{s: s, bad: bad, vic: compactVictims(v, ver)}
+		vic, err := compactVictims(v, ver)
+		if err != nil {
+			return nil, err
+		}
+		lp := &leanPredict{s: s, bad: bad, vic: vic}
 		anoms, orphans, missing, err := lp.queues(ctx, root, v, vv, clean)
 		if err != nil {
 			return nil, err

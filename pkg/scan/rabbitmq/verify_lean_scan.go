@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -31,8 +32,19 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		go func() {
 			defer close(qdone)
 			read := rfmt.ReadVHostQueues
+			var mu sync.Mutex
+			ids := map[*rfmt.QueueDir][][16]byte{}
 			if o.lean {
-				read = rfmt.ReadVHostQueuesRefs
+				// Each queue's references become bare ids as soon as its
+				// dir is read: all queues' references are never held.
+				read = func(dir string) (*rfmt.VHostQueues, error) {
+					return rfmt.ReadVHostQueuesRefsFunc(dir, func(qd *rfmt.QueueDir) {
+						x := refIDs(qd)
+						mu.Lock()
+						ids[qd] = x
+						mu.Unlock()
+					})
+				}
 			}
 			q, err := read(vhostDir)
 			if err != nil {
@@ -41,7 +53,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 			}
 			v.Queues, v.VHost = q, q.VHost
 			if o.lean {
-				s.lrefs = newLeanRefs(q, s.seen)
+				s.lrefs = newLeanRefsIDs(q, ids, s.seen)
 				v.Refs = map[string][]string{}
 			} else {
 				v.Refs = queueRefs(q)

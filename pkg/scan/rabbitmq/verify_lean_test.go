@@ -58,6 +58,7 @@ func sameVerify(t *testing.T, root, dir, ver string) (findings, queues, entries 
 // --broker-version (at_risk, scanner drops), lean Verify reports exactly
 // what the detailed VerifyVHost does.
 func TestLeanVerifySameAsDetailed(t *testing.T) {
+	defer spillAll()()
 	for _, d := range datasets {
 		t.Run(d.kind+"/"+d.name, func(t *testing.T) {
 			root := testutil.Untar(t, testutil.Testdata(d.kind, "datasets", d.name+".tar.gz"))

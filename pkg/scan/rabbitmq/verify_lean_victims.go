@@ -10,8 +10,9 @@ type victimIDs struct {
 	lost map[[16]byte]string
 }
 
-// compactVictims is hazardVictims with [16]byte keys and a bit set.
-func compactVictims(v *VHostScan, ver brokerVersion) *victimIDs {
+// compactVictims is hazardVictims with [16]byte keys and a bit set. Its
+// error is from reading spilled victim lists back.
+func compactVictims(v *VHostScan, ver brokerVersion) (*victimIDs, error) {
 	out := &victimIDs{risk: map[[16]byte]uint8{}, lost: map[[16]byte]string{}}
 	for _, f := range v.Files {
 		if f.Transient {
@@ -30,18 +31,23 @@ func compactVictims(v *VHostScan, ver brokerVersion) *victimIDs {
 				dirty = dirty || w == "dirty recovery"
 			}
 			lose := ver.set && dirty && ver.affected(h)
-			for _, vic := range h.Victims {
-				id := vic.ID
+			if bit == 0 && !lose {
+				continue
+			}
+			err := h.EachVictim(func(vic Victim) {
 				if bit != 0 {
-					out.risk[id] |= bit
+					out.risk[vic.ID] |= bit
 				}
 				if lose {
-					out.lost[id] = h.Code
+					out.lost[vic.ID] = h.Code
 				}
+			})
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (c *victimIDs) atRisk(k int, id string) bool {

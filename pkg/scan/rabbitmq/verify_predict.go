@@ -150,7 +150,7 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 	return ef
 }
 
-// hazardVictims returns, per at-risk key, the ids of the records a
+// hazardVictims (detailed results: their victim lists are never spilled) returns, per at-risk key, the ids of the records a
 // version with that scanner bug loses, and the ids the configured
 // version's scanner loses in a dirty recovery (id -> hazard code).
 func hazardVictims(v *VHostScan, ver brokerVersion) (map[string]map[string]bool, map[string]string) {

@@ -10,7 +10,7 @@ func (v Victim) MsgID() string { return hexID(v.ID) }
 
 // AppendJSON appends v as a JSON object with the field names of the
 // finding schema. Status is one of the Status* constants (plain ASCII).
-func (v Victim) AppendJSON(b []byte) []byte {
+func (v Victim) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"msg_id":"`...)
 	b = hex.AppendEncode(b, v.ID[:])
 	b = append(b, `","offset":`...)
@@ -19,30 +19,30 @@ func (v Victim) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, v.Size, 10)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendQuote(b, v.Status)
-	return append(b, '}')
+	return append(b, '}'), nil
 }
 
 // MarshalJSON encodes v as {"msg_id", "offset", "size", "status"}.
-func (v Victim) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+func (v Victim) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil) }
 
 // MarshalJSON encodes the list as a JSON array of victims (null when nil,
 // as encoding/json does for a nil slice).
 func (vs Victims) MarshalJSON() ([]byte, error) {
-	return vs.AppendJSON(make([]byte, 0, 2+len(vs)*96)), nil
+	return vs.AppendJSON(make([]byte, 0, 2+len(vs)*96))
 }
 
 // AppendJSON appends what MarshalJSON returns (report.JSONAppender: the
 // JSONL emitter writes it without encoding/json's re-scan).
-func (vs Victims) AppendJSON(b []byte) []byte {
+func (vs Victims) AppendJSON(b []byte) ([]byte, error) {
 	if vs == nil {
-		return append(b, "null"...)
+		return append(b, "null"...), nil
 	}
 	b = append(b, '[')
 	for i, v := range vs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = v.AppendJSON(b)
+		b, _ = v.AppendJSON(b)
 	}
-	return append(b, ']')
+	return append(b, ']'), nil
 }

@@ -1,0 +1,213 @@
+package rabbitmq
+
+// Victim lists on disk. After 3.13.2+ compaction nearly every .rdq has a
+// zero hole, and the generation-1 model then loses every later record of
+// the file: its victim list is most of the store. In lean mode (storectl
+// scan and verify) a released file's long lists go to an unlinked temp
+// file, 33 bytes a victim, and are read back only when their finding is
+// written, so they do not stay on the heap for the whole scan.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+const (
+	// spillVictimLen is one victim on disk: id, offset, size, status.
+	spillVictimLen = 16 + 8 + 8 + 1
+	// spillReadChunk victims are read back at a time.
+	spillReadChunk = 4096
+)
+
+// spillMinVictims: shorter lists stay in memory (a write per list costs
+// more than the bytes it frees). Tests lower it to spill every list.
+var spillMinVictims = 256
+
+// statusCodes numbers the Status* constants on disk.
+var statusCodes = []string{StatusReferenced, StatusUnreferenced, StatusDuplicate, StatusUnknown}
+
+// victimSpill is the temp file of one scan. It is safe for concurrent use.
+// The file is unlinked at creation; it is closed when the last finding
+// that refers to it is gone (os.File's own cleanup).
+type victimSpill struct {
+	mu     sync.Mutex
+	f      *os.File
+	end    int64
+	failed bool // a create or write failed: keep lists in memory
+}
+
+// put writes vs and returns where, or ok false when the file cannot be
+// used (the caller keeps the list in memory).
+func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
+	buf := make([]byte, 0, len(vs)*spillVictimLen)
+	for _, v := range vs {
+		code := byte(255)
+		for i, st := range statusCodes {
+			if v.Status == st {
+				code = byte(i)
+			}
+		}
+		if code == 255 {
+			return nil, false // not a status the file can hold
+		}
+		buf = append(buf, v.ID[:]...)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v.Offset))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v.Size))
+		buf = append(buf, code)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return nil, false
+	}
+	if s.f == nil {
+		f, err := os.CreateTemp("", "storectl-victims-*")
+		if err == nil {
+			if err = os.Remove(f.Name()); err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			s.failed = true
+			return nil, false
+		}
+		s.f = f
+	}
+	if _, err := s.f.WriteAt(buf, s.end); err != nil {
+		s.failed = true
+		return nil, false
+	}
+	sv = &spilledVictims{f: s.f, off: s.end, n: len(vs), first: vs[0]}
+	for _, v := range vs {
+		sv.referenced = sv.referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
+	}
+	s.end += int64(len(buf))
+	return sv, true
+}
+
+// spilledVictims is a victim list in the spill file, with what findings
+// ask of it without reading it.
+type spilledVictims struct {
+	f          *os.File
+	off        int64
+	n          int
+	first      Victim
+	referenced bool // some victim is referenced (or of unknown status)
+}
+
+var errSpillShort = errors.New("victim spill file shorter than written")
+
+// each reads the list back in chunks and calls fn for every victim.
+func (s *spilledVictims) each(fn func(Victim)) error {
+	buf := make([]byte, min(s.n, spillReadChunk)*spillVictimLen)
+	for i := 0; i < s.n; {
+		k := min(s.n-i, spillReadChunk)
+		b := buf[:k*spillVictimLen]
+		if n, err := s.f.ReadAt(b, s.off+int64(i)*spillVictimLen); n < len(b) {
+			if err == nil {
+				err = errSpillShort
+			}
+			return fmt.Errorf("reading victims back from the temp file: %w", err)
+		}
+		for j := 0; j < k; j++ {
+			r := b[j*spillVictimLen:]
+			var v Victim
+			copy(v.ID[:], r[:16])
+			v.Offset = int64(binary.LittleEndian.Uint64(r[16:]))
+			v.Size = int64(binary.LittleEndian.Uint64(r[24:]))
+			if c := int(r[32]); c < len(statusCodes) {
+				v.Status = statusCodes[c]
+			}
+			fn(v)
+		}
+		i += k
+	}
+	return nil
+}
+
+// AppendJSON appends the list as Victims.AppendJSON does.
+func (s *spilledVictims) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, '[')
+	first := true
+	err := s.each(func(v Victim) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b, _ = v.AppendJSON(b)
+	})
+	return append(b, ']'), err
+}
+
+// MarshalJSON encodes the list as Victims.MarshalJSON does.
+func (s *spilledVictims) MarshalJSON() ([]byte, error) {
+	return s.AppendJSON(make([]byte, 0, 2+s.n*96))
+}
+
+// VictimCount is the number of victims, in memory or spilled.
+func (h *Hazard) VictimCount() int {
+	if h.spill != nil {
+		return h.spill.n
+	}
+	return len(h.Victims)
+}
+
+// EachVictim calls fn for every victim, in memory or spilled.
+func (h *Hazard) EachVictim(fn func(Victim)) error {
+	if h.spill != nil {
+		return h.spill.each(fn)
+	}
+	for _, v := range h.Victims {
+		fn(v)
+	}
+	return nil
+}
+
+// firstVictim returns the first victim.
+func (h *Hazard) firstVictim() (Victim, bool) {
+	if h.spill != nil {
+		return h.spill.first, true
+	}
+	if len(h.Victims) > 0 {
+		return h.Victims[0], true
+	}
+	return Victim{}, false
+}
+
+// anyReferenced reports whether a victim is referenced or of unknown status.
+func (h *Hazard) anyReferenced() bool {
+	if h.spill != nil {
+		return h.spill.referenced
+	}
+	for _, v := range h.Victims {
+		if v.Status == StatusReferenced || v.Status == StatusUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+// victimsDetail is the finding detail value of the victims.
+func (h *Hazard) victimsDetail() any {
+	if h.spill != nil {
+		return h.spill
+	}
+	return h.Victims
+}
+
+// spillVictims moves the long victim lists of fs's hazards (all but
+// zero-hole misreads, whose message lists every victim) to s.spill.
+func (s *scanner) spillVictims(fs *FileScan) {
+	for i := range fs.Hazards {
+		h := &fs.Hazards[i]
+		if h.Code == CodeZeroHoleMisread || len(h.Victims) < spillMinVictims {
+			continue
+		}
+		if sv, ok := s.spill.put(h.Victims); ok {
+			h.spill, h.Victims = sv, nil
+		}
+	}
+}
