@@ -119,3 +119,45 @@ func qiTestFile(from, span uint64, n int) []byte {
 	}
 	return b
 }
+
+// FuzzQueueDirSegments: for any two .qi segments (and a .qs for the
+// first), reading segment by segment either hands over exactly the
+// entries and anomalies of the whole-dir read, in order, or says
+// ErrSegmentOrder; neither panics.
+func FuzzQueueDirSegments(f *testing.F) {
+	qis := qxFixtureFiles(f, ".qi")
+	qss := qxFixtureFiles(f, ".qs")
+	for i := 0; i < len(qis) && i < 4; i++ {
+		qs := []byte(nil)
+		if i < len(qss) {
+			qs = qss[i]
+		}
+		f.Add(qis[i], qis[(i+1)%len(qis)], qs)
+	}
+	f.Add(qiTestFile(0, 4096, 3), qiTestFile(0, 1, 1), []byte(nil))
+	f.Fuzz(func(t *testing.T, qi0, qi1, qs0 []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "0.qi"), qi0, 0o644)
+		os.WriteFile(filepath.Join(dir, "1.qi"), qi1, 0o644)
+		if qs0 != nil {
+			os.WriteFile(filepath.Join(dir, "0.qs"), qs0, 0o644)
+		}
+		want, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, q, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+		if errors.Is(err, ErrSegmentOrder) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want.Entries) || (len(got) > 0 && !reflect.DeepEqual(got, want.Entries)) {
+			t.Fatalf("%d entries by segment, %d whole (or they differ)", len(got), len(want.Entries))
+		}
+		if !reflect.DeepEqual(q.Anomalies, want.Anomalies) {
+			t.Fatalf("anomalies %v, want %v", q.Anomalies, want.Anomalies)
+		}
+	})
+}
