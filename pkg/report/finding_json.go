@@ -86,16 +86,9 @@ func (fe *findingEncoder) appendFindingFields(b []byte, f *scan.Finding) ([]byte
 		b = appendJSONString(b, f.Actual)
 	}
 	if len(f.Evidence) > 0 {
-		b = append(b, `,"evidence":{`...)
-		for i, k := range sortedKeys(f.Evidence) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, f.Evidence[k])
-		}
-		b = append(b, '}')
+		b, _ = appendObject(append(b, `,"evidence":`...), f.Evidence, func(b []byte, v string) ([]byte, error) {
+			return appendJSONString(b, v), nil
+		})
 	}
 	b = append(b, `,"repair":`...)
 	b = appendJSONString(b, f.Repair)
@@ -106,21 +99,29 @@ func (fe *findingEncoder) appendFindingFields(b []byte, f *scan.Finding) ([]byte
 		b = appendJSONString(b, f.MsgID)
 	}
 	if len(f.Details) > 0 {
-		b = append(b, `,"details":{`...)
-		for i, k := range sortedKeys(f.Details) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = fe.value(b, f.Details[k]); err != nil {
-				return b, err
-			}
+		var err error
+		if b, err = appendObject(append(b, `,"details":`...), f.Details, fe.value); err != nil {
+			return b, err
 		}
-		b = append(b, '}')
 	}
 	return b, nil
+}
+
+// appendObject appends m as a JSON object with its keys sorted, as
+// encoding/json does, each value through value.
+func appendObject[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
+	b = append(b, '{')
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendJSONString(b, k), ':')
+		var err error
+		if b, err = value(b, m[k]); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
