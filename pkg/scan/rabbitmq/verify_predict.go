@@ -70,7 +70,7 @@ func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]b
 // keeps every entry (n of them) rather than those keep selects.
 func startQueueFate(qd *rfmt.QueueDir, vhost string, all bool, n int) *QueueFate {
 	qf := &QueueFate{Queue: scan.Queue{VHost: vhost, Dir: qd.Hash, Index: indexKind(qd.Dir),
-		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string][]string{}}, Path: qd.Dir}
+		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string]scan.MsgIDs{}}, Path: qd.Dir}
 	if qd.HasName {
 		qf.Queue.Queue = qd.Name.Name
 	}
@@ -96,7 +96,9 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 		if !ef.Keep {
 			qf.Drop++
 			if ef.MsgID != "" {
-				qf.DropMsgIDs = append(qf.DropMsgIDs, ef.MsgID)
+				if id, ok := decodeID(ef.MsgID); ok {
+					qf.DropMsgIDs = append(qf.DropMsgIDs, id)
+				}
 			}
 			continue
 		}
@@ -107,7 +109,9 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 		for i, k := range atRiskKeys {
 			if vic.atRisk(i, ef.MsgID) {
 				qf.AtRisk[k]++
-				qf.AtRiskMsgIDs[k] = append(qf.AtRiskMsgIDs[k], ef.MsgID)
+				if id, ok := decodeID(ef.MsgID); ok {
+					qf.AtRiskMsgIDs[k] = append(qf.AtRiskMsgIDs[k], id)
+				}
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func TestVerifyAtRisk(t *testing.T) {
 			t.Fatalf("%d queues", len(vv.Queues))
 		}
 		q := vv.Queues[0]
-		got := func(key string) string { return fmt.Sprint(sortedCopy(q.AtRiskMsgIDs[key])) }
+		got := func(key string) string { return fmt.Sprint(sortedCopy(q.AtRiskMsgIDs[key].Strings())) }
 		if q.AtRisk[VersionsGen2] != len(lost2) || got(VersionsGen2) != fmt.Sprint(lost2) ||
 			q.AtRisk[VersionsGen1] != len(lost1) || got(VersionsGen1) != fmt.Sprint(lost1) ||
 			q.AtRisk[VersionsOffByNine] != 0 || q.Keep != len(offs) || vv.State != StateUnclean {
@@ -77,7 +77,7 @@ func TestVerifyAtRisk(t *testing.T) {
 			lost []string
 		}{{"3.13.7", lost2}, {"4.0.3", nil}, {"3.12.14", lost1}} {
 			q := verifyDir(t, root, vdir, c.ver).Queues[0]
-			if q.Keep != len(offs)-len(c.lost) || fmt.Sprint(sortedCopy(q.DropMsgIDs)) != fmt.Sprint(sortedCopy(c.lost)) {
+			if q.Keep != len(offs)-len(c.lost) || fmt.Sprint(sortedCopy(q.DropMsgIDs.Strings())) != fmt.Sprint(sortedCopy(c.lost)) {
 				t.Errorf("%s --broker-version %s: keep %d drops %v, want %v lost", k.name, c.ver, q.Keep, q.DropMsgIDs, c.lost)
 			}
 			for _, ef := range q.Entries {
