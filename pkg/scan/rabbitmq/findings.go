@@ -15,7 +15,10 @@ const largeMessageBody = 4_000_000
 // fileFindings turns one FileScan into findings.
 func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Finding {
 	if fs.lean.done {
-		out := append([]scan.Finding(nil), fs.lean.pre...)
+		// The file's own findings, handed over (not copied): a released
+		// file's findings are made once, at the end of the scan.
+		out := fs.lean.pre
+		fs.lean.pre = nil
 		if fs.Err != nil || fs.Transient {
 			return out
 		}

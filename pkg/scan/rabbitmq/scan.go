@@ -55,7 +55,11 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 			continue
 		}
 		addFiles(res, v.Files)
-		res.Add(v.Findings...)
+		if res.Findings == nil {
+			res.Findings = v.Findings // no copy of what can be most of the heap
+		} else {
+			res.Add(v.Findings...)
+		}
 		vhosts = append(vhosts, v.Layout)
 	}
 	for _, d := range cfg.StoreDirs {

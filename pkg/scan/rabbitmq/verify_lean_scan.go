@@ -98,6 +98,11 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if !ver.set && s.termCnt[rfmt.RecordMC] > 0 && s.termCnt[rfmt.RecordBasicMessage] == 0 {
 		ver.writtenBy313 = true
 	}
+	n := 0
+	for _, f := range v.Files {
+		n += len(f.lean.pre) + len(f.Hazards)
+	}
+	v.Findings = make([]scan.Finding, 0, n) // sized once: findings can be most of the heap
 	for _, f := range v.Files {
 		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
 	}
