@@ -111,6 +111,9 @@ type QueueDir struct {
 	// qiScratch is decoded into segment after segment (its entries are
 	// copied out before the next one).
 	qiScratch QIFile
+	// refFn, when set (ReadVHostQueuesRefsFunc), is handed the references
+	// instead of Refs keeping them.
+	refFn func(*QueueDir, []QueueRef)
 }
 
 // Kept returns the entries a dirty recovery keeps (Drop == "").
@@ -170,10 +173,11 @@ func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
 }
 
 func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir, error) {
-	return readQueueDirWith(dir, v1SegmentEntryCount, refsOnly, nil)
+	return readQueueDirWith(dir, v1SegmentEntryCount, refsOnly, nil, nil)
 }
 
-func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg func(*QueueDir, []QueueEntry) error) (*QueueDir, error) {
+func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg func(*QueueDir, []QueueEntry) error,
+	refFn func(*QueueDir, []QueueRef)) (*QueueDir, error) {
 	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
 		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
 	}
@@ -181,7 +185,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	if err != nil {
 		return nil, err
 	}
-	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg}
+	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg, refFn: refFn}
 	var qi, qs, idx []uint64
 	hasJournal := false
 	for _, e := range ents {
@@ -228,6 +232,12 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	}
 	if stream != nil {
 		q.Refs = nil
+	}
+	if q.refFn != nil {
+		if len(q.Refs) > 0 { // v1 references (.idx, journal)
+			q.refFn(q, q.Refs)
+		}
+		q.Refs, q.refFn = nil, nil
 	}
 	q.seg = nil
 	return q, nil

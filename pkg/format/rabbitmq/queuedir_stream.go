@@ -17,5 +17,5 @@ var ErrSegmentOrder = errors.New("queue index segments overlap in seq ids")
 // returned has no Entries and no Refs; its Anomalies are complete. An
 // error from fn stops the read and is returned.
 func ReadQueueDirSegments(dir string, v1SegmentEntryCount int, fn func(q *QueueDir, entries []QueueEntry) error) (*QueueDir, error) {
-	return readQueueDirWith(dir, v1SegmentEntryCount, false, fn)
+	return readQueueDirWith(dir, v1SegmentEntryCount, false, fn, nil)
 }

@@ -100,6 +100,12 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 		}
 		q.Refs = append(q.Refs, ref)
 	}
+	if q.refFn != nil {
+		// Handed over a segment at a time: a queue's references are
+		// never all held.
+		q.refFn(q, q.Refs[first:])
+		q.Refs = q.Refs[:first]
+	}
 	var qsFile []byte
 	qsPath := filepath.Join(q.Dir, strconv.FormatUint(seg, 10)+".qs")
 	if hasQS {

@@ -55,16 +55,18 @@ func ReadVHostQueuesRefs(vhostDir string) (*VHostQueues, error) {
 	return readVHostQueues(vhostDir, true, nil)
 }
 
-// ReadVHostQueuesRefsFunc is ReadVHostQueuesRefs calling take with each
-// queue dir as soon as it is read, before it is kept: take may keep what
-// it needs of q.Refs in a smaller form and set q.Refs to nil, so the
-// references of all queues are never held at once. take is called from
-// several goroutines at once.
-func ReadVHostQueuesRefsFunc(vhostDir string, take func(q *QueueDir)) (*VHostQueues, error) {
+// ReadVHostQueuesRefsFunc is ReadVHostQueuesRefs handing each queue
+// dir's references to take as they are read (a .qi segment at a time,
+// then the v1 ones), in the order Refs would hold them, instead of
+// keeping them: the Queues returned have no Refs, and the references of
+// all queues are never held at once. take gets the same *QueueDir the
+// result holds; it is called from several goroutines at once (one queue
+// dir each) and must not keep refs.
+func ReadVHostQueuesRefsFunc(vhostDir string, take func(q *QueueDir, refs []QueueRef)) (*VHostQueues, error) {
 	return readVHostQueues(vhostDir, true, take)
 }
 
-func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir)) (*VHostQueues, error) {
+func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []QueueRef)) (*VHostQueues, error) {
 	v := &VHostQueues{Dir: vhostDir, SegmentEntryCount: LegacySegmentEntryCount, RefCounts: map[string]int{}}
 	if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
 		v.VHost = string(b)
@@ -112,10 +114,7 @@ func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir)) (*VHo
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					qs[i], errs[i] = readQueueDir(dirs[i], v.SegmentEntryCount, true)
-					if errs[i] == nil && take != nil {
-						take(qs[i])
-					}
+					qs[i], errs[i] = readQueueDirWith(dirs[i], v.SegmentEntryCount, true, nil, take)
 				}
 			}()
 		}

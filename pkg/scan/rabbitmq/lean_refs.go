@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+	"sync"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -23,34 +24,48 @@ type leanRefs struct {
 	sets [][]string // sorted queue names, one per reference
 }
 
-// refIDs returns the ids of qd's references and drops the references.
-func refIDs(qd *rfmt.QueueDir) [][16]byte {
-	out := make([][16]byte, len(qd.Refs))
-	for i, r := range qd.Refs {
-		out[i] = r.ID
-	}
-	qd.Refs = nil
-	return out
+// leanRefsBuilder collects the references of a vhost's queue dirs as id
+// slots while rfmt.ReadVHostQueuesRefsFunc reads them (take is safe for
+// concurrent use); build then makes the lean references.
+type leanRefsBuilder struct {
+	mu    sync.Mutex
+	slots []idSlot // e.set: the queue dir's ordinal in ord until build
+	ord   map[*rfmt.QueueDir]int32
 }
 
-// newLeanRefsIDs turns each queue's reference ids (refIDs, taken as
-// rfmt.ReadVHostQueuesRefsFunc hands the dirs over) into the fixed part of
-// seen (idTable.setSorted). The name lists are those queueRefs makes: the
-// sorted names of every queue reference to the id.
-func newLeanRefsIDs(q *rfmt.VHostQueues, ids map[*rfmt.QueueDir][][16]byte, seen *idTable) *leanRefs {
-	l := &leanRefs{dir: q.Dir}
-	n := 0
-	for _, qd := range q.Queues {
-		n += len(ids[qd])
+func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ord == nil {
+		b.ord = map[*rfmt.QueueDir]int32{}
 	}
-	slots := make([]idSlot, 0, n)
+	o, ok := b.ord[qd]
+	if !ok {
+		o = int32(len(b.ord))
+		b.ord[qd] = o
+	}
+	for _, r := range refs {
+		b.slots = append(b.slots, idSlot{id: r.ID, e: idEntry{set: o}})
+	}
+}
+
+// build turns the collected references into the fixed part of seen
+// (idTable.setSorted). The name lists are those queueRefs makes: the
+// sorted names of every queue reference to the id.
+func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
+	l := &leanRefs{dir: q.Dir}
 	names := make([]string, len(q.Queues))
+	index := make([]int32, len(b.ord)) // ordinal -> index in q.Queues
 	for qi, qd := range q.Queues {
 		names[qi] = queueName(qd)
-		for _, id := range ids[qd] {
-			slots = append(slots, idSlot{id: id, e: idEntry{set: int32(qi)}})
+		if o, ok := b.ord[qd]; ok {
+			index[o] = int32(qi)
 		}
-		delete(ids, qd)
+	}
+	slots := b.slots
+	b.slots, b.ord = nil, nil
+	for i := range slots {
+		slots[i].e.set = index[slots[i].e.set]
 	}
 	sortSlots(slots)
 	intern := map[string]int32{}

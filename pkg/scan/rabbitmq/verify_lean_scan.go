@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -32,18 +31,12 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		go func() {
 			defer close(qdone)
 			read := rfmt.ReadVHostQueues
-			var mu sync.Mutex
-			ids := map[*rfmt.QueueDir][][16]byte{}
+			var refs leanRefsBuilder
 			if o.lean {
-				// Each queue's references become bare ids as soon as its
-				// dir is read: all queues' references are never held.
+				// References become id slots as they are read, a .qi
+				// segment at a time: they are never all held as QueueRefs.
 				read = func(dir string) (*rfmt.VHostQueues, error) {
-					return rfmt.ReadVHostQueuesRefsFunc(dir, func(qd *rfmt.QueueDir) {
-						x := refIDs(qd)
-						mu.Lock()
-						ids[qd] = x
-						mu.Unlock()
-					})
+					return rfmt.ReadVHostQueuesRefsFunc(dir, refs.take)
 				}
 			}
 			q, err := read(vhostDir)
@@ -53,7 +46,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 			}
 			v.Queues, v.VHost = q, q.VHost
 			if o.lean {
-				s.lrefs = newLeanRefsIDs(q, ids, s.seen)
+				s.lrefs = refs.build(q, s.seen)
 				v.Refs = map[string][]string{}
 			} else {
 				v.Refs = queueRefs(q)
