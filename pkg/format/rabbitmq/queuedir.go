@@ -240,6 +240,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		q.Refs, q.refFn = nil, nil
 	}
 	q.seg = nil
+	q.qiScratch = QIFile{} // a vhost can have thousands of queue dirs: keep none of it
 	return q, nil
 }
 

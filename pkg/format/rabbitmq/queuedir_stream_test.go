@@ -161,3 +161,31 @@ func FuzzQueueDirSegments(f *testing.F) {
 		}
 	})
 }
+
+// TestQueueDirKeepsNoScratch: a queue dir read (whole, by segment or
+// references only) keeps none of its per-segment decode buffers (a vhost
+// can have thousands of queue dirs, each buffer 2 x 4096 slots).
+func TestQueueDirKeepsNoScratch(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "0.qi"), qiTestFile(0, 4096, 100), 0o644)
+	q1, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, q2, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q3, err := readQueueDir(dir, LegacySegmentEntryCount, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []*QueueDir{q1, q2, q3} {
+		if s := q.qiScratch; cap(s.Records)+cap(s.WalkerRefs)+cap(s.Anomalies) != 0 {
+			t.Errorf("read %d keeps %d+%d scratch slots", i, cap(s.Records), cap(s.WalkerRefs))
+		}
+	}
+	if len(q1.Entries) != 100 {
+		t.Fatalf("%d entries, want 100", len(q1.Entries))
+	}
+}
