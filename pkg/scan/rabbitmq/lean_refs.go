@@ -103,6 +103,10 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 		out = append(out, idSlot{id: slots[i].id, e: idEntry{set: si + 1}})
 		i = j
 	}
+	if cap(out) > len(out)+len(out)/8 {
+		// The table lives for the whole scan: no append slack in it.
+		out = append(make([]idSlot, 0, len(out)), out...)
+	}
 	seen.setSorted(out)
 	return l
 }
