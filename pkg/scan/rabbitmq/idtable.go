@@ -2,7 +2,7 @@ package rabbitmq
 
 // The scanner's id map. In lean mode (storectl scan and verify) every
 // referenced msg id is known before the first status is given, so those
-// ids live in one sorted, pointer-free slice built once (28 bytes an id,
+// ids live in one sorted, pointer-free slice built once (32 bytes an id,
 // no hash-table slack: about half of a Go map's footprint) and found
 // through a small bucket index on the id's leading bytes. Ids no queue
 // references (garbage, or every id when the references are unknown) go to
@@ -22,6 +22,7 @@ type idEntry struct {
 	set  int32  // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
 	path int32  // 1 + index into scanner.paths of the first copy's file; 0: not seen yet
 	off  uint32 // offset of the first copy (files are at most MaxFileSize bytes)
+	risk uint8  // lean verify: at-risk keys of the hazards that lose the id (verify_lean_victims.go)
 }
 
 // idSlot is one sorted id with its entry.
@@ -78,6 +79,7 @@ func mergeEntry(fixed, found idEntry) idEntry {
 	if found.path > 0 {
 		fixed.path, fixed.off = found.path, found.off
 	}
+	fixed.risk |= found.risk
 	return fixed
 }
 

@@ -83,7 +83,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	clean := vv.State == StateClean
 	res := &vhostResult{files: v.Files}
 	if v.Queues != nil {
-		vic, err := compactVictims(v, ver)
+		vic, err := compactVictims(v, ver, s.seen)
 		if err != nil {
 			return nil, err
 		}

@@ -3,17 +3,20 @@ package rabbitmq
 // Compact hazard victims for lean verify: the ids only, as [16]byte keys.
 
 // victimIDs holds, per msg id, the at-risk keys (bit k: atRiskKeys[k])
-// of the scanner bugs that lose it, and the hazard code that makes the
-// configured version lose it in a dirty recovery.
+// of the scanner bugs that lose it, in the scanner's id table (every
+// victim is a record, so its id is there already: no second map of the
+// store's ids), and the hazard code that makes the configured version
+// lose it in a dirty recovery.
 type victimIDs struct {
-	risk map[[16]byte]uint8
+	seen *idTable
+	any  bool // some id has risk bits
 	lost map[[16]byte]string
 }
 
 // compactVictims is hazardVictims with [16]byte keys and a bit set. Its
 // error is from reading spilled victim lists back.
-func compactVictims(v *VHostScan, ver brokerVersion) (*victimIDs, error) {
-	out := &victimIDs{risk: map[[16]byte]uint8{}, lost: map[[16]byte]string{}}
+func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs, error) {
+	out := &victimIDs{seen: seen, lost: map[[16]byte]string{}}
 	for _, f := range v.Files {
 		if f.Transient {
 			continue
@@ -36,7 +39,10 @@ func compactVictims(v *VHostScan, ver brokerVersion) (*victimIDs, error) {
 			}
 			err := h.EachVictim(func(vic Victim) {
 				if bit != 0 {
-					out.risk[vic.ID] |= bit
+					e := seen.get(vic.ID)
+					e.risk |= bit
+					seen.put(vic.ID, e)
+					out.any = true
 				}
 				if lose {
 					out.lost[vic.ID] = h.Code
@@ -51,11 +57,11 @@ func compactVictims(v *VHostScan, ver brokerVersion) (*victimIDs, error) {
 }
 
 func (c *victimIDs) atRisk(k int, id string) bool {
-	if len(c.risk) == 0 {
+	if !c.any {
 		return false
 	}
 	b, ok := decodeID(id)
-	return ok && c.risk[b]&(1<<k) != 0
+	return ok && c.seen.get(b).risk&(1<<k) != 0
 }
 
 func (c *victimIDs) lostBy(id string) string {
