@@ -23,6 +23,7 @@ const minFrame = rfmt.RDQSizeFieldLen + rfmt.RDQMinStrictSize + 1
 func walk(b []byte, fs *FileScan) {
 	n := len(b)
 	p, gapStart := 0, 0
+	var slab recordSlab
 	for n-p >= minFrame {
 		size := binary.BigEndian.Uint64(b[p:])
 		if size == 0 {
@@ -38,7 +39,8 @@ func walk(b []byte, fs *FileScan) {
 						if gapStart < p {
 							fs.Gaps = append(fs.Gaps, mkGap(b, gapStart, p))
 						}
-						r := &Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
+						r := slab.next()
+						*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
 							TotalSize: int64(size) + rfmt.RDQOverhead, Term: termKind(body)}
 						copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
 						fs.Records = append(fs.Records, r)
@@ -55,7 +57,8 @@ func walk(b []byte, fs *FileScan) {
 				// whose body is no ETF term: every RabbitMQ scanner takes
 				// it, its reader would fail on it. Taken only when no real
 				// record starts inside it, so a misread frame never hides one.
-				r := &Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
+				r := slab.next()
+				*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
 					TotalSize: int64(size) + rfmt.RDQOverhead, BadBody: true}
 				copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
 				fs.Records = append(fs.Records, r)
@@ -169,4 +172,20 @@ func skipZeroWindow(b []byte, p int) int {
 		z++
 	}
 	return max(p+1, z-7)
+}
+
+// recordSlab hands out Records from chunks: no allocation per record on
+// the hot path. A file's records are kept and released together, so a
+// chunk lives exactly as long as its records.
+type recordSlab struct{ chunk []Record }
+
+// recordChunk Records are allocated at a time (a few tens of KiB).
+const recordChunk = 256
+
+func (s *recordSlab) next() *Record {
+	if len(s.chunk) == cap(s.chunk) {
+		s.chunk = make([]Record, 0, recordChunk)
+	}
+	s.chunk = s.chunk[:len(s.chunk)+1]
+	return &s.chunk[len(s.chunk)-1]
 }
