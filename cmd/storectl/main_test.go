@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/storectl/storectl/internal/testutil"
-	"github.com/storectl/storectl/pkg/report"
+	"github.com/storectl/storectl/pkg/report/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")
@@ -175,7 +175,7 @@ func cmdSchema(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: schema FILE")
 	}
-	v, err := report.NewValidator()
+	v, err := schema.NewValidator()
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
-	"github.com/storectl/storectl/pkg/report"
+	"github.com/storectl/storectl/pkg/report/schema"
 )
 
 // runCLI runs storectl in-process with buffers and returns exit code,
@@ -73,7 +73,7 @@ func runAsNobody(t *testing.T, args ...string) (int, string, string) {
 // carrying want, and that every object is schema-valid.
 func checkFormats(t *testing.T, name, jsonOut, jsonlOut string, want int) {
 	t.Helper()
-	v, err := report.NewValidator()
+	v, err := schema.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,30 +1,36 @@
-package report
+// Package schema validates storectl reports against the JSON Schemas of
+// the storectl/v1 contract. It lives apart from package report so that the
+// commands, which only emit reports, do not link the JSON Schema library:
+// its package init compiles the draft meta-schemas (~1.5 MB allocated) in
+// every process that imports it. Only the tests validate.
+package schema
 
 import (
 	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
-	"path"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/storectl/storectl/pkg/report"
 )
 
 // schemaFS holds the JSON Schema (draft 2020-12) of every object type of
 // the storectl/v1 contract: run, record, file, finding, queue, action,
-// summary (schema/<type>.json, shared pieces in schema/common.json).
+// summary (<type>.json, shared pieces in common.json).
 //
-//go:embed schema/*.json
+//go:embed *.json
 var schemaFS embed.FS
 
 const schemaBase = "https://storectl.dev/schema/v1/"
 
-// SchemaTypes lists the object types that have a schema.
-var SchemaTypes = []string{"run", "record", "file", "finding", "queue", "action", "summary"}
+// Types lists the object types that have a schema.
+var Types = []string{"run", "record", "file", "finding", "queue", "action", "summary"}
 
-// SchemaFile returns the raw schema document for type typ.
-func SchemaFile(typ string) ([]byte, error) {
-	return schemaFS.ReadFile(path.Join("schema", typ+".json"))
+// File returns the raw schema document for type typ.
+func File(typ string) ([]byte, error) {
+	return schemaFS.ReadFile(typ + ".json")
 }
 
 // Validator checks report objects against the embedded schemas.
@@ -33,12 +39,12 @@ type Validator struct{ byType map[string]*jsonschema.Schema }
 // NewValidator compiles the embedded schemas.
 func NewValidator() (*Validator, error) {
 	c := jsonschema.NewCompiler()
-	ents, err := schemaFS.ReadDir("schema")
+	ents, err := schemaFS.ReadDir(".")
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range ents {
-		b, err := schemaFS.ReadFile("schema/" + e.Name())
+		b, err := schemaFS.ReadFile(e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +57,7 @@ func NewValidator() (*Validator, error) {
 		}
 	}
 	v := &Validator{byType: map[string]*jsonschema.Schema{}}
-	for _, t := range SchemaTypes {
+	for _, t := range Types {
 		s, err := c.Compile(schemaBase + t + ".json")
 		if err != nil {
 			return nil, fmt.Errorf("schema %s: %w", t, err)
@@ -93,7 +99,7 @@ func (v *Validator) ValidateDocument(b []byte) error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return err
 		}
-		m["schema"], m["type"] = Schema, typ
+		m["schema"], m["type"] = report.Schema, typ
 		line, _ := json.Marshal(m)
 		if err := v.ValidateObject(line); err != nil {
 			return fmt.Errorf("%s: %w", typ, err)
