@@ -9,12 +9,10 @@ package rabbitmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/storectl/storectl/pkg/repair"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -167,19 +165,11 @@ type rbStage struct {
 // file returns a fresh path in the stage for a vhost's table.
 func (s *rbStage) file(vhostDir, name string) (string, error) {
 	if s.dir == "" {
-		parent, base := filepath.Dir(s.root), filepath.Base(s.root)
-		for n := 1; n < 1000 && s.dir == ""; n++ {
-			p := filepath.Join(parent, fmt.Sprintf(".%s.storectl-stage-%d", base, n))
-			switch err := os.Mkdir(p, 0o700); {
-			case err == nil:
-				s.dir = p
-			case !errors.Is(err, os.ErrExist):
-				return "", err
-			}
+		dir, err := repair.NewStageDir(s.root)
+		if err != nil {
+			return "", err
 		}
-		if s.dir == "" {
-			return "", fmt.Errorf("no free stage dir name beside %s", s.root)
-		}
+		s.dir = dir
 	}
 	d := filepath.Join(s.dir, filepath.Base(vhostDir))
 	if err := os.MkdirAll(d, 0o700); err != nil {
@@ -193,19 +183,6 @@ func (s *rbStage) remove() {
 		os.RemoveAll(s.dir)
 		s.dir = ""
 	}
-}
-
-// rbSameDevice reports whether a and b are on one filesystem (a rename
-// from the stage is then atomic).
-func rbSameDevice(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	sa, ok1 := fa.Sys().(*syscall.Stat_t)
-	sb, ok2 := fb.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && sa.Dev == sb.Dev
 }
 
 // rbPlanVHost decides on one scanned vhost and adds its actions.
@@ -260,7 +237,7 @@ func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rb
 	if err := rbPlanTable(plan, st, vhostDir, &vr.Summary, b.summary, CodeSummaryMismatch); err != nil {
 		return vr, err
 	}
-	if st.dir != "" && !rbSameDevice(root, st.dir) {
+	if st.dir != "" && !repair.SameDevice(root, st.dir) {
 		vr.Notes = append(vr.Notes, "the stage dir is on another filesystem than the data dir (mount point)")
 	}
 	return vr, nil

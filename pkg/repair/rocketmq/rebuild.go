@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -254,33 +253,14 @@ func rbMakeStage(cfg *RebuildConfig, rep *RebuildReport) (string, error) {
 		}
 		return abs, os.Mkdir(abs, 0o700)
 	}
-	parent, base := filepath.Dir(cfg.DataDir), filepath.Base(cfg.DataDir)
-	for n := 1; n < 1000; n++ {
-		p := filepath.Join(parent, fmt.Sprintf(".%s.storectl-stage-%d", base, n))
-		err := os.Mkdir(p, 0o700)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		if !rbSameDevice(cfg.DataDir, p) {
-			rep.Notes = append(rep.Notes, "the stage dir is on another filesystem than the data dir (mount point)")
-		}
-		return p, nil
+	p, err := repair.NewStageDir(cfg.DataDir)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("no free stage dir name beside %s", cfg.DataDir)
-}
-
-func rbSameDevice(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	if err1 != nil || err2 != nil {
-		return false
+	if !repair.SameDevice(cfg.DataDir, p) {
+		rep.Notes = append(rep.Notes, "the stage dir is on another filesystem than the data dir (mount point)")
 	}
-	sa, ok1 := fa.Sys().(*syscall.Stat_t)
-	sb, ok2 := fb.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && sa.Dev == sb.Dev
+	return p, nil
 }
 
 // RemoveStage removes the staging dir a kept plan points at (after Apply,
