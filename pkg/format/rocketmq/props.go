@@ -40,6 +40,36 @@ const (
 	DispatchKeys
 )
 
+// ForEachIndexKey calls fn, in order, with every key
+// IndexService.buildIndex puts in the index for m (fn gets the bare key;
+// the index hashes topic + "#" + key): none for a ROLLBACK transaction
+// message; else UNIQ_KEY when present, then each non-empty token of KEYS
+// split on ' ' (MessageConst.KEY_SEPARATOR). vals and found are m's
+// DispatchProps as LookupProperties returned them. It does not allocate;
+// k aliases m's properties.
+func ForEachIndexKey(m *Message, vals [][]byte, found []bool, fn func(k []byte)) {
+	if m.TransactionType() == TxRollback {
+		return
+	}
+	if found[DispatchUniq] {
+		fn(vals[DispatchUniq])
+	}
+	if !found[DispatchKeys] {
+		return
+	}
+	for ks := vals[DispatchKeys]; len(ks) > 0; {
+		k := ks
+		if i := bytes.IndexByte(ks, ' '); i >= 0 {
+			k, ks = ks[:i], ks[i+1:]
+		} else {
+			ks = nil
+		}
+		if len(k) > 0 {
+			fn(k)
+		}
+	}
+}
+
 // forEachProperty calls fn for every segment string2messageProperties
 // keeps: split on 0x02; keep a segment only when its first 0x01 leaves a
 // non-empty key and a non-empty value. fn returning false stops the walk.

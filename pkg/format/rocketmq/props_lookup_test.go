@@ -2,6 +2,8 @@ package rocketmq
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,39 @@ func FuzzLookupProperties(f *testing.F) {
 			if ok != found[i] || !bytes.Equal(v, vals[i]) {
 				t.Fatalf("%q: LookupProperties %q %v, LookupProperty %q %v", k, vals[i], found[i], v, ok)
 			}
+		}
+	})
+}
+
+// FuzzForEachIndexKey checks the allocation-free key walk against the
+// keys IndexService.buildIndex takes, written the Java way: nothing for
+// ROLLBACK, else UNIQ_KEY, then KEYS.split(" ") without empty tokens.
+func FuzzForEachIndexKey(f *testing.F) {
+	f.Add([]byte("TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01u\x02"), int32(0))
+	f.Add([]byte("KEYS\x01 a  b \x02KEYS\x01c  d\x02"), int32(0))
+	f.Add([]byte("KEYS\x01k1 k2\x02UNIQ_KEY\x01u\x02"), TxRollback)
+	f.Add([]byte("UNIQ_KEY\x01u\x02KEYS\x01\x02"), TxCommit)
+	f.Fuzz(func(t *testing.T, raw []byte, sysFlag int32) {
+		m := Message{Properties: raw, SysFlag: sysFlag}
+		var vals [len(DispatchProps)][]byte
+		var found [len(DispatchProps)]bool
+		LookupProperties(raw, DispatchProps[:], vals[:], found[:])
+		var got []string
+		ForEachIndexKey(&m, vals[:], found[:], func(k []byte) { got = append(got, string(k)) })
+		var want []string
+		if sysFlag&FlagTransactionMask != TxRollback {
+			p := ParseProperties(raw)
+			if u, ok := p[PropUniqKey]; ok {
+				want = append(want, u)
+			}
+			for _, k := range strings.Split(p[PropKeys], " ") {
+				if k != "" {
+					want = append(want, k)
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ForEachIndexKey %q, want %q", got, want)
 		}
 	})
 }

@@ -133,7 +133,6 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
 	}
 	r := rbRecord{phy: phy, storeTS: m.StoreTimestamp, queueOffset: m.QueueOffset, size: m.TotalSize, queue: -1}
-	tx := m.TransactionType()
 	// One walk of the properties for the four keys.
 	var vals [len(rmq.DispatchProps)][]byte
 	var found [len(rmq.DispatchProps)]bool
@@ -150,24 +149,7 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 			c.d.lmq++
 		}
 	}
-	if tx != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK only
-		if found[rmq.DispatchUniq] {
-			c.addKey(m.Topic, vals[rmq.DispatchUniq])
-		}
-		if v, ok := vals[rmq.DispatchKeys], found[rmq.DispatchKeys]; ok {
-			for len(v) > 0 { // bytes.Split on ' ' without allocating
-				k := v
-				if i := bytes.IndexByte(v, ' '); i >= 0 {
-					k, v = v[:i], v[i+1:]
-				} else {
-					v = nil
-				}
-				if len(k) > 0 {
-					c.addKey(m.Topic, k)
-				}
-			}
-		}
-	}
+	rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) { c.addKey(m.Topic, k) })
 	r.keyEnd = uint32(len(c.d.keys))
 	c.d.recs = append(c.d.recs, r)
 	return nil

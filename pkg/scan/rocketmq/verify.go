@@ -214,35 +214,19 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	if found[rmq.DispatchMulti] {
 		r.flags |= vfLMQ
 	}
-	if c.wantHashes && m.TransactionType() != rmq.TxRollback { // IndexService.buildIndex skips ROLLBACK
+	if c.wantHashes {
 		// The hash code of topic + "#" once per run of one topic's records.
 		if !c.prefixOK || !bytes.Equal(c.key, m.Topic) {
 			c.key = append(c.key[:0], m.Topic...)
 			c.prefix = rmq.JavaHashCodeFrom(rmq.JavaHashCode(m.Topic), []byte{'#'})
 			c.prefixOK = true
 		}
-		add := func(k []byte) {
+		rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) {
 			if r.nhash < 1<<16-1 {
 				c.hashes = append(c.hashes, rmq.IndexHashOf(rmq.JavaHashCodeFrom(c.prefix, k)))
 				r.nhash++
 			}
-		}
-		if found[rmq.DispatchUniq] {
-			add(vals[rmq.DispatchUniq])
-		}
-		if ks, ok := vals[rmq.DispatchKeys], found[rmq.DispatchKeys]; ok {
-			for len(ks) > 0 { // bytes.Split on ' ' without allocating
-				k := ks
-				if i := bytes.IndexByte(ks, ' '); i >= 0 {
-					k, ks = ks[:i], ks[i+1:]
-				} else {
-					ks = nil
-				}
-				if len(k) > 0 {
-					add(k)
-				}
-			}
-		}
+		})
 	}
 	c.all = append(c.all, r)
 	if m.Magic == rmq.MagicMessageV2 {
