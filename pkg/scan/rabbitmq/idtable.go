@@ -22,7 +22,7 @@ type idEntry struct {
 	set  int32  // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
 	path int32  // 1 + index into scanner.paths of the first copy's file; 0: not seen yet
 	off  uint32 // offset of the first copy (files are at most MaxFileSize bytes)
-	risk uint8  // lean verify: at-risk keys of the hazards that lose the id (verify_lean_victims.go)
+	risk uint8  // verify: at-risk keys of the hazards that lose the id (verify_victims.go)
 }
 
 // idSlot is one sorted id with its entry.

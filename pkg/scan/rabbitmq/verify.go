@@ -158,7 +158,9 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
 	vv.State, vv.StateFrom, vv.ClientRefs = cs.state, cs.from, cs.clientRefs
 	vv.Findings = append(vv.Findings, cs.findings...)
-	vv.Queues = predict(v, vv.State == StateClean, ver)
+	if vv.Queues, err = predict(v, vv.State == StateClean, ver); err != nil {
+		return nil, err
+	}
 	vv.Findings = append(vv.Findings, anomalyFindings(root, v.Queues, vv.Queues)...)
 	vv.Findings = append(vv.Findings, orphanFindings(root, vv.Queues)...)
 	vv.Findings = append(vv.Findings, missingFindings(root, vv.Queues, v.Refs, vv.State == StateClean)...)

@@ -216,7 +216,6 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	if r.err = ctx.Err(); r.err != nil {
 		return r
 	}
-	vs := victimSet{atRisk: lp.vic.atRisk, lost: lp.vic.lostBy}
 	// One .qi segment at a time: memory does not grow with the queue.
 	var qf *QueueFate
 	n := 0
@@ -224,14 +223,14 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
 		}
-		qf.add(es, clean, lp.lookup, vs, findingEntries(q))
+		qf.add(es, clean, lp.lookup, lp.vic, findingEntries(q))
 		n += len(es)
 		return ctx.Err()
 	})
 	if errors.Is(err, rfmt.ErrSegmentOrder) {
 		// Overlapping segments: decide the queue whole, in seq order.
 		if qd, err = rfmt.ReadQueueDir(dir, segEntries); err == nil {
-			qf, n = predictQueue(qd, v.VHost, clean, lp.lookup, vs, findingEntries(qd)), len(qd.Entries)
+			qf, n = predictQueue(qd, v.VHost, clean, lp.lookup, lp.vic, findingEntries(qd)), len(qd.Entries)
 			qd.Entries = nil
 		}
 	}

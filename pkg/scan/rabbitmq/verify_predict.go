@@ -21,9 +21,9 @@ import (
 )
 
 // predict builds one QueueFate per queue dir of v.
-func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
+func predict(v *VHostScan, clean bool, ver brokerVersion) ([]*QueueFate, error) {
 	if v.Queues == nil {
-		return nil
+		return nil, nil
 	}
 	found := map[[16]byte]*Record{} // no hex string per record
 	for _, f := range v.Files {
@@ -33,32 +33,25 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) []*QueueFate {
 			}
 		}
 	}
-	atRisk, lostByVer := hazardVictims(v, ver)
-	vic := victimSet{
-		atRisk: func(k int, id string) bool { return atRisk[atRiskKeys[k]][id] },
-		lost:   func(id string) string { return lostByVer[id] },
+	// Detailed results never spill their victim lists, so reading them
+	// back cannot fail; an ad-hoc id table holds the risk bits.
+	vic, err := compactVictims(v, ver, newIDTable())
+	if err != nil {
+		return nil, err
 	}
 	lookup := func(id [16]byte) *Record { return found[id] }
 	var out []*QueueFate
 	for _, qd := range v.Queues.Queues {
 		out = append(out, predictQueue(qd, v.VHost, clean, lookup, vic, nil))
 	}
-	return out
-}
-
-// victimSet answers, for a shared-store msg id, whether a version with
-// the scanner bug of atRiskKeys[k] loses it, and which hazard code makes
-// the configured version lose it in a dirty recovery ("" if none).
-type victimSet struct {
-	atRisk func(k int, id string) bool
-	lost   func(id string) string
+	return out, nil
 }
 
 // predictQueue builds the QueueFate of one queue dir: lookup returns the
 // referenced shared-store record holding an id (nil when none). Entries
 // holds the fates keep accepts (every one when keep is nil); the counts
 // and id lists cover all of them.
-func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic victimSet,
+func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
 	keep func(EntryFate) bool) *QueueFate {
 	qf := startQueueFate(qd, vhost, keep == nil, len(qd.Entries))
 	qf.add(qd.Entries, clean, lookup, vic, keep)
@@ -85,10 +78,10 @@ func startQueueFate(qd *rfmt.QueueDir, vhost string, all bool, n int) *QueueFate
 }
 
 // add decides entries (the next ones of the queue, in seq order).
-func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]byte) *Record, vic victimSet,
+func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
 	keep func(EntryFate) bool) {
 	for _, e := range entries {
-		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic.lost)
+		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic)
 		if keep == nil || keep(ef) {
 			qf.Entries = append(qf.Entries, ef)
 		}
@@ -125,7 +118,7 @@ func (qf *QueueFate) end() {
 }
 
 // fate decides one entry.
-func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, lostByVer func(string) string) EntryFate {
+func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) EntryFate {
 	ef := EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
 	shared := e.Location == rfmt.LocationSharedStore
 	if shared {
@@ -148,43 +141,10 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 		return drop(e.Drop)
 	case shared && ef.Record == nil:
 		return drop(DropMissing)
-	case shared && lostByVer(e.MsgID) != "":
-		return drop(DropScanner + lostByVer(e.MsgID))
+	case shared && vic.lostBy(e.MsgID) != "":
+		return drop(DropScanner + vic.lostBy(e.MsgID))
 	}
 	return ef
-}
-
-// hazardVictims (detailed results: their victim lists are never spilled) returns, per at-risk key, the ids of the records a
-// version with that scanner bug loses, and the ids the configured
-// version's scanner loses in a dirty recovery (id -> hazard code).
-func hazardVictims(v *VHostScan, ver brokerVersion) (map[string]map[string]bool, map[string]string) {
-	atRisk := map[string]map[string]bool{}
-	for _, k := range atRiskKeys {
-		atRisk[k] = map[string]bool{}
-	}
-	lost := map[string]string{}
-	for _, f := range v.Files {
-		if f.Transient {
-			continue
-		}
-		for i := range f.Hazards {
-			h := &f.Hazards[i]
-			k := atRiskKey(h.Code)
-			dirty := false
-			for _, w := range h.When {
-				dirty = dirty || w == "dirty recovery"
-			}
-			for _, vic := range h.Victims {
-				if k != "" {
-					atRisk[k][vic.MsgID()] = true
-				}
-				if ver.set && dirty && ver.affected(h) {
-					lost[vic.MsgID()] = h.Code
-				}
-			}
-		}
-	}
-	return atRisk, lost
 }
 
 // entryMsgID is the entry's store msg id, or for a .qs or embedded

@@ -1,6 +1,7 @@
 package rabbitmq
 
-// Compact hazard victims for lean verify: the ids only, as [16]byte keys.
+// Hazard victims for the prediction (lean and detailed verify): the ids
+// only, as [16]byte keys.
 
 // victimIDs holds, per msg id, the at-risk keys (bit k: atRiskKeys[k])
 // of the scanner bugs that lose it, in the scanner's id table (every
@@ -13,8 +14,11 @@ type victimIDs struct {
 	lost map[[16]byte]string
 }
 
-// compactVictims is hazardVictims with [16]byte keys and a bit set. Its
-// error is from reading spilled victim lists back.
+// compactVictims collects, from every persistent file's hazards, the ids
+// each at-risk key's scanner bug loses (as bits in seen: lean verify
+// passes the scanner's id table, detailed verify a fresh one) and the ids
+// the configured version's scanner loses in a dirty recovery. Its error
+// is from reading spilled victim lists back.
 func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs, error) {
 	out := &victimIDs{seen: seen, lost: map[[16]byte]string{}}
 	for _, f := range v.Files {
@@ -56,6 +60,8 @@ func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs,
 	return out, nil
 }
 
+// atRisk reports whether a version with the scanner bug of atRiskKeys[k]
+// loses the shared-store msg id (hex).
 func (c *victimIDs) atRisk(k int, id string) bool {
 	if !c.any {
 		return false
@@ -64,6 +70,8 @@ func (c *victimIDs) atRisk(k int, id string) bool {
 	return ok && c.seen.get(b).risk&(1<<k) != 0
 }
 
+// lostBy returns the hazard code that makes the configured version lose
+// the msg id (hex) in a dirty recovery, "" if none.
 func (c *victimIDs) lostBy(id string) string {
 	if len(c.lost) == 0 {
 		return ""
