@@ -132,7 +132,7 @@ func queueMessage(root string, v *rscan.VHostScan, e *rfmt.QueueEntry, lost bool
 	if lost {
 		body = firstTerm(body)
 	} else {
-		body = trimPadding(body)
+		body = rfmt.TrimQSPadding(body)
 	}
 	dm, err := rfmt.DecodeMessage(body, bodyOff)
 	if err != nil {
@@ -158,21 +158,6 @@ func rescueQS(e *rfmt.QueueEntry) []byte {
 	}
 	end := min(uint64(len(b)), start+uint64(e.StoreSize))
 	return b[start:end]
-}
-
-// trimPadding cuts the zero padding after a .qs blob's term (Size is
-// erlang:external_size, an upper bound, §5.2) when only zeros follow it.
-func trimPadding(b []byte) []byte {
-	n, err := rfmt.SkipTerm(b)
-	if err != nil || n <= 0 || n > len(b) {
-		return b
-	}
-	for _, c := range b[n:] {
-		if c != 0 {
-			return b
-		}
-	}
-	return b[:n]
 }
 
 // firstTerm returns the first complete term of b (b itself when none).

@@ -155,3 +155,21 @@ func QSDropReason(err error) string {
 
 // errQSNoFile marks a type-2 slot whose segment has no .qs file.
 var errQSNoFile = errors.New("no .qs file for this segment")
+
+// TrimQSPadding cuts the zero padding after the term in a .qs entry's
+// blob: Size is erlang:external_size of the message, an upper bound, and
+// the writer zero-fills the rest (§5.2). It returns the blob up to the end
+// of its first term when only zero bytes follow, else b unchanged (no
+// complete term, or non-zero bytes after it).
+func TrimQSPadding(b []byte) []byte {
+	n, err := SkipTerm(b)
+	if err != nil || n <= 0 || n > len(b) {
+		return b
+	}
+	for _, c := range b[n:] {
+		if c != 0 {
+			return b
+		}
+	}
+	return b[:n]
+}

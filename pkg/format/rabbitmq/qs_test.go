@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -144,6 +145,35 @@ func FuzzQS(f *testing.F) {
 		}
 		if len(b) >= 8 {
 			_, _ = DecodeQSEntry(b, 0)
+		}
+	})
+}
+
+// FuzzTrimQSPadding: the trimmed blob is a prefix of the input, only zero
+// bytes were cut, and what was cut followed one complete term. Seeded
+// with the fixture's .qs blobs (padded and not) and a padded blob.
+func FuzzTrimQSPadding(f *testing.F) {
+	qi, qs, _, _ := qxQIFixture(f)
+	for _, s := range qxQSSlots(qi) {
+		blob := qs[s[0]+QSEntryHeaderSize : s[0]+QSEntryHeaderSize+s[1]]
+		f.Add(blob)
+		f.Add(append(append([]byte(nil), blob...), 0, 0, 0))
+		f.Add(append(append([]byte(nil), blob...), 0, 1))
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := TrimQSPadding(b)
+		if len(p) > len(b) || !bytes.Equal(p, b[:len(p)]) {
+			t.Fatalf("%x is not a prefix of %x", p, b)
+		}
+		if len(p) == len(b) {
+			return
+		}
+		if !qiAllZero(b[len(p):]) {
+			t.Fatalf("cut non-zero bytes %x", b[len(p):])
+		}
+		if n, err := SkipTerm(b); err != nil || n != len(p) {
+			t.Fatalf("cut at %d, term ends at %d (%v)", len(p), n, err)
 		}
 	})
 }

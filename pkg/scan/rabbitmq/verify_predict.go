@@ -153,28 +153,16 @@ func entryMsgID(e rfmt.QueueEntry) string {
 	if e.MsgID != "" || len(e.Body) == 0 {
 		return e.MsgID
 	}
-	m, err := rfmt.DecodeMessage(trimQSPadding(e.Body), 0)
+	m, err := rfmt.DecodeMessage(rfmt.TrimQSPadding(e.Body), 0)
 	if err != nil || len(m.ID) != 16 {
 		return ""
 	}
 	return hexID([16]byte(m.ID))
 }
 
-// trimQSPadding cuts the zero padding after a .qs blob's ETF term
-// (Size = external_size, an upper bound, §5.2): the blob up to the end of
-// its first term, when only zero bytes follow.
-func trimQSPadding(b []byte) []byte {
-	n, err := rfmt.SkipTerm(b)
-	if err != nil || n <= 0 || n > len(b) {
-		return b
-	}
-	for _, c := range b[n:] {
-		if c != 0 {
-			return b
-		}
-	}
-	return b[:n]
-}
+// trimQSPadding is rfmt.TrimQSPadding under the name this package's
+// tests (verify_test.go, verify_fuzz_test.go) call it by.
+var trimQSPadding = rfmt.TrimQSPadding
 
 // orphanReason says why no durable queue can own the dir; "" when one can.
 // The broker deletes such dirs at start (rabbit_queue_index:start/2). The
