@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,14 +157,4 @@ func appendTorn(t *testing.T, rdq string, torn []byte) {
 	if err := os.Chtimes(rdq, fixedTime, fixedTime); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +105,7 @@ func TestTruncateCrashMidWriteConfirmed(t *testing.T) {
 	expected, flood := confirmedHeld(t, res)
 	storeID := amqpToStore(t, filepath.Join(res, "scan-decoded.jsonl"))
 	found := 0
-	for _, amqp := range sortedKeys(expected) {
+	for _, amqp := range slices.Sorted(maps.Keys(expected)) {
 		id, ok := storeID[amqp]
 		switch {
 		case !ok:

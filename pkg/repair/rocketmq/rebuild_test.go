@@ -3,8 +3,10 @@ package rocketmq
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -54,7 +56,7 @@ func TestRebuildConsumeQueueFromScratch(t *testing.T) {
 			bdir := rbApply(t, cfg, p, rep)
 			got := rbFiles(t, store, "consumequeue")
 			units := 0
-			for _, rel := range sortedKeys(orig) {
+			for _, rel := range slices.Sorted(maps.Keys(orig)) {
 				if !bytes.Equal(got[rel], orig[rel]) {
 					t.Errorf("%s differs from the broker's file", rel)
 				}
@@ -99,7 +101,7 @@ func TestRebuildIndexFromScratch(t *testing.T) {
 			}
 			rbApply(t, cfg, p, rep)
 			got := rbFiles(t, store, "index")
-			on, gn := sortedKeys(orig), sortedKeys(got)
+			on, gn := slices.Sorted(maps.Keys(orig)), slices.Sorted(maps.Keys(got))
 			if len(on) != len(gn) {
 				t.Fatalf("%d index files, broker wrote %d", len(gn), len(on))
 			}
