@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -165,7 +164,7 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 		}
 		b, err := os.ReadFile(p)
 		rel, _ := filepath.Rel(dir, p)
-		out[rel] = b
+		out[filepath.ToSlash(rel)] = b
 		return err
 	})
 	if err != nil {
@@ -174,31 +173,14 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
-func sameContent(t *testing.T, got, want map[string][]byte) {
-	t.Helper()
-	var diffs []string
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			diffs = append(diffs, "missing "+k)
-		} else if !bytes.Equal(g, w) {
-			diffs = append(diffs, "differs "+k)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			diffs = append(diffs, "unexpected "+k)
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Fatalf("tree content:\n%s", strings.Join(diffs, "\n"))
-	}
-}
-
-func clone(m map[string][]byte) map[string][]byte {
-	out := map[string][]byte{}
-	for k, v := range m {
-		out[k] = bytes.Clone(v)
+// hashContent is testutil.TreeHash of a tree held in memory (path ->
+// hex SHA-256 of its bytes), to compare it with a tree on disk by
+// testutil.SameTree.
+func hashContent(files map[string][]byte) map[string]string {
+	out := make(map[string]string, len(files))
+	for k, b := range files {
+		s := sha256.Sum256(b)
+		out[k] = hex.EncodeToString(s[:])
 	}
 	return out
 }
@@ -332,7 +314,7 @@ func TestApplyUndoOps(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			data := makeTreeFor(t, c)
-			orig := readTree(t, data)
+			want := readTree(t, data) // the original bytes, made the expected ones after Apply
 			origHash := treeHash(t, data)
 			p := buildPlan(t, data, c, SnapshotOptions{})
 			if err := p.Check(data); err != nil { // planning is a dry run: nothing changed
@@ -344,9 +326,8 @@ func TestApplyUndoOps(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
-			want := clone(orig)
 			c.want(want)
-			sameContent(t, readTree(t, data), want)
+			testutil.SameTree(t, hashContent(want), testutil.TreeHash(t, data))
 			checkReport(t, data, rep)
 			checkDirs(t, p, origHash, treeHash(t, data), want)
 			if _, err := os.Stat(filepath.Join(rep.BackupDir, ManifestName)); err != nil {
