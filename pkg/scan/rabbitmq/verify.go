@@ -142,22 +142,7 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 	if err != nil {
 		return nil, err
 	}
-	vv := &VHostVerify{Scan: v, ClientRefs: -1}
-	// The scan's queue-side and index findings are rebuilt here with exact
-	// entry offsets (message-missing at the .qi/.idx/journal entry,
-	// index.mismatch at the .ets object), so each surfaces once.
-	rebuilt := map[string]bool{CodeMessageMissing: true, CodeIndexMismatch: true}
-	for _, c := range anomalyCodes {
-		rebuilt[c] = true
-	}
-	for _, f := range v.Findings {
-		if !rebuilt[f.Code] {
-			vv.Findings = append(vv.Findings, f)
-		}
-	}
-	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
-	vv.State, vv.StateFrom, vv.ClientRefs = cs.state, cs.from, cs.clientRefs
-	vv.Findings = append(vv.Findings, cs.findings...)
+	vv, cs := startVerify(root, vhostDir, v)
 	if vv.Queues, err = predict(v, vv.State == StateClean, ver); err != nil {
 		return nil, err
 	}
@@ -174,6 +159,34 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 	vv.Layout = verifyLayout(v, vv, vhostDir)
 	return vv, nil
 }
+
+// startVerify is where both verify paths start from a vhost's scan: the
+// scan's findings that verify does not rebuild, and the clean-shutdown
+// state read from the store (its findings added).
+func startVerify(root, vhostDir string, v *VHostScan) (*VHostVerify, *cleanState) {
+	vv := &VHostVerify{Scan: v, ClientRefs: -1}
+	for _, f := range v.Findings {
+		if !rebuiltCodes[f.Code] {
+			vv.Findings = append(vv.Findings, f)
+		}
+	}
+	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
+	vv.State, vv.StateFrom, vv.ClientRefs = cs.state, cs.from, cs.clientRefs
+	vv.Findings = append(vv.Findings, cs.findings...)
+	return vv, cs
+}
+
+// rebuiltCodes are the scan's queue-side and index finding codes that
+// verify rebuilds with exact entry offsets (message-missing at the
+// .qi/.idx/journal entry, index.mismatch at the .ets object, the queue
+// index anomalies), so each surfaces once.
+var rebuiltCodes = func() map[string]bool {
+	m := map[string]bool{CodeMessageMissing: true, CodeIndexMismatch: true}
+	for _, c := range anomalyCodes {
+		m[c] = true
+	}
+	return m
+}()
 
 // anomalyCodes are the format package's queue index anomaly codes.
 var anomalyCodes = []string{rfmt.CodeQIBadHeader, rfmt.CodeQITorn, rfmt.CodeQIBadEntry, rfmt.CodeQISeqMismatch,

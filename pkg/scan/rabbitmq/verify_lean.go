@@ -63,23 +63,13 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	if err != nil {
 		return nil, err
 	}
-	vv := &VHostVerify{Scan: v, ClientRefs: -1}
-	rebuilt := map[string]bool{CodeMessageMissing: true, CodeIndexMismatch: true}
-	for _, c := range anomalyCodes {
-		rebuilt[c] = true
-	}
+	vv, _ := startVerify(root, vhostDir, v)
 	bad := map[fileOffPath]bool{} // bad-body records, from their findings
 	for _, f := range v.Findings {
 		if f.Code == CodeBadBody {
 			bad[fileOffPath{f.Path, f.Offset}] = true
 		}
-		if !rebuilt[f.Code] {
-			vv.Findings = append(vv.Findings, f)
-		}
 	}
-	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
-	vv.State, vv.StateFrom, vv.ClientRefs = cs.state, cs.from, cs.clientRefs
-	vv.Findings = append(vv.Findings, cs.findings...)
 	clean := vv.State == StateClean
 	res := &vhostResult{files: v.Files}
 	if v.Queues != nil {
