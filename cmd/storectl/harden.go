@@ -10,8 +10,7 @@ import (
 )
 
 func newHardenCmd(env *Env) *cobra.Command {
-	wo := &writerOptions{}
-	cmd := &cobra.Command{
+	return newWriterCmd(env, &cobra.Command{
 		Use:   "harden DATADIR",
 		Short: "RabbitMQ: rewrite gaps that older scanners misread into safe bytes (dry run unless --apply)",
 		Long: `harden (RabbitMQ) finds the gaps of msg_store_persistent .rdq files in which the
@@ -32,19 +31,10 @@ staged writes and re-verify, as for truncate; 'storectl undo BACKUP_DIR --apply'
 puts everything back.
 
 ` + exitCodesHelp,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := writerTarget(env, args)
-			if err != nil {
-				return err
-			}
-			if t.Store != scan.RabbitMQ {
-				return usagef(errors.New("harden applies to RabbitMQ data dirs only"))
-			}
-			plan := rabbitPlan(env, t, "harden", rabbitrepair.PlanHarden, nil)
-			return runWriter(cmd.Context(), env, cmd, "harden", t, wo, plan, rabbitVerifier(env, t))
-		},
-	}
-	addWriterFlags(cmd, wo)
-	return cmd
+	}, func(t scan.Target, _ *writerOptions) (*writer, error) {
+		if t.Store != scan.RabbitMQ {
+			return nil, usagef(errors.New("harden applies to RabbitMQ data dirs only"))
+		}
+		return &writer{plan: rabbitPlan(env, t, "harden", rabbitrepair.PlanHarden, nil), verify: rabbitVerifier(env, t)}, nil
+	})
 }

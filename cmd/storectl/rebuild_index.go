@@ -15,8 +15,7 @@ import (
 )
 
 func newRebuildIndexCmd(env *Env) *cobra.Command {
-	wo := &writerOptions{}
-	cmd := &cobra.Command{
+	cmd := newWriterCmd(env, &cobra.Command{
 		Use:   "rebuild-index DATADIR",
 		Short: "Regenerate derived indexes from the data files, verified, through the same plan/apply/backup path",
 		Long: `rebuild-index regenerates what the broker derives from its data files:
@@ -39,71 +38,18 @@ per index file entries that differ). With --apply the staged files are verified
 with the same checks as verify before anything is swapped in.
 
 ` + exitCodesHelp,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := writerTarget(env, args)
-			if err != nil {
-				return err
-			}
-			if t.Store == scan.RabbitMQ {
-				return runRabbitRebuild(cmd, env, t, wo)
-			}
-			var rep *rmqrepair.RebuildReport
-			defer func() {
-				if rep != nil && wo.PlanOut == "" {
-					_ = rep.RemoveStage()
+	}, func(t scan.Target, wo *writerOptions) (*writer, error) {
+		if t.Store == scan.RabbitMQ {
+			w := &writer{verify: rabbitVerifier(env, t)}
+			w.plan = rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) {
+				if r != nil {
+					w.stage = r
 				}
-			}()
-			c := env.Config
-			cfgFor := func() (rmqrepair.RebuildConfig, error) {
-				sc, err := rocketConfig(env, t, 0, c.GetInt64("mapped-file-size"))
-				if err != nil {
-					return rmqrepair.RebuildConfig{}, err
-				}
-				rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize,
-					CQFileSize: c.GetInt64("cq-file-size"), IndexSlots: c.GetInt64("index-slots"), IndexEntries: c.GetInt64("index-entries"),
-					ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != "", Jobs: c.GetInt("jobs"),
-					Progress: env.readLimit()}
-				if p := c.GetString("broker-config"); p != "" {
-					bc, err := rmqscan.ReadBrokerConf(p)
-					if err != nil {
-						return rc, usagef(fmt.Errorf("--broker-config: %w", err))
-					}
-					rc.Broker = &bc
-				}
-				return rc, nil
-			}
-			plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
-				rc, err := cfgFor()
-				if err != nil {
-					return nil, nil, nil, err
-				}
-				p, r, err := rmqrepair.PlanRebuildIndex(ctx, rc)
-				rep = r
-				if err != nil {
-					return nil, nil, nil, err
-				}
-				extra := map[string]any{"rebuild": r}
-				if wo.Apply && len(p.Actions) > 0 {
-					chk, err := rmqrepair.VerifyStaged(ctx, rc, r)
-					if err != nil {
-						return nil, nil, nil, fmt.Errorf("verifying the staged indexes: %w", err)
-					}
-					extra["staged_check"] = chk
-					if !chk.OK() {
-						return nil, nil, nil, fmt.Errorf("the staged indexes fail verification, nothing applied: %s", strings.Join(chk.Problems, "; "))
-					}
-				}
-				return p, nil, extra, nil
-			}
-			verify := func(ctx context.Context) (*scan.Result, error) {
-				return verifyTarget(ctx, env, t, scan.Options{Jobs: c.GetInt("jobs"),
-					Progress: env.readLimit()})
-			}
-			return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, verify)
-		},
-	}
-	addWriterFlags(cmd, wo)
+			})
+			return w, nil
+		}
+		return rocketRebuildWriter(env, t, wo), nil
+	})
 	f := cmd.Flags()
 	f.Int64("mapped-file-size", 0, "commitlog file size (mappedFileSizeCommitLog); 0 infers it")
 	f.Int64("cq-file-size", 0, "consume queue file size (mappedFileSizeConsumeQueue); 0: existing files, else 300000*20")
@@ -112,16 +58,59 @@ with the same checks as verify before anything is swapped in.
 	return cmd
 }
 
-// runRabbitRebuild is the RabbitMQ branch of rebuild-index: the planner
-// stages the rebuilt .ets files beside the data dir; the stage is removed
-// after the run unless --plan-out saved a plan that points at it.
-func runRabbitRebuild(cmd *cobra.Command, env *Env, t scan.Target, wo *writerOptions) error {
-	var rep *rabbitrepair.RebuildReport
-	defer func() {
-		if rep != nil && wo.PlanOut == "" {
-			_ = rep.RemoveStage()
+// rocketRebuildWriter is the RocketMQ side of rebuild-index: the planner
+// stages the rebuilt consume queues and index files beside the data dir
+// (the writer removes the stage after the run unless --plan-out saved a
+// plan that points at it) and, for --apply, verifies them before any
+// action runs.
+func rocketRebuildWriter(env *Env, t scan.Target, wo *writerOptions) *writer {
+	c := env.Config
+	w := &writer{}
+	cfgFor := func() (rmqrepair.RebuildConfig, error) {
+		sc, err := rocketConfig(env, t, 0, c.GetInt64("mapped-file-size"))
+		if err != nil {
+			return rmqrepair.RebuildConfig{}, err
 		}
-	}()
-	plan := rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) { rep = r })
-	return runWriter(cmd.Context(), env, cmd, "rebuild-index", t, wo, plan, rabbitVerifier(env, t))
+		rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize,
+			CQFileSize: c.GetInt64("cq-file-size"), IndexSlots: c.GetInt64("index-slots"), IndexEntries: c.GetInt64("index-entries"),
+			ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != "", Jobs: c.GetInt("jobs"),
+			Progress: env.readLimit()}
+		if p := c.GetString("broker-config"); p != "" {
+			bc, err := rmqscan.ReadBrokerConf(p)
+			if err != nil {
+				return rc, usagef(fmt.Errorf("--broker-config: %w", err))
+			}
+			rc.Broker = &bc
+		}
+		return rc, nil
+	}
+	w.plan = func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+		rc, err := cfgFor()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p, r, err := rmqrepair.PlanRebuildIndex(ctx, rc)
+		if r != nil {
+			w.stage = r
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		extra := map[string]any{"rebuild": r}
+		if wo.Apply && len(p.Actions) > 0 {
+			chk, err := rmqrepair.VerifyStaged(ctx, rc, r)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("verifying the staged indexes: %w", err)
+			}
+			extra["staged_check"] = chk
+			if !chk.OK() {
+				return nil, nil, nil, fmt.Errorf("the staged indexes fail verification, nothing applied: %s", strings.Join(chk.Problems, "; "))
+			}
+		}
+		return p, nil, extra, nil
+	}
+	w.verify = func(ctx context.Context) (*scan.Result, error) {
+		return verifyTarget(ctx, env, t, scan.Options{Jobs: c.GetInt("jobs"), Progress: env.readLimit()})
+	}
+	return w
 }

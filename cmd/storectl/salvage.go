@@ -60,12 +60,8 @@ decoded or a message was not confirmed.
 					return usagef(fmt.Errorf("--publish %q: want amqp://user:pass@host:port/vhost", redact(publish)))
 				}
 			}
-			ts, err := detectAll(args, env.Config.GetString("store"))
+			t, err := dataDirTarget(env, args)
 			if err != nil {
-				return err
-			}
-			t := ts[0]
-			if err := needDataDir(t); err != nil {
 				return err
 			}
 			if publish != "" && t.Store != scan.RabbitMQ {

@@ -14,8 +14,7 @@ import (
 )
 
 func newTruncateCmd(env *Env) *cobra.Command {
-	wo := &writerOptions{}
-	cmd := &cobra.Command{
+	cmd := newWriterCmd(env, &cobra.Command{
 		Use:   "truncate DATADIR",
 		Short: "Cut torn, stale or corrupt tails the way a correct broker recovery would (dry run unless --apply)",
 		Long: `truncate plans what a correct recovery does and makes it durable:
@@ -36,17 +35,7 @@ changes to the backup dir, writes through fsynced staging files, and re-verifies
 'storectl undo BACKUP_DIR --apply' puts everything back.
 
 ` + exitCodesHelp,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := writerTarget(env, args)
-			if err != nil {
-				return err
-			}
-			plan, verify := truncatePlanner(env, t)
-			return runWriter(cmd.Context(), env, cmd, "truncate", t, wo, plan, verify)
-		},
-	}
-	addWriterFlags(cmd, wo)
+	}, func(t scan.Target, _ *writerOptions) (*writer, error) { return truncateWriter(env, t) })
 	cmd.Flags().Int64("mapped-file-size", 0, "RocketMQ: commitlog file size (mappedFileSizeCommitLog); 0 infers it")
 	return cmd
 }
@@ -61,7 +50,9 @@ func needDataDir(t scan.Target) error {
 	return usagef(fmt.Errorf("%s is a %s: writers need the whole data dir (the RocketMQ store root, or the RabbitMQ node or vhost dir)", t.Path, t.Kind))
 }
 
-func truncatePlanner(env *Env, t scan.Target) (planner, verifier) {
+// truncateWriter plugs the store's truncate planner and re-verify into
+// the gate.
+func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 	switch t.Store {
 	case scan.RocketMQ:
 		cfgFor := func() (rmqscan.Config, error) {
@@ -85,9 +76,9 @@ func truncatePlanner(env *Env, t scan.Target) (planner, verifier) {
 			}
 			return rmqscan.ScanCommitLog(ctx, cfg, scan.Options{Jobs: env.Config.GetInt("jobs")})
 		}
-		return plan, verify
+		return &writer{plan: plan, verify: verify}, nil
 	case scan.RabbitMQ:
-		return rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), rabbitVerifier(env, t)
+		return &writer{plan: rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), verify: rabbitVerifier(env, t)}, nil
 	}
-	return nil, nil
+	return nil, fmt.Errorf("unknown store kind %q", t.Store)
 }

@@ -80,11 +80,48 @@ func plannedRecord(a repair.Action) actionRecord {
 	return r
 }
 
+// writer is what a writing command plugs into the gate for one target.
+type writer struct {
+	plan   planner
+	verify verifier
+	// stage, when the planner sets it, holds the staging dir the plan's
+	// actions point at: it is removed after the run unless --plan-out
+	// saved a plan that needs it.
+	stage interface{ RemoveStage() error }
+}
+
+// newWriterCmd completes cmd as a writing command (truncate,
+// rebuild-index, harden): one DATADIR argument, the shared writer flags,
+// and a RunE that detects the data dir, lets build plug the store's
+// planner and verifier in, and runs the gate under the command's name.
+func newWriterCmd(env *Env, cmd *cobra.Command, build func(scan.Target, *writerOptions) (*writer, error)) *cobra.Command {
+	wo := &writerOptions{}
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		t, err := dataDirTarget(env, args)
+		if err != nil {
+			return err
+		}
+		w, err := build(t, wo)
+		if err != nil {
+			return err
+		}
+		return runWriter(cmd.Context(), env, cmd.Name(), t, wo, w)
+	}
+	addWriterFlags(cmd, wo)
+	return cmd
+}
+
 // runWriter is the plan/apply gate shared by truncate, rebuild-index and
 // harden: dry run prints the plan (exit 1 when it has actions); --apply
 // refuses on a live broker, asks once on a TTY or needs --yes, checks the
 // plan's preconditions, backs up, writes, re-verifies.
-func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t scan.Target, wo *writerOptions, plan planner, verify verifier) error {
+func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *writerOptions, w *writer) error {
+	defer func() {
+		if w.stage != nil && wo.PlanOut == "" {
+			_ = w.stage.RemoveStage()
+		}
+	}()
 	wo.PlanOut = env.Config.GetString("plan-out")
 	wo.BackupDir = env.Config.GetString("backup-dir")
 	wo.MaxBytes = env.Config.GetInt64("max-truncate-bytes")
@@ -111,7 +148,7 @@ func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t
 	} else {
 		var findings []scan.Finding
 		var extra map[string]any
-		p, findings, extra, err = plan(ctx)
+		p, findings, extra, err = w.plan(ctx)
 		var ue *usageError
 		if errors.As(err, &ue) {
 			s.errors = append(s.errors, err.Error())
@@ -188,8 +225,8 @@ func runWriter(ctx context.Context, env *Env, cmd *cobra.Command, name string, t
 		return s.failRepair(err)
 	}
 	// Re-verify: the findings after the apply are the report's findings.
-	if verify != nil {
-		after, err := verify(ctx)
+	if w.verify != nil {
+		after, err := w.verify(ctx)
 		if err != nil {
 			s.incomplete = true
 			s.errors = append(s.errors, "re-verify: "+err.Error())
@@ -218,9 +255,9 @@ func confirm(env *Env, prompt string) bool {
 	return a == "y" || a == "yes"
 }
 
-// writerTarget detects the data dir a writing command works on; writers
-// need the whole data dir, not a single file.
-func writerTarget(env *Env, args []string) (scan.Target, error) {
+// dataDirTarget detects the data dir a writing command (or salvage)
+// works on: the whole data dir, not a single file (needDataDir).
+func dataDirTarget(env *Env, args []string) (scan.Target, error) {
 	ts, err := detectAll(args, env.Config.GetString("store"))
 	if err != nil {
 		return scan.Target{}, err
