@@ -18,15 +18,6 @@ import (
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
-// Header sizes of the records holding an embedded message (§5.3): a
-// segment publish <<1:1, P:1, RelSeq:14, MsgId:16, Expiry:64, Size:32,
-// EmbSize:32>> and a journal publish <<Prefix:2, SeqId:62, MsgId:16,
-// Expiry:64, Size:32, EmbSize:32>>.
-const (
-	idxPublishHeader     = 34
-	journalPublishHeader = 40
-)
-
 // maxQSRead bounds the .qs bytes read to rescue an entry whose size check
 // failed: a .qs holds at most 4096 entries below
 // queue_index_embed_msgs_below (4 KiB by default), far under 1 GiB.
@@ -119,9 +110,9 @@ func queueMessage(root string, v *rscan.VHostScan, e *rfmt.QueueEntry, lost bool
 		}
 	default:
 		m.Path, m.Offset = scan.Rel(root, e.Path), e.Offset
-		hdr := int64(idxPublishHeader)
+		hdr := int64(rfmt.IDXPublishSize)
 		if filepath.Base(e.Path) == "journal.jif" {
-			hdr = journalPublishHeader
+			hdr = rfmt.JournalPublishSize
 		}
 		m.RecordSize = hdr + int64(len(body))
 		bodyOff += hdr

@@ -27,8 +27,10 @@ const (
 	JournalAck
 )
 
-// journalPubFixed is the fixed part of a journal publish: 8 + 28 + 4.
-const journalPubFixed = 8 + idxPubBody + 4
+// JournalPublishSize is the fixed part of a journal publish record
+// (prefix and SeqId 8, MsgId, Expiry and Size 28, EmbSize 4); the
+// embedded message follows it.
+const JournalPublishSize = 8 + idxPubBody + 4
 
 // JournalRecord is one record of journal.jif.
 type JournalRecord struct {
@@ -62,7 +64,7 @@ func DecodeJournalRecord(b []byte, off int64) (JournalRecord, error) {
 	case 3:
 		r.Kind = JournalAck
 	default:
-		if len(b) >= journalPubFixed && qiAllZero(b[:journalPubFixed]) {
+		if len(b) >= JournalPublishSize && qiAllZero(b[:JournalPublishSize]) {
 			c.FailAt(0, "entry", ErrJournalZero)
 			return r, c.Err(off)
 		}
