@@ -10,6 +10,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -111,7 +112,7 @@ func (fe *findingEncoder) appendFindingFields(b []byte, f *scan.Finding) ([]byte
 // encoding/json does, each value through value.
 func appendObject[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
 	b = append(b, '{')
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -122,15 +123,6 @@ func appendObject[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte
 		}
 	}
 	return append(b, '}'), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // appendJSONString appends s quoted as encoding/json does with HTML

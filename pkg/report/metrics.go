@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,13 +40,7 @@ func WriteMetricsFile(path string, m Metrics) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
 	}
 	gauge("storectl_findings", "Findings of the last run by code and severity.")
-	type cs struct{ code, sev string }
-	var keys []string
-	for c := range s.Codes {
-		keys = append(keys, c)
-	}
-	sort.Strings(keys)
-	for _, c := range keys {
+	for _, c := range slices.Sorted(maps.Keys(s.Codes)) {
 		fmt.Fprintf(&b, "storectl_findings{%s,code=%q} %d\n", base, c, s.Codes[c])
 	}
 	gauge("storectl_findings_by_severity", "Findings of the last run by severity.")
