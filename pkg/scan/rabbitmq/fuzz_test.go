@@ -11,17 +11,7 @@ import (
 // FuzzWalk: any bytes as an .rdq file: no panic, records lie inside the
 // file, in order, without overlap, and every hazard victim is a record.
 func FuzzWalk(f *testing.F) {
-	// Seeds: the small real mc records (big inputs slow the fuzzer down to
-	// a few execs per second), also with a zero hole and a short frame.
-	paths, _ := filepath.Glob(testutil.Testdata("rabbitmq-mc", "*.rdq"))
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			b = b[:min(len(b), 4096)] // the first records and a torn one
-			f.Add(b)
-			f.Add(append(append(append([]byte(nil), b[:len(b)/2]...), make([]byte, 5)...), b[len(b)/2:]...))
-		}
-	}
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 5, 'a', 'b', 'c', 'd', 'e', 0xFF})
+	addRDQSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fs := &FileScan{Number: -1}
 		walk(b, fs)
@@ -45,6 +35,21 @@ func FuzzWalk(f *testing.F) {
 		}
 		_ = fileFindings(fs, brokerVersion{}, true)
 	})
+}
+
+// addRDQSeeds seeds an .rdq fuzz target: the small real mc records (big
+// inputs slow the fuzzer down to a few execs per second), also with a
+// zero hole and a short frame.
+func addRDQSeeds(f *testing.F) {
+	paths, _ := filepath.Glob(testutil.Testdata("rabbitmq-mc", "*.rdq"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			b = b[:min(len(b), 4096)] // the first records and a torn one
+			f.Add(b)
+			f.Add(append(append(append([]byte(nil), b[:len(b)/2]...), make([]byte, 5)...), b[len(b)/2:]...))
+		}
+	}
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 5, 'a', 'b', 'c', 'd', 'e', 0xFF})
 }
 
 // FuzzParseIndexETS: no panic on any dump.

@@ -3,11 +3,9 @@ package rabbitmq
 import (
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
-	"github.com/storectl/storectl/internal/testutil"
 )
 
 // TestGapCandidatesExact: misread is skipped when gapCandidates finds no
@@ -74,15 +72,7 @@ func TestGapCandidatesExact(t *testing.T) {
 // the generation-2 model (no gap candidate, no in-file duplicate), the
 // model and the §3.4 analysis report no misread.
 func FuzzGapCandidates(f *testing.F) {
-	paths, _ := filepath.Glob(testutil.Testdata("rabbitmq-mc", "*.rdq"))
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			b = b[:min(len(b), 4096)]
-			f.Add(b)
-			f.Add(append(append(append([]byte(nil), b[:len(b)/2]...), make([]byte, 5)...), b[len(b)/2:]...))
-		}
-	}
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 5, 'a', 'b', 'c', 'd', 'e', 0xFF})
+	addRDQSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fs := &FileScan{Number: -1}
 		walk(b, fs)
