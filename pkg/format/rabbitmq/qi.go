@@ -41,7 +41,8 @@ const (
 	QILocQueueStore  uint8 = 2 // the queue's own <S>.qs
 )
 
-// QIHeader is the 64-byte header of a .qi file.
+// QIHeader is the 64-byte header of a .qi file. A .qs file's header has
+// the same layout (QSHeader).
 type QIHeader struct {
 	Magic     uint32
 	Version   uint8
@@ -54,25 +55,29 @@ type QIHeader struct {
 
 // DecodeQIHeader decodes the header at b[0]. Like the broker it rejects
 // only a short header, a wrong magic or a wrong version.
-func DecodeQIHeader(b []byte) (QIHeader, error) {
+func DecodeQIHeader(b []byte) (QIHeader, error) { return decodeV2Header(b, QIMagic, QIVersion) }
+
+// decodeV2Header decodes the 64-byte header shared by .qi and .qs files
+// (magic, version, FromSeqId, ToSeqId, 43 zero bytes), rejecting a short
+// header, a magic other than magic and a version other than version.
+func decodeV2Header(b []byte, magic uint32, version uint8) (QIHeader, error) {
 	c := format.Cursor{B: b}
 	var h QIHeader
 	h.Magic = c.U32("magic")
 	if c.Failed() {
 		return h, c.Err(0)
 	}
-	if h.Magic != QIMagic {
+	if h.Magic != magic {
 		c.FailAt(0, "magic", format.ErrMagic)
 		return h, c.Err(0)
 	}
 	h.Version = c.U8("version")
-	if !c.Failed() && h.Version != QIVersion {
+	if !c.Failed() && h.Version != version {
 		c.FailAt(4, "version", format.ErrUnsupported)
 	}
 	h.FromSeqID = c.U64("fromSeqId")
 	h.ToSeqID = c.U64("toSeqId")
-	rsv := c.Take("reserved", QIHeaderSize-21)
-	h.ReservedZero = qiAllZero(rsv)
+	h.ReservedZero = qiAllZero(c.Take("reserved", QIHeaderSize-21))
 	return h, c.Err(0)
 }
 

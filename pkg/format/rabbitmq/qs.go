@@ -29,37 +29,13 @@ const (
 	QSMaxEntrySize = 512 << 20
 )
 
-// QSHeader is the 64-byte header of a .qs file.
-type QSHeader struct {
-	Magic        uint32
-	Version      uint8
-	FromSeqID    uint64
-	ToSeqID      uint64
-	ReservedZero bool
-}
+// QSHeader is the 64-byte header of a .qs file: the .qi header layout
+// with magic "RCQS".
+type QSHeader = QIHeader
 
 // DecodeQSHeader decodes the header at b[0], rejecting what the broker's
 // reader rejects (short header, wrong magic or version).
-func DecodeQSHeader(b []byte) (QSHeader, error) {
-	c := format.Cursor{B: b}
-	var h QSHeader
-	h.Magic = c.U32("magic")
-	if c.Failed() {
-		return h, c.Err(0)
-	}
-	if h.Magic != QSMagic {
-		c.FailAt(0, "magic", format.ErrMagic)
-		return h, c.Err(0)
-	}
-	h.Version = c.U8("version")
-	if !c.Failed() && h.Version != QSVersion {
-		c.FailAt(4, "version", format.ErrUnsupported)
-	}
-	h.FromSeqID = c.U64("fromSeqId")
-	h.ToSeqID = c.U64("toSeqId")
-	h.ReservedZero = qiAllZero(c.Take("reserved", QSHeaderSize-21))
-	return h, c.Err(0)
-}
+func DecodeQSHeader(b []byte) (QSHeader, error) { return decodeV2Header(b, QSMagic, QSVersion) }
 
 // QSEntry is one message entry of a .qs file.
 type QSEntry struct {
