@@ -26,7 +26,8 @@ type JSONAppender interface {
 }
 
 // findingEncoder appends findings; enc/buf encode the values it has no
-// fast path for, with the emitter's settings.
+// fast path for, with the emitter's settings, and every other line of
+// the jsonl emitter (marshal).
 type findingEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
@@ -37,6 +38,16 @@ func newFindingEncoder() *findingEncoder {
 	fe.enc = json.NewEncoder(&fe.buf)
 	fe.enc.SetEscapeHTML(false)
 	return fe
+}
+
+// marshal returns v's encoding/json encoding without HTML escaping,
+// ending in a newline; it is valid until the next marshal or value.
+func (fe *findingEncoder) marshal(v any) ([]byte, error) {
+	fe.buf.Reset()
+	if err := fe.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return fe.buf.Bytes(), nil
 }
 
 // value appends v's JSON encoding.
@@ -53,11 +64,11 @@ func (fe *findingEncoder) value(b []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	}
-	fe.buf.Reset()
-	if err := fe.enc.Encode(v); err != nil {
+	enc, err := fe.marshal(v)
+	if err != nil {
 		return b, err
 	}
-	return append(b, bytes.TrimSuffix(fe.buf.Bytes(), []byte("\n"))...), nil
+	return append(b, bytes.TrimSuffix(enc, []byte("\n"))...), nil
 }
 
 // appendFinding appends f as the JSON object encoding/json gives for it.

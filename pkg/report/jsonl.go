@@ -2,8 +2,6 @@ package report
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -15,28 +13,21 @@ import (
 type jsonlEmitter struct {
 	w    *bufio.Writer
 	done bool
-	buf  bytes.Buffer
-	enc  *json.Encoder
-	fe   *findingEncoder
-	lb   []byte // Finding's reusable line buffer
+	fe   *findingEncoder // encodes findings, and every other line (marshal)
+	lb   []byte          // Finding's reusable line buffer
 }
 
 func newJSONL(w io.Writer) *jsonlEmitter {
-	e := &jsonlEmitter{w: bufio.NewWriterSize(w, 256<<10)}
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false)
-	e.fe = newFindingEncoder()
-	return e
+	return &jsonlEmitter{w: bufio.NewWriterSize(w, 256<<10), fe: newFindingEncoder()}
 }
 
 // line marshals v (which must marshal to a JSON object) and writes it
 // with {"schema":…,"type":…} spliced in front of its fields.
 func (e *jsonlEmitter) line(typ string, v any) error {
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
+	b, err := e.fe.marshal(v)
+	if err != nil {
 		return err
 	}
-	b := e.buf.Bytes()
 	if len(b) < 2 || b[0] != '{' {
 		return fmt.Errorf("report: %s does not marshal to an object", typ)
 	}
@@ -45,7 +36,7 @@ func (e *jsonlEmitter) line(typ string, v any) error {
 	if rest[0] != '}' {
 		e.w.WriteByte(',')
 	}
-	_, err := e.w.Write(rest) // includes the newline from Encode
+	_, err = e.w.Write(rest) // includes the newline from Encode
 	return err
 }
 
