@@ -154,12 +154,19 @@ func (p *Plan) Add(a Action, o SnapshotOptions) error {
 	} else if a.Op == OpReplaceFile {
 		a.NewSize = int64(len(a.Data))
 	}
-	st, err := SnapshotWith(p.DataDir, a.Path, o)
+	// The size first (the changed range depends on it), then, for a file
+	// that exists, one snapshot with the whole-file hash and that range:
+	// the whole file is read once, not once per snapshot.
+	st, err := SnapshotWith(p.DataDir, a.Path, SnapshotOptions{SkipWholeFile: true})
 	if err != nil {
 		return err
 	}
-	if r, ok := a.Changed(st.Size); ok && st.Exists {
-		if st, err = SnapshotWith(p.DataDir, a.Path, o, r); err != nil {
+	if st.Exists {
+		var rs []Range
+		if r, ok := a.Changed(st.Size); ok {
+			rs = append(rs, r)
+		}
+		if st, err = SnapshotWith(p.DataDir, a.Path, o, rs...); err != nil {
 			return err
 		}
 	}
