@@ -64,26 +64,30 @@ func TestLeanScanSameAsFull(t *testing.T) {
 		})
 	}
 	t.Run("generated", func(t *testing.T) {
-		root := t.TempDir()
-		sum, err := gen.Generate(root, gen.Config{Seed: 3, Kind: gen.MC, TotalBytes: 6 << 20, FileLimit: 1 << 20,
-			HoleEvery: 7, UnrefEvery: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(sum.Files[1]); err != nil {
-			t.Fatal(err)
-		}
-		n := sameLean(t, root, sum.VHostDir)
-		var lost int
-		res, _ := Scan(context.Background(), Config{Root: root, VHostDirs: []string{sum.VHostDir}}, scan.Options{})
-		for _, f := range res.Findings {
-			if f.Code == CodeMessageMissing {
-				lost++
-			}
-		}
+		root, dir := genDeletedFile(t)
+		n := sameLean(t, root, dir)
+		res, _ := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}}, scan.Options{})
+		lost := len(codes(res.Findings, CodeMessageMissing))
 		if lost == 0 {
 			t.Error("no message-missing finding: the deleted file was not noticed")
 		}
 		t.Logf("%d findings compared, %d message-missing", n, lost)
 	})
+}
+
+// genDeletedFile generates an mc store with holes and unreferenced
+// records, deletes its second .rdq (message-missing findings) and returns
+// root and the vhost dir.
+func genDeletedFile(t *testing.T) (root, dir string) {
+	t.Helper()
+	root = t.TempDir()
+	sum, err := gen.Generate(root, gen.Config{Seed: 3, Kind: gen.MC, TotalBytes: 6 << 20, FileLimit: 1 << 20,
+		HoleEvery: 7, UnrefEvery: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(sum.Files[1]); err != nil {
+		t.Fatal(err)
+	}
+	return root, sum.VHostDir
 }

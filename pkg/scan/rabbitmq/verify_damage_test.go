@@ -73,6 +73,28 @@ func qiSlots(b []byte, loc byte) []int {
 	return out
 }
 
+// flipQSBlob flips a byte in the middle of the blob of q1's first .qs
+// entry (crash-cqv2's q1 has .qs entries in 0.qi/0.qs) and returns the
+// .qs path, its bytes before the flip, the entry's offset in it and the
+// number of q1's .qs slots.
+func flipQSBlob(t *testing.T, dir string) (qsPath string, orig []byte, storeOff int64, nslots int) {
+	t.Helper()
+	qdir := filepath.Join(dir, "queues", q1Dir)
+	qi := readFile(t, filepath.Join(qdir, "0.qi"))
+	slots := qiSlots(qi, 2)
+	if len(slots) == 0 {
+		t.Fatal("q1 has no .qs entries")
+	}
+	off := binary.BigEndian.Uint64(qi[slots[0]+4:])
+	size := binary.BigEndian.Uint32(qi[slots[0]+12:])
+	qsPath = filepath.Join(qdir, "0.qs")
+	orig = readFile(t, qsPath)
+	qs := bytes.Clone(orig)
+	qs[off+8+uint64(size)/2] ^= 0xFF
+	writeFile(t, qsPath, qs)
+	return qsPath, orig, int64(off), len(slots)
+}
+
 // zeroRecords zeroes every framed .rdq record of id in the vhost's store.
 func zeroRecords(t *testing.T, dir string, id []byte) int {
 	t.Helper()
@@ -153,21 +175,11 @@ func TestVerifyQueueStoreDamage(t *testing.T) {
 	qdir := filepath.Join(dir, "queues", q1Dir)
 	before := queueFate(t, verifyDir(t, root, dir, ""), q1Dir)
 	qi := readFile(t, filepath.Join(qdir, "0.qi"))
-	slots := qiSlots(qi, 2)
-	if len(slots) == 0 {
-		t.Fatal("q1 has no .qs entries")
-	}
-	storeOff := binary.BigEndian.Uint64(qi[slots[0]+4:])
-	storeSize := binary.BigEndian.Uint32(qi[slots[0]+12:])
-	qsPath := filepath.Join(qdir, "0.qs")
-	orig := readFile(t, qsPath)
-	qs := bytes.Clone(orig)
-	qs[storeOff+8+uint64(storeSize)/2] ^= 0xFF
-	writeFile(t, qsPath, qs)
+	qsPath, orig, storeOff, nslots := flipQSBlob(t, dir)
 	vv := verifyDir(t, root, dir, "")
 	f := only(t, vv, rfmt.CodeQSCRC, scan.Rel(root, qsPath))
 	q := queueFate(t, vv, q1Dir)
-	if f.Offset != int64(storeOff) || f.Severity != scan.Error || q.Keep != before.Keep-1 || len(codes(vv.Findings, rfmt.CodeQSCRC)) != 1 {
+	if f.Offset != storeOff || f.Severity != scan.Error || q.Keep != before.Keep-1 || len(codes(vv.Findings, rfmt.CodeQSCRC)) != 1 {
 		t.Errorf("crc flip: %+v (want offset %d), keep %d was %d", f, storeOff, q.Keep, before.Keep)
 	}
 	t.Logf("crc flip: %s@%d %s; q1 drops %v", f.Path, f.Offset, f.Message, q.DropMsgIDs)
@@ -178,8 +190,8 @@ func TestVerifyQueueStoreDamage(t *testing.T) {
 	vv = verifyDir(t, root, dir, "")
 	f = only(t, vv, rfmt.CodeQSBadEntry, scan.Rel(root, qsPath))
 	q = queueFate(t, vv, q1Dir)
-	if f.Offset != 0 || q.Keep != before.Keep-len(slots) || q.Drop != len(slots) {
-		t.Errorf("deleted .qs: %+v; keep %d drop %d, want %d dropped", f, q.Keep, q.Drop, len(slots))
+	if f.Offset != 0 || q.Keep != before.Keep-nslots || q.Drop != nslots {
+		t.Errorf("deleted .qs: %+v; keep %d drop %d, want %d dropped", f, q.Keep, q.Drop, nslots)
 	}
 	t.Logf("deleted .qs: %s@%d %v; q1 keeps %d, drops %d", f.Path, f.Offset, f.Details, q.Keep, q.Drop)
 

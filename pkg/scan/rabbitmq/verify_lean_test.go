@@ -69,22 +69,9 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 		})
 	}
 	t.Run("generated", func(t *testing.T) {
-		root := t.TempDir()
-		sum, err := gen.Generate(root, gen.Config{Seed: 3, Kind: gen.MC, TotalBytes: 6 << 20, FileLimit: 1 << 20,
-			HoleEvery: 7, UnrefEvery: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(sum.Files[1]); err != nil {
-			t.Fatal(err)
-		}
-		f, q, e := sameVerify(t, root, sum.VHostDir, "")
-		lost := 0
-		for _, x := range verifyWith(t, true, root, sum.VHostDir, "").Findings {
-			if x.Code == CodeMessageMissing {
-				lost++
-			}
-		}
+		root, dir := genDeletedFile(t)
+		f, q, e := sameVerify(t, root, dir, "")
+		lost := len(codes(verifyWith(t, true, root, dir, "").Findings, CodeMessageMissing))
 		if lost == 0 {
 			t.Error("no message-missing finding: the deleted file was not noticed")
 		}
@@ -132,21 +119,10 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 	})
 	t.Run("qs-damage", func(t *testing.T) {
 		root, dir := unpack(t, "crash-cqv2")
-		qdir := filepath.Join(dir, "queues", q1Dir)
-		qi := readFile(t, filepath.Join(qdir, "0.qi"))
-		slots := qiSlots(qi, 2)
-		if len(slots) == 0 {
-			t.Fatal("q1 has no .qs entries")
-		}
-		storeOff := binary.BigEndian.Uint64(qi[slots[0]+4:])
-		storeSize := binary.BigEndian.Uint32(qi[slots[0]+12:])
-		qsPath := filepath.Join(qdir, "0.qs")
-		qs := readFile(t, qsPath)
-		qs[storeOff+8+uint64(storeSize)/2] ^= 0xFF
-		writeFile(t, qsPath, qs)
+		qsPath, _, storeOff, _ := flipQSBlob(t, dir)
 		crc := 0
 		for _, x := range verifyWith(t, true, root, dir, "").Findings {
-			if x.Code == rfmt.CodeQSCRC && x.Offset == int64(storeOff) && x.MsgID != "" {
+			if x.Code == rfmt.CodeQSCRC && x.Offset == storeOff && x.MsgID != "" {
 				crc++
 			}
 		}
