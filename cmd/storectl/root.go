@@ -52,7 +52,7 @@ and reports what the broker's own recovery would lose or misread.
 	pf.Float64("io-limit", 0, "read store files at most this many MB/s (10^6 bytes), for busy hosts; 0 = no limit")
 	pf.String("broker-version", "", "RabbitMQ: the broker version that will read the files (e.g. 3.13.7, 4.0.2); hazards that version does not have are info only")
 	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")
-	root.AddCommand(newScanCmd(env, nil), newVerifyCmd(env), newTruncateCmd(env), newRebuildIndexCmd(env), newSalvageCmd(env), newHardenCmd(env), newUndoCmd(env), newVersionCmd(env))
+	root.AddCommand(newScanCmd(env), newVerifyCmd(env), newTruncateCmd(env), newRebuildIndexCmd(env), newSalvageCmd(env), newHardenCmd(env), newUndoCmd(env), newVersionCmd(env))
 	for _, c := range root.Commands() {
 		c.Args = usageArgs(c.Args)
 	}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +20,8 @@ type scanOptions struct {
 	MappedFileSize int64
 }
 
-// newScanCmd builds "storectl scan". Tests pass runF to capture the
-// parsed options without running a scan.
-func newScanCmd(env *Env, runF func(context.Context, *scanOptions) error) *cobra.Command {
+// newScanCmd builds "storectl scan".
+func newScanCmd(env *Env) *cobra.Command {
 	opts := &scanOptions{Env: env}
 	cmd := &cobra.Command{
 		Use:   "scan PATH...",
@@ -44,12 +41,6 @@ misreads, torn tails, checksum failures. It opens files read-only.
 			opts.Jobs = c.GetInt("jobs")
 			opts.MaxMessageSize = c.GetInt("max-message-size")
 			opts.MappedFileSize = c.GetInt64("mapped-file-size")
-			if opts.Store != "" && opts.Store != scan.RocketMQ && opts.Store != scan.RabbitMQ {
-				return usagef(fmt.Errorf("--store must be rocketmq or rabbitmq, not %q", opts.Store))
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runScan(cmd.Context(), opts)
 		},
 	}
@@ -65,9 +56,6 @@ func detectAll(paths []string, store string) ([]scan.Target, error) {
 	for _, p := range paths {
 		t, err := scan.Detect(p, store)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) || errors.Is(err, scan.ErrNotStore) {
-				return nil, usagef(err)
-			}
 			return nil, usagef(err)
 		}
 		if len(ts) > 0 && ts[0].Store != t.Store {
