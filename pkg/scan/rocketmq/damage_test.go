@@ -35,7 +35,7 @@ func genStore(t *testing.T, propCRC bool) (string, *gen.Summary, []span) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range errorFindings(res) {
+	for _, f := range warnings(res) {
 		t.Fatalf("generated store not clean: %+v", f)
 	}
 	if len(spans) != sum.Messages || *res.RecoveryEnd != sum.End {
@@ -109,7 +109,7 @@ func TestZeroedTailFromMiddleOfRecord(t *testing.T) {
 	patch(t, root, last.phy, func(b []byte, pos int64) []byte { clear(b[pos+last.size/2:]); return b })
 	res := scanRoot(t, root, 1)
 	c := codes(res)
-	if c[CodeTornTail] != 1 || len(errorFindings(res)) != 1 || *res.RecoveryEnd != last.phy || res.Files[len(res.Files)-1].End != scan.EndTorn {
+	if c[CodeTornTail] != 1 || len(warnings(res)) != 1 || *res.RecoveryEnd != last.phy || res.Files[len(res.Files)-1].End != scan.EndTorn {
 		t.Fatalf("codes %v end %d want %d", c, *res.RecoveryEnd, last.phy)
 	}
 }
@@ -214,7 +214,7 @@ func TestPropCRCHeaderFlip(t *testing.T) {
 	b[last.Pos+47] ^= 0xFF
 	os.WriteFile(p, b, 0o644)
 	res = scanRoot(t, root, 1)
-	fs := errorFindings(res)
+	fs := warnings(res)
 	if len(fs) != 1 || fs[0].Code != CodePropCRC || fs[0].Evidence["body_crc"] != "pass" || fs[0].Evidence["prop_crc"] != "fail" ||
 		fs[0].Offset != last.Pos || *res.RecoveryEnd != last.PhyOffset {
 		t.Fatalf("findings %+v end %d", fs, *res.RecoveryEnd)

@@ -92,16 +92,6 @@ func TestDatasetsAgainstBroker(t *testing.T) {
 	}
 }
 
-func errorFindings(res *scan.Result) []scan.Finding {
-	var out []scan.Finding
-	for _, f := range res.Findings {
-		if f.Severity >= scan.Warning {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // TestCleanDatasets: clean and abnormally shut down stores have no
 // warnings, and the recovery end is the real broker's max offset.
 func TestCleanDatasets(t *testing.T) {
@@ -109,7 +99,7 @@ func TestCleanDatasets(t *testing.T) {
 		t.Run(ds, func(t *testing.T) {
 			t.Parallel()
 			_, res, _ := scanDataset(t, ds)
-			for _, f := range errorFindings(res) {
+			for _, f := range warnings(res) {
 				t.Errorf("unexpected finding: %+v", f)
 			}
 			want := recoverMax(t, ds+".recover.jsonl")
@@ -179,7 +169,7 @@ func TestTornCRCDataset(t *testing.T) {
 		t.Fatalf("RecoveryEnd = %v, broker %d, last message %d", res.RecoveryEnd, want, inj.LastMsgPhyOffset)
 	}
 	var found []scan.Finding
-	for _, f := range errorFindings(res) {
+	for _, f := range warnings(res) {
 		found = append(found, f)
 	}
 	if len(found) != 1 {

@@ -101,6 +101,7 @@ func recoverStartFile(t *testing.T, ds string) string {
 	return string(m[1])
 }
 
+// warnings returns the findings of res of severity Warning or worse.
 func warnings(res *scan.Result) []scan.Finding {
 	var out []scan.Finding
 	for _, f := range res.Findings {
