@@ -46,27 +46,23 @@ func TestMain(m *testing.M) {
 }
 
 func BenchmarkScanCommitLog(b *testing.B) {
-	if testing.Short() {
-		b.Skip("generates 256 MiB")
-	}
-	root, n := benchStore(b)
-	for _, jobs := range []int{1, 2} {
-		b.Run("jobs="+string(rune('0'+jobs)), func(b *testing.B) {
-			b.SetBytes(n)
-			for b.Loop() {
-				res, err := ScanCommitLog(context.Background(), Config{Root: root}, scan.Options{Jobs: jobs})
-				if err != nil || len(warnings(res)) > 0 {
-					b.Fatalf("%v %+v", err, res.Findings)
-				}
-			}
-		})
-	}
+	benchJobs(b, func(root string, jobs int) (*scan.Result, error) {
+		return ScanCommitLog(context.Background(), Config{Root: root}, scan.Options{Jobs: jobs})
+	})
 }
 
 // BenchmarkVerify is the full RocketMQ verify (commitlog scan plus every
 // consume queue unit linked to its record) over the generated 256 MiB
 // store, at 1 and 2 jobs.
 func BenchmarkVerify(b *testing.B) {
+	benchJobs(b, func(root string, jobs int) (*scan.Result, error) {
+		return Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{Jobs: jobs})
+	})
+}
+
+// benchJobs runs run over the generated 256 MiB store at 1 and 2 jobs;
+// every run must succeed without warnings.
+func benchJobs(b *testing.B, run func(root string, jobs int) (*scan.Result, error)) {
 	if testing.Short() {
 		b.Skip("generates 256 MiB")
 	}
@@ -75,7 +71,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.Run("jobs="+string(rune('0'+jobs)), func(b *testing.B) {
 			b.SetBytes(n)
 			for b.Loop() {
-				res, err := Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{Jobs: jobs})
+				res, err := run(root, jobs)
 				if err != nil || len(warnings(res)) > 0 {
 					b.Fatalf("%v %+v", err, res.Findings)
 				}
