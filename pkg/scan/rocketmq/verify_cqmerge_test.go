@@ -17,12 +17,7 @@ import (
 // all queues gives the findings of a walk one queue at a time (the order
 // the checks were written for), on a store with a bad unit.
 func TestVerifyMergedWalkSameAsPerQueue(t *testing.T) {
-	k := queueKey{"TopicA", 0}
-	u := dmgOracle(t)[k][3]
-	p, off := unitPlace(k, u[0])
-	root, merged := verifyDataset(t, dmgDS, func(root string) {
-		vpatch(t, root, p, off, binary.BigEndian.AppendUint64(nil, uint64(u[1]+10)))
-	})
+	root, merged, _, _ := verifyMidMessageUnit(t)
 	if len(findCode(merged, CodeCQBadUnit)) == 0 {
 		t.Fatal("the damaged unit was not reported")
 	}

@@ -79,15 +79,24 @@ func dmgOracle(t *testing.T) map[queueKey][][]int64 {
 	return readCQOracle(t, dmgDS+".decode.jsonl", "raw_consume_queue", "")
 }
 
+// verifyMidMessageUnit verifies dmgDS with TopicA/0's unit 3 moved 10
+// bytes into its message; it returns the root, the result, the consume
+// queue file's path and the unit's oracle row (queue offset, phy offset).
+func verifyMidMessageUnit(t *testing.T) (root string, res *scan.Result, p string, u []int64) {
+	t.Helper()
+	k := queueKey{"TopicA", 0}
+	u = dmgOracle(t)[k][3]
+	p, off := unitPlace(k, u[0])
+	root, res = verifyDataset(t, dmgDS, func(root string) {
+		vpatch(t, root, p, off, binary.BigEndian.AppendUint64(nil, uint64(u[1]+10)))
+	})
+	return root, res, p, u
+}
+
 // TestVerifyCQUnitMidMessage: a unit moved 10 bytes into its message is
 // a bad-unit at that unit, and its message is then lost (no unit).
 func TestVerifyCQUnitMidMessage(t *testing.T) {
-	k := queueKey{"TopicA", 0}
-	u := dmgOracle(t)[k][3]
-	p, off := unitPlace(k, u[0])
-	_, res := verifyDataset(t, dmgDS, func(root string) {
-		vpatch(t, root, p, off, binary.BigEndian.AppendUint64(nil, uint64(u[1]+10)))
-	})
+	_, res, p, u := verifyMidMessageUnit(t)
 	got := expectOnly(t, res, map[string]bool{CodeCQBadUnit + " " + p + "@60": true, CodeCQMissing + " " + p + "@60": true})
 	if f := got[CodeCQBadUnit+" "+p+"@60"]; f.Severity != scan.Error || f.Evidence["record_start"] != "fail" || f.Repair != scan.RepairRebuildIndex {
 		t.Errorf("bad unit: %s", fmtFinding(f))
