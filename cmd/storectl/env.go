@@ -136,7 +136,8 @@ func (e *Env) finishAfterError(args []string, code int, err error) {
 			return
 		}
 		em, _ := report.New(e.Streams.Out, f, report.Style{})
-		s = &session{env: e, em: em, start: time.Now(), counts: map[string]int{"error": 0, "warning": 0, "info": 0}, codes: map[string]int{}}
+		s = &session{env: e, em: em, start: time.Now()}
+		s.resetCounts()
 		cmd := "storectl"
 		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 			cmd = args[0]

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/storectl/storectl/pkg/report"
@@ -46,12 +47,19 @@ func (e *Env) startSession(run report.Run) (*session, error) {
 	if err != nil {
 		return nil, usagef(err)
 	}
-	s := &session{env: e, em: em, start: time.Now(), failOn: failOn,
-		counts: map[string]int{"error": 0, "warning": 0, "info": 0}, codes: map[string]int{}}
+	s := &session{env: e, em: em, start: time.Now(), failOn: failOn}
+	s.resetCounts()
 	e.session = s
 	run.Tool = "storectl"
 	run.Version = version
 	return s, em.Run(run)
+}
+
+// resetCounts starts the finding counts from zero: per code, and per
+// severity with all three severities present (the summary lists them).
+func (s *session) resetCounts() {
+	s.counts = map[string]int{"error": 0, "warning": 0, "info": 0}
+	s.codes = map[string]int{}
 }
 
 func (s *session) record(rec any) error {
@@ -175,13 +183,11 @@ func (s *session) finish(code int) error {
 	return fmt.Errorf("exit %d", code)
 }
 
+// joinErrs is the errors of a report as one message ("see report" when
+// there are none).
 func joinErrs(es []string) string {
 	if len(es) == 0 {
 		return "see report"
 	}
-	out := es[0]
-	for _, e := range es[1:] {
-		out += "; " + e
-	}
-	return out
+	return strings.Join(es, "; ")
 }

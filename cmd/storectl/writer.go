@@ -232,8 +232,7 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.errors = append(s.errors, "re-verify: "+err.Error())
 			return s.finish(exitIncomplete)
 		}
-		s.counts = map[string]int{"error": 0, "warning": 0, "info": 0}
-		s.codes = map[string]int{}
+		s.resetCounts()
 		if err := s.result(after); err != nil {
 			return err
 		}
