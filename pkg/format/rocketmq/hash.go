@@ -96,3 +96,17 @@ func (m *Message) TagsCode() int64 {
 	}
 	return code
 }
+
+// DispatchTagsCode is m.TagsCode() from m's DispatchProps as
+// LookupProperties returned them (vals, found): the TAGS hash code without
+// a second walk of the properties, except for SCHEDULE_TOPIC_XXXX, whose
+// DELAY level needs one.
+func DispatchTagsCode(m *Message, vals [][]byte, found []bool) int64 {
+	switch {
+	case string(m.Topic) == ScheduleTopic:
+		return m.TagsCode() // delay level arithmetic
+	case found[DispatchTags]:
+		return int64(JavaHashCode(vals[DispatchTags]))
+	}
+	return 0
+}

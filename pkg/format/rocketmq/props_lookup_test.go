@@ -61,3 +61,24 @@ func FuzzForEachIndexKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDispatchTagsCode checks the tags code from a DispatchProps lookup
+// against TagsCode, for the schedule topic (DELAY levels) and any other.
+func FuzzDispatchTagsCode(f *testing.F) {
+	f.Add([]byte("TAGS\x01TagA\x02KEYS\x01k\x02"), false, int64(1700000000000))
+	f.Add([]byte("TAGS\x01TagA\x02DELAY\x013\x02"), true, int64(1700000000000))
+	f.Add([]byte("DELAY\x0199\x02"), true, int64(5))
+	f.Add([]byte("TAGS\x01\x02"), false, int64(0))
+	f.Fuzz(func(t *testing.T, raw []byte, schedule bool, storeTS int64) {
+		m := Message{Properties: raw, Topic: []byte("TopicTest"), StoreTimestamp: storeTS}
+		if schedule {
+			m.Topic = []byte(ScheduleTopic)
+		}
+		var vals [len(DispatchProps)][]byte
+		var found [len(DispatchProps)]bool
+		LookupProperties(raw, DispatchProps[:], vals[:], found[:])
+		if got, want := DispatchTagsCode(&m, vals[:], found[:]), m.TagsCode(); got != want {
+			t.Fatalf("DispatchTagsCode %d, TagsCode %d", got, want)
+		}
+	})
+}

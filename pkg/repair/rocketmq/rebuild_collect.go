@@ -138,12 +138,7 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	var found [len(rmq.DispatchProps)]bool
 	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
 	if m.Dispatched() { // NOT_TYPE or COMMIT
-		switch {
-		case string(m.Topic) == rmq.ScheduleTopic:
-			r.tagsCode = m.TagsCode() // delay level arithmetic
-		case found[rmq.DispatchTags]:
-			r.tagsCode = int64(rmq.JavaHashCode(vals[rmq.DispatchTags]))
-		}
+		r.tagsCode = rmq.DispatchTagsCode(m, vals[:], found[:])
 		r.queue = c.queue(m.Topic, m.QueueID)
 		if found[rmq.DispatchMulti] {
 			c.d.lmq++

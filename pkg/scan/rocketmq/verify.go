@@ -199,13 +199,7 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	var vals [len(rmq.DispatchProps)][]byte
 	var found [len(rmq.DispatchProps)]bool
 	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
-	var tags int64
-	switch {
-	case string(m.Topic) == rmq.ScheduleTopic:
-		tags = m.TagsCode() // delay level arithmetic
-	case found[rmq.DispatchTags]:
-		tags = int64(rmq.JavaHashCode(vals[rmq.DispatchTags]))
-	}
+	tags := rmq.DispatchTagsCode(m, vals[:], found[:])
 	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: tags, storeTS: m.StoreTimestamp,
 		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int64(len(c.hashes))}
 	if m.InnerBatch() {
