@@ -11,19 +11,19 @@ import (
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
-// QISegmentEntries is the v2 index segment size (4096 slots).
-const QISegmentEntries = 4096
+// segEntries is the v2 index segment size the broker writes by default.
+const segEntries = rfmt.QIDefaultSegmentEntryCount
 
 // QIFile returns a v2 .qi segment S whose first len(ids) slots are
 // persistent shared-store publishes of ids, with payload size psize[i].
 func QIFile(seg uint64, ids [][16]byte, psize []uint32) []byte {
-	b := make([]byte, 64+32*len(ids))
-	copy(b, "RCQI")
-	b[4] = 2
-	binary.BigEndian.PutUint64(b[5:], seg*QISegmentEntries)
-	binary.BigEndian.PutUint64(b[13:], (seg+1)*QISegmentEntries)
+	b := make([]byte, rfmt.QIHeaderSize+rfmt.QIEntrySize*len(ids))
+	binary.BigEndian.PutUint32(b, rfmt.QIMagic)
+	b[4] = rfmt.QIVersion
+	binary.BigEndian.PutUint64(b[5:], seg*segEntries)
+	binary.BigEndian.PutUint64(b[13:], (seg+1)*segEntries)
 	for i, id := range ids {
-		e := b[64+32*i:]
+		e := b[rfmt.QIHeaderSize+rfmt.QIEntrySize*i:]
 		e[0], e[1], e[3] = 1, 1, 1
 		copy(e[4:20], id[:])
 		if i < len(psize) {
@@ -44,8 +44,8 @@ func WriteQueue(vhostDir, vhost, queue string, ids [][16]byte) error {
 	if err := os.WriteFile(filepath.Join(dir, ".queue_name"), []byte(name), 0o644); err != nil {
 		return err
 	}
-	for seg := 0; seg*QISegmentEntries < len(ids) || seg == 0; seg++ {
-		part := ids[seg*QISegmentEntries : min(len(ids), (seg+1)*QISegmentEntries)]
+	for seg := 0; seg*segEntries < len(ids) || seg == 0; seg++ {
+		part := ids[seg*segEntries : min(len(ids), (seg+1)*segEntries)]
 		p := filepath.Join(dir, strconv.Itoa(seg)+".qi")
 		if err := os.WriteFile(p, QIFile(uint64(seg), part, nil), 0o644); err != nil {
 			return err
