@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -197,21 +196,15 @@ func (v *rbVerifier) indexFile(p string, lay rmq.IndexLayout) error {
 	return nil
 }
 
-// rbRecordKeys is IndexKeyHash of every key buildIndex indexes for m.
+// rbRecordKeys is IndexKeyHash(topic#key) of every key buildIndex indexes
+// for m (rmq.ForEachIndexKey: none for a ROLLBACK message).
 func rbRecordKeys(m *rmq.Message) []int32 {
+	var vals [len(rmq.DispatchProps)][]byte
+	var found [len(rmq.DispatchProps)]bool
+	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
 	var out []int32
-	add := func(k []byte) {
+	rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) {
 		out = append(out, rmq.IndexKeyHash(append(append(append([]byte(nil), m.Topic...), '#'), k...)))
-	}
-	if v, ok := m.Property(rmq.PropUniqKey); ok {
-		add(v)
-	}
-	if v, ok := m.Property(rmq.PropKeys); ok {
-		for _, k := range bytes.Split(v, []byte{' '}) {
-			if len(k) > 0 {
-				add(k)
-			}
-		}
-	}
+	})
 	return out
 }
