@@ -1,6 +1,10 @@
 package rocketmq
 
-import "github.com/storectl/storectl/pkg/format"
+import (
+	"encoding/binary"
+
+	"github.com/storectl/storectl/pkg/format"
+)
 
 // CQUnitSize is CQ_STORE_UNIT_SIZE: one consume queue unit (§4.1):
 // long commitlog offset | int size | long tagsCode.
@@ -50,14 +54,7 @@ func DecodeCQUnit(b []byte, off int64) (CQUnit, error) {
 
 // AppendCQUnit appends the 20-byte encoding of u.
 func AppendCQUnit(dst []byte, u CQUnit) []byte {
-	var b [CQUnitSize]byte
-	putU64(b[0:], uint64(u.CommitLogOffset))
-	putU32(b[8:], uint32(u.Size))
-	putU64(b[12:], uint64(u.TagsCode))
-	return append(dst, b[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(u.CommitLogOffset))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(u.Size))
+	return binary.BigEndian.AppendUint64(dst, uint64(u.TagsCode))
 }
-
-func putU32(b []byte, v uint32) {
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-}
-func putU64(b []byte, v uint64) { putU32(b, uint32(v>>32)); putU32(b[4:], uint32(v)) }

@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -89,6 +90,9 @@ func FuzzCQUnit(f *testing.F) {
 		u, err := DecodeCQUnit(b, 0)
 		mustCorrupt(t, err)
 		_ = u.Valid() && u.IsPlaceholder() && u.IsExtAddress()
+		if err == nil && !bytes.Equal(AppendCQUnit(nil, u), b[:CQUnitSize]) {
+			t.Fatalf("AppendCQUnit(%+v) = %x, decoded from %x", u, AppendCQUnit(nil, u), b[:CQUnitSize])
+		}
 	})
 }
 
