@@ -1,3 +1,11 @@
+// Package rabbitmq writes RabbitMQ classic-queue store files for tests and
+// benchmarks: .rdq records holding real-looking #basic_message{} (3.x) or
+// #mc{} (4.x) terms, queue index v2 (.qi) files referencing them, zero
+// holes, and the byte surgery the misread corpus needs (resizing a real
+// record, setting its msg id). Everything is deterministic for a seed.
+// Terms are encoded by pkg/format/rabbitmq's EncodeTerm.
+//
+// Nothing in it is used by the scanner.
 package rabbitmq
 
 import (
@@ -5,6 +13,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
 // TermKind selects the body term of a record.
@@ -47,30 +57,33 @@ func amqpProps(messageID string) []byte {
 	return b
 }
 
-func (e *Enc) content(m *Message) {
-	e.Tuple(6).Atom("content").Int(60).Atom("none").Bin(amqpProps(m.MessageID)).
-		Atom("rabbit_framing_amqp_0_9_1").List(1).Bin(m.Payload).Nil()
-}
-
-// Body returns term_to_binary of the message in the given shape.
+// Body returns term_to_binary of the message in the given shape (OTP 26+
+// atoms: SMALL_ATOM_UTF8_EXT), encoded by pkg/format/rabbitmq.
 func Body(kind TermKind, m *Message) []byte {
-	e := &Enc{B: make([]byte, 0, len(m.Payload)+256)}
-	e.Version()
+	content := rfmt.Tuple{rfmt.Atom("content"), int64(60), rfmt.Atom("none"), rfmt.Binary(amqpProps(m.MessageID)),
+		rfmt.Atom("rabbit_framing_amqp_0_9_1"), rfmt.List{Elems: []rfmt.Term{rfmt.Binary(m.Payload)}}}
+	routingKeys := rfmt.List{Elems: []rfmt.Term{rfmt.Binary(m.RoutingKey)}}
+	var t rfmt.Term
 	switch kind {
 	case BasicMessage:
-		e.Tuple(6).Atom("basic_message")
-		e.Tuple(4).Atom("resource").Bin([]byte("/")).Atom("exchange").Bin([]byte(m.Exchange))
-		e.List(1).Bin([]byte(m.RoutingKey)).Nil()
-		e.content(m)
-		e.Bin(m.ID[:]).Atom("true")
+		t = rfmt.Tuple{rfmt.Atom("basic_message"),
+			rfmt.Tuple{rfmt.Atom("resource"), rfmt.Binary("/"), rfmt.Atom("exchange"), rfmt.Binary(m.Exchange)},
+			routingKeys, content, rfmt.Binary(m.ID[:]), rfmt.Atom("true")}
 	default:
-		e.Tuple(4).Atom("mc").Atom("mc_amqpl")
-		e.content(m)
-		e.Map(4).Atom("id").Bin(m.ID[:]).Atom("x").Bin([]byte(m.Exchange))
-		e.Atom("rk").List(1).Bin([]byte(m.RoutingKey)).Nil()
-		e.Atom("rts").Int(m.Timestamp)
+		t = rfmt.Tuple{rfmt.Atom("mc"), rfmt.Atom("mc_amqpl"), content, rfmt.Map{
+			{Key: rfmt.Atom("id"), Value: rfmt.Binary(m.ID[:])},
+			{Key: rfmt.Atom("x"), Value: rfmt.Binary(m.Exchange)},
+			{Key: rfmt.Atom("rk"), Value: routingKeys},
+			{Key: rfmt.Atom("rts"), Value: m.Timestamp},
+		}}
 	}
-	return e.B
+	b, err := rfmt.EncodeTerm(t, rfmt.AtomsUTF8)
+	if err != nil {
+		// Only a bad atom or a term nested past MaxTermDepth fails, and
+		// every atom and the depth above are fixed.
+		panic("gen: encoding a message body: " + err.Error())
+	}
+	return b
 }
 
 // Frame returns one .rdq record <<Size:64, Id:16/binary, Body, 255>>.
@@ -88,6 +101,12 @@ func Record(kind TermKind, m *Message) []byte { return Frame(m.ID, Body(kind, m)
 // ErrNoPayload means a record's body holds no payload binary the
 // surgery helpers can find.
 var ErrNoPayload = errors.New("gen: no payload binary in record body")
+
+// ETF tags the record surgery looks for (erts/doc/src/erl_ext_dist.xml).
+const (
+	tagNil    = 106 // NIL_EXT, the tail of the #content{} payload list
+	tagBinary = 109 // BINARY_EXT
+)
 
 // payloadAt finds the payload binary of a record made by a broker or by
 // Body: the last BINARY_EXT whose length field covers exactly the bytes
