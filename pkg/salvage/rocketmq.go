@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
@@ -26,17 +27,26 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 	if !o.has(SelectAll) && !o.has(SelectAfterCorruption) {
 		return rep, nil
 	}
-	var walked []rmqscan.Record
-	res, err := rmqscan.ScanCommitLog(ctx, cfg, scan.Options{Records: func(r any) error {
-		if rec, ok := r.(rmqscan.Record); ok {
-			rec.Properties, rec.PropertiesRaw = nil, "" // re-read with the body
-			walked = append(walked, rec)
+	// Only the physical offsets of the walk's records are kept: a selected
+	// record is decoded again (and checked) when its body is read.
+	var walked []int64
+	walk := cfg
+	walk.OnMessage = func(m *rmq.Message, phy int64) error {
+		walked = append(walked, phy)
+		if cfg.OnMessage != nil {
+			return cfg.OnMessage(m, phy)
 		}
 		return nil
-	}})
+	}
+	res, err := rmqscan.ScanCommitLog(ctx, walk, scan.Options{})
 	if err != nil {
 		return nil, err
 	}
+	st, err := rmqscan.OpenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
 	if res.Incomplete {
 		rep.Notes = append(rep.Notes, "the commitlog scan was incomplete: "+fmt.Sprint(res.Errors))
 	}
@@ -61,11 +71,12 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 	if res.RecoveryEnd != nil {
 		end = *res.RecoveryEnd
 	}
-	for _, r := range walked {
-		add(r.PhyOffset, SelectAll, "all: a valid record of "+r.Path)
-		if end >= 0 && r.PhyOffset >= end {
-			add(r.PhyOffset, SelectAfterCorruption, fmt.Sprintf(
-				"after-corruption: at physical offset %d, at or past the recovery end %d; recovery drops it", r.PhyOffset, end))
+	for _, phy := range walked {
+		rel, _, _ := st.Path(phy)
+		add(phy, SelectAll, "all: a valid record of "+rel)
+		if end >= 0 && phy >= end {
+			add(phy, SelectAfterCorruption, fmt.Sprintf(
+				"after-corruption: at physical offset %d, at or past the recovery end %d; recovery drops it", phy, end))
 		}
 	}
 	for _, f := range res.Findings {
@@ -85,11 +96,6 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 		phys = append(phys, p)
 	}
 	sort.Slice(phys, func(i, j int) bool { return phys[i] < phys[j] })
-	st, err := rmqscan.OpenStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
 	for _, phy := range phys {
 		if err := ctx.Err(); err != nil {
 			return rep, err
