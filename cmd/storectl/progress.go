@@ -36,14 +36,22 @@ type ioLimiter struct {
 	total int64
 }
 
-// readLimit returns the --io-limit pacing as a scan progress callback, or
-// nil without a limit (for commands that show no progress).
-func (e *Env) readLimit() func(int64) {
+// ioLimit returns a limiter for --io-limit, or nil without a limit.
+func (e *Env) ioLimit() *ioLimiter {
 	mbs := e.Config.GetFloat64("io-limit")
 	if mbs <= 0 {
 		return nil
 	}
-	return (&ioLimiter{rate: mbs * 1e6, start: time.Now()}).wait
+	return &ioLimiter{rate: mbs * 1e6, start: time.Now()}
+}
+
+// readLimit returns the --io-limit pacing as a scan progress callback, or
+// nil without a limit (for commands that show no progress).
+func (e *Env) readLimit() func(int64) {
+	if l := e.ioLimit(); l != nil {
+		return l.wait
+	}
+	return nil
 }
 
 func (l *ioLimiter) wait(n int64) {
@@ -58,10 +66,7 @@ func (l *ioLimiter) wait(n int64) {
 
 func (e *Env) newProgress(total int64) *progress {
 	mode := e.Config.GetString("progress")
-	p := &progress{mode: mode, w: e.Streams.ErrOut, total: total, every: 5 * time.Second, last: time.Now()}
-	if mbs := e.Config.GetFloat64("io-limit"); mbs > 0 {
-		p.limit = &ioLimiter{rate: mbs * 1e6, start: time.Now()}
-	}
+	p := &progress{mode: mode, w: e.Streams.ErrOut, total: total, every: 5 * time.Second, last: time.Now(), limit: e.ioLimit()}
 	switch {
 	case mode == "auto" && e.Streams.ErrTTY && total > 0:
 		p.bar = progressbar.NewOptions64(total,
