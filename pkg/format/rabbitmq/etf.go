@@ -138,7 +138,7 @@ func SkipTerm(b []byte) (n int, err error) {
 
 // IsExactTerm reports whether b is exactly one complete, valid term.
 func IsExactTerm(b []byte) bool {
-	d := etfDecoder{b: b}
+	d := etfDecoder{Cursor: format.Cursor{B: b}}
 	n, ok := d.run(false)
 	return ok && n == len(b)
 }
@@ -159,103 +159,56 @@ func DecodeExactTerm(b []byte) (Term, error) {
 // etfDecodeAt decodes like DecodeTerm and reports error offsets as base +
 // position in b, for callers that hold b inside a larger file.
 func etfDecodeAt(b []byte, base int64, build bool) (Term, int, error) {
-	d := etfDecoder{b: b, build: build}
+	d := etfDecoder{Cursor: format.Cursor{B: b}, build: build}
 	if len(b) < 1 {
 		return nil, 0, format.Corrupt(base, "version", format.ErrShort)
 	}
 	if b[0] != etfVersion {
 		return nil, 0, format.Corrupt(base, "version", format.ErrMagic)
 	}
-	d.off = 1
+	d.Off = 1
 	if len(b) > 1 && b[1] == etfCompressed {
 		// term_to_binary/1 without the compressed option, which is what
 		// RabbitMQ uses everywhere, never writes tag 80.
 		return nil, 0, format.Corrupt(base+1, "tag", format.ErrUnsupported)
 	}
 	t := d.term(0)
-	if d.err != nil {
-		return nil, 0, format.Corrupt(base+int64(d.at), d.field, d.err)
+	if d.Failed() {
+		return nil, 0, d.Err(base)
 	}
-	return t, d.off, nil
+	return t, d.Off, nil
 }
 
-// etfDecoder walks one term. The first failure is sticky; field and at say
-// where it happened. With build off nothing is allocated.
+// etfDecoder walks one term with a format.Cursor over the term's bytes
+// (sticky first failure, its field and position). With build off nothing
+// is allocated.
 type etfDecoder struct {
-	b     []byte
-	off   int
+	format.Cursor
 	build bool
-	err   error
-	field string
-	at    int
 }
 
 // run walks a whole term after the version byte, for the bool-only API.
 func (d *etfDecoder) run(build bool) (int, bool) {
 	d.build = build
-	if len(d.b) < 2 || d.b[0] != etfVersion || d.b[1] == etfCompressed {
+	if len(d.B) < 2 || d.B[0] != etfVersion || d.B[1] == etfCompressed {
 		return 0, false
 	}
-	d.off = 1
+	d.Off = 1
 	d.term(0)
-	return d.off, d.err == nil
-}
-
-func (d *etfDecoder) fail(at int, field string, err error) {
-	if d.err == nil {
-		d.err, d.field, d.at = err, field, at
-	}
-}
-
-// take returns the next n bytes or fails with ErrShort at the current offset.
-func (d *etfDecoder) take(field string, n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b)-d.off {
-		d.fail(d.off, field, format.ErrShort)
-		return nil
-	}
-	p := d.b[d.off : d.off+n : d.off+n]
-	d.off += n
-	return p
-}
-
-func (d *etfDecoder) u8(field string) int {
-	p := d.take(field, 1)
-	if p == nil {
-		return 0
-	}
-	return int(p[0])
-}
-
-func (d *etfDecoder) u16(field string) int {
-	p := d.take(field, 2)
-	if p == nil {
-		return 0
-	}
-	return int(p[0])<<8 | int(p[1])
-}
-
-func (d *etfDecoder) u32(field string) uint32 {
-	p := d.take(field, 4)
-	if p == nil {
-		return 0
-	}
-	return uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
+	return d.Off, !d.Failed()
 }
 
 // count reads a 32-bit element count and checks that count elements of at
 // least minBytes each can still follow, so no allocation or loop is sized
 // from an unchecked length.
 func (d *etfDecoder) count(field string, minBytes int) int {
-	at := d.off
-	n := d.u32(field)
-	if d.err != nil {
+	at := d.Off
+	n := d.U32(field)
+	if d.Failed() {
 		return 0
 	}
-	if uint64(n)*uint64(minBytes) > uint64(len(d.b)-d.off) {
-		d.fail(at, field, format.ErrShort)
+	if uint64(n)*uint64(minBytes) > uint64(len(d.B)-d.Off) {
+		d.FailAt(at, field, format.ErrShort)
 		return 0
 	}
 	return int(n)
@@ -263,33 +216,33 @@ func (d *etfDecoder) count(field string, minBytes int) int {
 
 // term decodes one tagged value. depth counts enclosing containers.
 func (d *etfDecoder) term(depth int) Term {
-	if d.err != nil {
+	if d.Failed() {
 		return nil
 	}
 	if depth > MaxTermDepth {
-		d.fail(d.off, "depth", format.ErrTooLarge)
+		d.FailAt(d.Off, "depth", format.ErrTooLarge)
 		return nil
 	}
-	at := d.off
-	tag := d.u8("tag")
-	if d.err != nil {
+	at := d.Off
+	tag := int(d.U8("tag"))
+	if d.Failed() {
 		return nil
 	}
 	switch tag {
 	case etfSmallInteger:
-		v := d.u8("smallInteger")
-		if d.err != nil || !d.build {
+		v := int(d.U8("smallInteger"))
+		if d.Failed() || !d.build {
 			return nil
 		}
 		return int64(v)
 	case etfInteger:
-		v := int32(d.u32("integer"))
-		if d.err != nil || !d.build {
+		v := int32(d.U32("integer"))
+		if d.Failed() || !d.build {
 			return nil
 		}
 		return int64(v)
 	case etfSmallBig:
-		n := d.u8("bigLength")
+		n := int(d.U8("bigLength"))
 		return d.big(n)
 	case etfLargeBig:
 		n := d.count("bigLength", 1)
@@ -299,19 +252,19 @@ func (d *etfDecoder) term(depth int) Term {
 	case etfAtom, etfSmallAtom, etfAtomUTF8, etfSmallAtomUTF8:
 		return d.atom(at, tag)
 	case etfAtomCacheRef:
-		d.fail(at, "tag", format.ErrUnsupported) // only valid inside distribution messages
+		d.FailAt(at, "tag", format.ErrUnsupported) // only valid inside distribution messages
 		return nil
 	case etfBinary:
-		p := d.take("binary", d.count("binaryLength", 1))
-		if d.err != nil || !d.build {
+		p := d.Take("binary", d.count("binaryLength", 1))
+		if d.Failed() || !d.build {
 			return nil
 		}
 		return Binary(p)
 	case etfBitBinary:
 		return d.bitBinary()
 	case etfString:
-		p := d.take("string", d.u16("stringLength"))
-		if d.err != nil || !d.build {
+		p := d.Take("string", int(d.U16("stringLength")))
+		if d.Failed() || !d.build {
 			return nil
 		}
 		return String(p)
@@ -323,7 +276,7 @@ func (d *etfDecoder) term(depth int) Term {
 	case etfList:
 		return d.list(depth)
 	case etfSmallTuple:
-		return d.tuple(depth, d.u8("arity"))
+		return d.tuple(depth, int(d.U8("arity")))
 	case etfLargeTuple:
 		return d.tuple(depth, d.count("arity", 1))
 	case etfMap:

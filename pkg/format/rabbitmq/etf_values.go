@@ -14,9 +14,9 @@ import (
 
 // big reads the sign byte and n little-endian digit bytes of a bignum.
 func (d *etfDecoder) big(n int) Term {
-	sign := d.u8("bigSign")
-	digits := d.take("bigDigits", n)
-	if d.err != nil {
+	sign := int(d.U8("bigSign"))
+	digits := d.Take("bigDigits", n)
+	if d.Failed() {
 		return nil
 	}
 	if !d.build {
@@ -52,11 +52,11 @@ func (d *etfDecoder) big(n int) Term {
 // float reads NEW_FLOAT_EXT (IEEE 754 binary64) or the old FLOAT_EXT, a
 // 31-byte NUL-padded "%.20e" string. Erlang floats are always finite.
 func (d *etfDecoder) float(tag int) Term {
-	at := d.off
+	at := d.Off
 	var v float64
 	if tag == etfNewFloat {
-		p := d.take("float", 8)
-		if d.err != nil {
+		p := d.Take("float", 8)
+		if d.Failed() {
 			return nil
 		}
 		var bits uint64
@@ -65,8 +65,8 @@ func (d *etfDecoder) float(tag int) Term {
 		}
 		v = math.Float64frombits(bits)
 	} else {
-		p := d.take("float", 31)
-		if d.err != nil {
+		p := d.Take("float", 31)
+		if d.Failed() {
 			return nil
 		}
 		end := len(p)
@@ -75,13 +75,13 @@ func (d *etfDecoder) float(tag int) Term {
 		}
 		f, err := strconv.ParseFloat(string(p[:end]), 64)
 		if err != nil {
-			d.fail(at, "float", format.ErrInvalid)
+			d.FailAt(at, "float", format.ErrInvalid)
 			return nil
 		}
 		v = f
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		d.fail(at, "float", format.ErrInvalid)
+		d.FailAt(at, "float", format.ErrInvalid)
 		return nil
 	}
 	if !d.build {
@@ -96,25 +96,25 @@ func (d *etfDecoder) float(tag int) Term {
 func (d *etfDecoder) atom(at, tag int) Term {
 	var n int
 	if tag == etfSmallAtom || tag == etfSmallAtomUTF8 {
-		n = d.u8("atomLength")
+		n = int(d.U8("atomLength"))
 	} else {
-		n = d.u16("atomLength")
+		n = int(d.U16("atomLength"))
 	}
-	p := d.take("atom", n)
-	if d.err != nil {
+	p := d.Take("atom", n)
+	if d.Failed() {
 		return nil
 	}
 	latin1 := tag == etfAtom || tag == etfSmallAtom
 	if latin1 {
 		if n > etfMaxAtomChars {
-			d.fail(at, "atomLength", format.ErrTooLarge)
+			d.FailAt(at, "atomLength", format.ErrTooLarge)
 			return nil
 		}
 	} else if !utf8.Valid(p) {
-		d.fail(at+1, "atom", format.ErrInvalid)
+		d.FailAt(at+1, "atom", format.ErrInvalid)
 		return nil
 	} else if n > etfMaxAtomChars && utf8.RuneCount(p) > etfMaxAtomChars { // runes ≤ bytes
-		d.fail(at, "atomLength", format.ErrTooLarge)
+		d.FailAt(at, "atomLength", format.ErrTooLarge)
 		return nil
 	}
 	if !d.build {
@@ -134,14 +134,14 @@ func (d *etfDecoder) atom(at, tag int) Term {
 // number of used bits in the last byte: 1..8, and 0 only when Len is 0.
 func (d *etfDecoder) bitBinary() Term {
 	n := d.count("binaryLength", 1)
-	at := d.off
-	bits := d.u8("bits")
-	p := d.take("binary", n)
-	if d.err != nil {
+	at := d.Off
+	bits := int(d.U8("bits"))
+	p := d.Take("binary", n)
+	if d.Failed() {
 		return nil
 	}
 	if bits > 8 || (bits == 0) != (n == 0) {
-		d.fail(at, "bits", format.ErrInvalid)
+		d.FailAt(at, "bits", format.ErrInvalid)
 		return nil
 	}
 	if !d.build {
@@ -155,17 +155,17 @@ func (d *etfDecoder) bitBinary() Term {
 func (d *etfDecoder) list(depth int) Term {
 	n := d.count("listLength", 1)
 	var elems []Term
-	if d.build && d.err == nil {
+	if d.build && !d.Failed() {
 		elems = make([]Term, 0, n)
 	}
-	for i := 0; i < n && d.err == nil; i++ {
+	for i := 0; i < n && !d.Failed(); i++ {
 		e := d.term(depth + 1)
 		if d.build {
 			elems = append(elems, e)
 		}
 	}
 	tail := d.term(depth + 1)
-	if d.err != nil || !d.build {
+	if d.Failed() || !d.build {
 		return nil
 	}
 	if n == 0 {
@@ -177,16 +177,16 @@ func (d *etfDecoder) list(depth int) Term {
 // tuple reads n elements; n was already checked against the input.
 func (d *etfDecoder) tuple(depth, n int) Term {
 	var elems Tuple
-	if d.build && d.err == nil {
+	if d.build && !d.Failed() {
 		elems = make(Tuple, 0, n)
 	}
-	for i := 0; i < n && d.err == nil; i++ {
+	for i := 0; i < n && !d.Failed(); i++ {
 		e := d.term(depth + 1)
 		if d.build {
 			elems = append(elems, e)
 		}
 	}
-	if d.err != nil || !d.build {
+	if d.Failed() || !d.build {
 		return nil
 	}
 	return elems
@@ -197,17 +197,17 @@ func (d *etfDecoder) tuple(depth, n int) Term {
 func (d *etfDecoder) mapTerm(depth int) Term {
 	n := d.count("mapArity", 2)
 	var m Map
-	if d.build && d.err == nil {
+	if d.build && !d.Failed() {
 		m = make(Map, 0, n)
 	}
-	for i := 0; i < n && d.err == nil; i++ {
+	for i := 0; i < n && !d.Failed(); i++ {
 		k := d.term(depth + 1)
 		v := d.term(depth + 1)
 		if d.build {
 			m = append(m, MapEntry{Key: k, Value: v})
 		}
 	}
-	if d.err != nil || !d.build {
+	if d.Failed() || !d.build {
 		return nil
 	}
 	return m
@@ -215,11 +215,11 @@ func (d *etfDecoder) mapTerm(depth int) Term {
 
 // node reads the node-name atom of a pid, port or reference.
 func (d *etfDecoder) node() {
-	if d.err != nil {
+	if d.Failed() {
 		return
 	}
-	at := d.off
-	tag := d.u8("node")
+	at := d.Off
+	tag := int(d.U8("node"))
 	switch tag {
 	case etfAtom, etfSmallAtom, etfAtomUTF8, etfSmallAtomUTF8:
 		build := d.build
@@ -227,7 +227,7 @@ func (d *etfDecoder) node() {
 		d.atom(at, tag)
 		d.build = build
 	default:
-		d.fail(at, "node", format.ErrInvalid)
+		d.FailAt(at, "node", format.ErrInvalid)
 	}
 }
 
@@ -240,41 +240,41 @@ func (d *etfDecoder) opaque(at, tag int) Term {
 	switch tag {
 	case etfPid, etfNewPid, etfPort, etfNewPort, etfV4Port, etfReference:
 		d.node()
-		d.take("id", etfOpaqueFixed(tag))
+		d.Take("id", etfOpaqueFixed(tag))
 	case etfNewReference, etfNewerReference:
-		words := d.u16("refLength")
-		if words > etfMaxRefWords && d.err == nil {
-			d.fail(at+1, "refLength", format.ErrTooLarge)
+		words := int(d.U16("refLength"))
+		if words > etfMaxRefWords && !d.Failed() {
+			d.FailAt(at+1, "refLength", format.ErrTooLarge)
 		}
 		d.node()
 		creation := 1
 		if tag == etfNewerReference {
 			creation = 4
 		}
-		d.take("creation", creation)
-		d.take("id", 4*words)
+		d.Take("creation", creation)
+		d.Take("id", 4*words)
 	case etfExport:
 		d.node() // module and function are atoms, read like a node name
 		d.node()
-		if t := d.u8("arity"); d.err == nil && t != etfSmallInteger {
-			d.fail(d.off-1, "arity", format.ErrInvalid)
+		if t := int(d.U8("arity")); !d.Failed() && t != etfSmallInteger {
+			d.FailAt(d.Off-1, "arity", format.ErrInvalid)
 		}
-		d.take("arity", 1)
+		d.Take("arity", 1)
 	case etfNewFun:
-		size := int(d.u32("funSize")) // counts itself
-		if size < 4 && d.err == nil {
-			d.fail(at+1, "funSize", format.ErrInvalid)
+		size := int(d.U32("funSize")) // counts itself
+		if size < 4 && !d.Failed() {
+			d.FailAt(at+1, "funSize", format.ErrInvalid)
 		}
-		d.take("fun", size-4)
+		d.Take("fun", size-4)
 	case etfFun, etfLocal:
-		d.fail(at, "tag", format.ErrUnsupported)
+		d.FailAt(at, "tag", format.ErrUnsupported)
 	default:
-		d.fail(at, "tag", format.ErrInvalid)
+		d.FailAt(at, "tag", format.ErrInvalid)
 	}
-	if d.err != nil || !d.build {
+	if d.Failed() || !d.build {
 		return nil
 	}
-	return Opaque{Tag: byte(tag), Raw: d.b[at:d.off:d.off]}
+	return Opaque{Tag: byte(tag), Raw: d.B[at:d.Off:d.Off]}
 }
 
 // etfOpaqueFixed is the number of bytes after the node atom.
