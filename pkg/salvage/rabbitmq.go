@@ -80,7 +80,7 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 	if err != nil {
 		return err
 	}
-	atRisk, err := atRiskVictims(ctx, root, dir, o, v)
+	atRisk, err := atRiskVictims(o, v)
 	if err != nil {
 		return err
 	}
@@ -289,25 +289,27 @@ var hazardCodes = map[string]bool{rscan.CodeZeroHoleMisread: true, rscan.CodeOff
 // atRiskVictims maps each referenced victim of a misread that bites one
 // of o.BrokerVersions (severity above info in a scan for that version) to
 // the reason.
-func atRiskVictims(ctx context.Context, root, dir string, o Options, v *rscan.VHostScan) (map[recKey]string, error) {
+func atRiskVictims(o Options, v *rscan.VHostScan) (map[recKey]string, error) {
 	out := map[recKey]string{}
 	if !o.has(SelectAtRisk) || v.Refs == nil {
 		return out, nil
 	}
-	scans := []*rscan.VHostScan{v}
+	// Per version, v's hazard findings with that version's severities (no
+	// second scan: a version changes nothing else).
+	found := [][]scan.Finding{v.Findings}
 	vers := []string{"any version"}
 	if len(o.BrokerVersions) > 0 {
-		scans, vers = nil, nil
+		found, vers = nil, nil
 		for _, bv := range o.BrokerVersions {
-			s, err := rscan.ScanVHost(ctx, root, dir, rscan.VHostOptions{BrokerVersion: bv})
+			fs, err := v.HazardFindings(bv)
 			if err != nil {
 				return nil, err
 			}
-			scans, vers = append(scans, s), append(vers, bv)
+			found, vers = append(found, fs), append(vers, bv)
 		}
 	}
-	for i, s := range scans {
-		for _, f := range s.Findings {
+	for i, fs := range found {
+		for _, f := range fs {
 			if !hazardCodes[f.Code] || f.Severity == scan.Info {
 				continue
 			}

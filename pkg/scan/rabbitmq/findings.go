@@ -128,6 +128,31 @@ func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) 
 	return out
 }
 
+// HazardFindings returns the scanner-hazard findings of v (a ScanVHost
+// result) as ScanVHost with BrokerVersion version reports them, in the
+// same order. A version changes only their severities, so no file is
+// read again. version must be set: without one, the severities depend on
+// what the scan saw of all record terms; v.Findings has those.
+func (v *VHostScan) HazardFindings(version string) ([]scan.Finding, error) {
+	ver, err := parseVersion(version)
+	if err != nil {
+		return nil, err
+	}
+	if !ver.set {
+		return nil, fmt.Errorf("HazardFindings needs a broker version")
+	}
+	var out []scan.Finding
+	for _, fs := range v.Files {
+		if fs.Err != nil || fs.Transient {
+			continue
+		}
+		for i := range fs.Hazards {
+			out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
+		}
+	}
+	return out, nil
+}
+
 func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	f := scan.Finding{Code: h.Code, Path: fs.Path, Offset: h.Offset, Length: h.Length, Repair: scan.RepairNone,
 		Details: map[string]any{"versions": h.Versions, "generations": h.Gens, "when": h.When, "victims": h.victimsDetail()}}
