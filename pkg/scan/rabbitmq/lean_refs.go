@@ -111,6 +111,8 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 	return l
 }
 
+// queueName is the name a queue dir's findings and references use: its
+// .queue_name's queue name, or the dir's hash when that is unreadable.
 func queueName(qd *rfmt.QueueDir) string {
 	if qd.HasName {
 		return qd.Name.Name

@@ -38,10 +38,7 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 func queueRefs(q *rfmt.VHostQueues) map[string][]string {
 	out := map[string][]string{}
 	for _, qd := range q.Queues {
-		name := qd.Hash
-		if qd.HasName {
-			name = qd.Name.Name
-		}
+		name := queueName(qd)
 		for _, r := range qd.Refs {
 			out[r.MsgID] = append(out[r.MsgID], name)
 		}
@@ -62,10 +59,7 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 	}
 	var out []scan.Finding
 	for _, qd := range v.Queues.Queues {
-		name := qd.Hash
-		if qd.HasName {
-			name = qd.Name.Name
-		}
+		name := queueName(qd)
 		for _, r := range qd.Refs {
 			if _, ok := v.Found[r.MsgID]; ok {
 				continue
