@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 const (
@@ -64,12 +66,7 @@ func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
 		return nil, false
 	}
 	if s.f == nil {
-		f, err := os.CreateTemp("", "storectl-victims-*")
-		if err == nil {
-			if err = os.Remove(f.Name()); err != nil {
-				f.Close()
-			}
-		}
+		f, err := scan.UnlinkedTemp("storectl-victims-*")
 		if err != nil {
 			s.failed = true
 			return nil, false

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"os"
 	"sort"
+
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // recTable holds the compact records (vrec) the cross-file checks look
@@ -60,10 +62,10 @@ const (
 func newRecTable() (*recTable, error) {
 	t := &recTable{}
 	var err error
-	if t.f, err = tempUnlinked(); err != nil {
+	if t.f, err = scan.UnlinkedTemp("storectl-verify-*"); err != nil {
 		return nil, err
 	}
-	if t.hf, err = tempUnlinked(); err != nil {
+	if t.hf, err = scan.UnlinkedTemp("storectl-verify-*"); err != nil {
 		t.f.Close()
 		return nil, err
 	}
@@ -72,18 +74,6 @@ func newRecTable() (*recTable, error) {
 		t.cache[i].idx = -1
 	}
 	return t, nil
-}
-
-func tempUnlinked() (*os.File, error) {
-	f, err := os.CreateTemp("", "storectl-verify-*")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Remove(f.Name()); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // Close releases the temp files.
