@@ -55,7 +55,7 @@ func FuzzEntryMsgID(f *testing.F) {
 		if id != "" && len(id) != 32 {
 			t.Fatalf("id %q", id)
 		}
-		if p := trimQSPadding(b); len(p) > len(b) {
+		if p := rfmt.TrimQSPadding(b); len(p) > len(b) {
 			t.Fatal("padding trim grew the blob")
 		}
 	})

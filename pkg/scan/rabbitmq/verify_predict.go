@@ -160,9 +160,6 @@ func entryMsgID(e rfmt.QueueEntry) string {
 	return hexID([16]byte(m.ID))
 }
 
-// trimQSPadding is rfmt.TrimQSPadding under the name this package's
-// tests (verify_test.go, verify_fuzz_test.go) call it by.
-var trimQSPadding = rfmt.TrimQSPadding
 
 // orphanReason says why no durable queue can own the dir; "" when one can.
 // The broker deletes such dirs at start (rabbit_queue_index:start/2). The

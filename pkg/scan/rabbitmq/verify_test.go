@@ -43,7 +43,7 @@ func verifyDir(t *testing.T, root, dir, ver string) *VHostVerify {
 // or from the body held by the index (v1 embedded, v2 .qs).
 func amqpOf(t *testing.T, root string, ef EntryFate, files map[string][]byte) string {
 	t.Helper()
-	body := trimQSPadding(ef.Entry.Body)
+	body := rfmt.TrimQSPadding(ef.Entry.Body)
 	if r := ef.Record; r != nil {
 		b, ok := files[r.Path]
 		if !ok {
