@@ -160,7 +160,6 @@ func entryMsgID(e rfmt.QueueEntry) string {
 	return hexID([16]byte(m.ID))
 }
 
-
 // orphanReason says why no durable queue can own the dir; "" when one can.
 // The broker deletes such dirs at start (rabbit_queue_index:start/2). The
 // metadata store is not read, so a dir whose .queue_name is consistent is
