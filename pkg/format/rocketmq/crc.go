@@ -29,7 +29,16 @@ type PropCRC struct {
 
 // PropCRC returns the property CRC state of m. A __CRC32# property that is
 // not the record's last 20 bytes, or has non-digits, is Present but not OK.
+// It is worked out once per decoded record (a CRC of the whole record):
+// Verify, the scan's counts and the record output all ask for it.
 func (m *Message) PropCRC() PropCRC {
+	if !m.propCRCDone {
+		m.propCRC, m.propCRCDone = m.computePropCRC(), true
+	}
+	return m.propCRC
+}
+
+func (m *Message) computePropCRC() PropCRC {
 	var p PropCRC
 	// Fast path: the key can't be there (vectorised searches, no property
 	// walk). The key ends in '#', rare in property text: look for that

@@ -60,6 +60,9 @@ type Message struct {
 	Topic                     []byte
 	Properties                []byte // raw properties text, key 0x01 value 0x02 ...
 	Raw                       []byte // the whole record, TotalSize bytes
+	// propCRC memoizes PropCRC for this decoded record.
+	propCRC     PropCRC
+	propCRCDone bool
 }
 
 // IsBlank reports whether m is the BLANK end-of-file record.
