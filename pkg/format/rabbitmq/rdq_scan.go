@@ -8,6 +8,9 @@ package rabbitmq
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/storectl/storectl/pkg/format"
 )
@@ -215,4 +218,44 @@ func rdqAsk(valid func(ScanRecord) Validity, r ScanRecord) Validity {
 		return Valid
 	}
 	return valid(r)
+}
+
+// ParseVersion reads a RabbitMQ version "MAJOR.MINOR.PATCH" (a leading
+// "v", missing trailing parts and "-suffixes" allowed), as
+// --broker-version takes it. Each part is 0-999.
+func ParseVersion(s string) (major, minor, patch int, err error) {
+	parts := strings.SplitN(strings.TrimPrefix(s, "v"), ".", 3)
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.SplitN(p, "-", 2)[0])
+		if err != nil || v < 0 || v > 999 {
+			return 0, 0, 0, fmt.Errorf("broker version %q: want MAJOR.MINOR.PATCH", s)
+		}
+		n[i] = v
+	}
+	return n[0], n[1], n[2], nil
+}
+
+// PredictMisread is the §3.4 analysis of one real record at off, of
+// totalSize bytes, in file b: when k >= 1 zero bytes precede it, the
+// largest j <= min(k, 7) with C_j = S>>8j >= 16 whose tested byte (offset
+// 8-j+C_j inside the record) is 0xFF gives a bogus frame at off-j of
+// C_j+9 bytes that generation 2 accepts. ok is false when none does.
+func PredictMisread(b []byte, off, totalSize int64) (candOff, candTotal int64, ok bool) {
+	m := int(off)
+	k := 0
+	for k < 7 && m-k-1 >= 0 && b[m-k-1] == 0 {
+		k++
+	}
+	s := uint64(totalSize - RDQOverhead)
+	for j := k; j >= 1; j-- {
+		c := s >> (8 * uint(j))
+		if c < RDQMinSize {
+			continue
+		}
+		if t := uint64(m-j) + 8 + c; t < uint64(len(b)) && b[t] == RDQWriteOK {
+			return int64(m - j), int64(c) + RDQOverhead, true
+		}
+	}
+	return 0, 0, false
 }

@@ -12,8 +12,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -31,11 +29,9 @@ func scopeFor(ver string) scope {
 	if ver == "" {
 		return scope{gen1: true, gen2: true, obn2: true, obn3: true}
 	}
-	var n [3]int
-	for i, p := range strings.SplitN(strings.TrimPrefix(ver, "v"), ".", 3) {
-		n[i], _ = strconv.Atoi(strings.SplitN(p, "-", 2)[0])
-	}
-	switch gen, o := rfmt.ScanOptionsFor(n[0], n[1], n[2]); gen {
+	// A bad version fails the vhost scan harden runs first.
+	major, minor, patch, _ := rfmt.ParseVersion(ver)
+	switch gen, o := rfmt.ScanOptionsFor(major, minor, patch); gen {
 	case 1:
 		return scope{gen1: true}
 	case 2:
@@ -253,25 +249,13 @@ func (s *sim) misreadHazards(m *models) []simHazard {
 	return out
 }
 
-// predicted34 is hazards.go predicted34 (§3.4) over simulated records.
+// predicted34 is rfmt.PredictMisread (§3.4) over simulated records, as
+// the scanner runs it over real ones.
 func predicted34(b []byte, recs []simRec) map[int64]int64 {
 	out := map[int64]int64{}
 	for _, r := range recs {
-		m := int(r.off)
-		k := 0
-		for k < 7 && m-k-1 >= 0 && b[m-k-1] == 0 {
-			k++
-		}
-		sz := uint64(r.total - rfmt.RDQOverhead)
-		for j := k; j >= 1; j-- {
-			c := sz >> (8 * uint(j))
-			if c < rfmt.RDQMinSize {
-				continue
-			}
-			if t := uint64(m-j) + 8 + c; t < uint64(len(b)) && b[t] == rfmt.RDQWriteOK {
-				out[int64(m-j)] = int64(c) + rfmt.RDQOverhead
-				break
-			}
+		if off, size, ok := rfmt.PredictMisread(b, r.off, r.total); ok {
+			out[off] = size
 		}
 	}
 	return out

@@ -116,29 +116,13 @@ func victimOf(r *Record) Victim {
 	return Victim{ID: r.MsgID, Offset: r.Offset, Size: r.TotalSize, Status: r.Status}
 }
 
-// predicted34 is the §3.4 analysis: for a record at m preceded by k ≥ 1
-// zero bytes, the largest j ≤ min(k,7) with C_j = S>>8j ≥ 16 whose tested
-// byte (offset 8−j+C_j inside the record) is 0xFF gives a bogus candidate
-// at m−j of C_j+9 bytes. It returns offset -> total size.
+// predicted34 is rfmt.PredictMisread over a file's records: bogus
+// candidate offset -> total size.
 func predicted34(b []byte, recs []*Record) map[int64]int64 {
 	out := map[int64]int64{}
 	for _, r := range recs {
-		m := int(r.Offset)
-		k := 0
-		for k < 7 && m-k-1 >= 0 && b[m-k-1] == 0 {
-			k++
-		}
-		s := uint64(r.TotalSize - rfmt.RDQOverhead)
-		for j := k; j >= 1; j-- {
-			c := s >> (8 * uint(j))
-			if c < rfmt.RDQMinSize {
-				continue
-			}
-			t := uint64(m-j) + 8 + c
-			if t < uint64(len(b)) && b[t] == rfmt.RDQWriteOK {
-				out[int64(m-j)] = int64(c) + rfmt.RDQOverhead
-				break
-			}
+		if off, size, ok := rfmt.PredictMisread(b, r.Offset, r.TotalSize); ok {
+			out[off] = size
 		}
 	}
 	return out

@@ -1,10 +1,6 @@
 package rabbitmq
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
-
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -36,15 +32,11 @@ func parseVersion(s string) (brokerVersion, error) {
 	if s == "" {
 		return brokerVersion{}, nil
 	}
-	parts := strings.SplitN(strings.TrimPrefix(s, "v"), ".", 3)
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(strings.SplitN(p, "-", 2)[0])
-		if err != nil || v < 0 || v > 999 {
-			return brokerVersion{}, fmt.Errorf("broker version %q: want MAJOR.MINOR.PATCH", s)
-		}
-		n[i] = v
+	major, minor, patch, err := rfmt.ParseVersion(s)
+	if err != nil {
+		return brokerVersion{}, err
 	}
+	n := [3]int{major, minor, patch}
 	v := brokerVersion{set: true, major: n[0], minor: n[1], patch: n[2]}
 	var o rfmt.ScanOptions
 	v.gen, o = rfmt.ScanOptionsFor(n[0], n[1], n[2])
