@@ -118,6 +118,30 @@ func HashTree(dir string) (map[string]string, error) {
 	return out, err
 }
 
+// TreeHashDirs is TreeHash plus every directory below dir, as "rel/" ->
+// its mode, for tests that check a repair also left the directories (and
+// their permissions) as they were.
+func TreeHashDirs(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := TreeHash(t, dir)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == dir {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)+"/"] = fi.Mode().String()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // SameTree fails the test when two TreeHash results differ.
 func SameTree(t testing.TB, before, after map[string]string) {
 	t.Helper()

@@ -48,7 +48,7 @@ func TestPlanValidateDirs(t *testing.T) {
 		{{Op: OpRemoveFile, Path: small}, {Op: OpReplaceFile, Path: "small.bin/x", Data: content}},
 	}
 	for i, acts := range bad {
-		before := treeHash(t, data)
+		before := testutil.TreeHashDirs(t, data)
 		p, _ := NewPlan(data, "test", fixedMtime)
 		var err error
 		for _, a := range acts {
@@ -59,7 +59,7 @@ func TestPlanValidateDirs(t *testing.T) {
 		if !errors.Is(err, ErrInvalidPlan) {
 			t.Errorf("case %d %+v: err %v, want ErrInvalidPlan", i, acts, err)
 		}
-		testutil.SameTree(t, before, treeHash(t, data))
+		testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 	}
 	p, _ := NewPlan(data, "test", fixedMtime)
 	if err := p.Add(Action{Op: OpReplaceFile, Path: "qlink/new/x", Data: content}, SnapshotOptions{}); err != nil {
@@ -111,13 +111,13 @@ func TestApplyRefusesStaleDirs(t *testing.T) {
 			data := makeTree(t)
 			p := dirsPlan(t, data)
 			tt.mutate(data)
-			before := treeHash(t, data)
+			before := testutil.TreeHashDirs(t, data)
 			rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data)})
 			var se *StaleError
 			if !errors.As(err, &se) || se.What != tt.what || rep != nil {
 				t.Fatalf("err %v, want ErrStale on %q", err, tt.what)
 			}
-			testutil.SameTree(t, before, treeHash(t, data))
+			testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 			if _, err := os.Stat(backupDir(data)); !os.IsNotExist(err) {
 				t.Fatalf("backup dir exists after a refusal: %v", err)
 			}
@@ -132,7 +132,7 @@ func TestApplyRefusesStaleDirs(t *testing.T) {
 func TestApplyRemoveDirNotEmpty(t *testing.T) {
 	for _, intruder := range []bool{false, true} {
 		data := makeTree(t)
-		before := treeHash(t, data)
+		before := testutil.TreeHashDirs(t, data)
 		p := dirsPlan(t, data)
 		late := filepath.Join(data, "consumequeue/TopicA/0/late")
 		foreign := filepath.Join(data, cqB0+".foreign")
@@ -153,7 +153,7 @@ func TestApplyRemoveDirNotEmpty(t *testing.T) {
 			if len(rep.RollbackErrors) > 0 {
 				t.Fatalf("rollback errors %v", rep.RollbackErrors)
 			}
-			testutil.SameTree(t, before, treeHash(t, data))
+			testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 			if err := p.Check(data); err != nil {
 				t.Fatalf("plan no longer checks after rollback: %v", err)
 			}
@@ -167,7 +167,7 @@ func TestApplyRemoveDirNotEmpty(t *testing.T) {
 		os.Remove(foreign)
 		os.Remove(filepath.Dir(foreign))
 		os.Remove(filepath.Dir(filepath.Dir(foreign)))
-		testutil.SameTree(t, before, treeHash(t, data))
+		testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 	}
 }
 
@@ -177,7 +177,7 @@ func TestApplyRemoveDirNotEmpty(t *testing.T) {
 // keeps that dir and its parent.
 func TestUndoDirsWithForeignEntry(t *testing.T) {
 	data := makeTree(t)
-	orig := treeHash(t, data)
+	orig := testutil.TreeHashDirs(t, data)
 	rep, err := Apply(context.Background(), buildPlan(t, data, opCaseNamed(t, "replace-file creates nested dirs"), SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +190,13 @@ func TestUndoDirsWithForeignEntry(t *testing.T) {
 	}
 	foreign := filepath.Join(data, "consumequeue/TopicB/0/00000000000000001000")
 	os.WriteFile(foreign, []byte("broker wrote on"), 0o644)
-	after := treeHash(t, data)
+	after := testutil.TreeHashDirs(t, data)
 	_, err = Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true})
 	var se *StaleError
 	if !errors.As(err, &se) || se.What != "entries since the apply" || se.Path != "consumequeue/TopicB/0" {
 		t.Fatalf("err %v, want ErrStale on the entries of consumequeue/TopicB/0", err)
 	}
-	testutil.SameTree(t, after, treeHash(t, data))
+	testutil.SameTree(t, after, testutil.TreeHashDirs(t, data))
 
 	urep, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Force: true})
 	if err != nil {
@@ -215,7 +215,7 @@ func TestUndoDirsWithForeignEntry(t *testing.T) {
 	os.Remove(foreign)
 	os.Remove(filepath.Dir(foreign))
 	os.Remove(filepath.Dir(filepath.Dir(foreign)))
-	testutil.SameTree(t, orig, treeHash(t, data))
+	testutil.SameTree(t, orig, testutil.TreeHashDirs(t, data))
 
 	// A plan without dirs keeps the v1 manifest older versions can read.
 	data = makeTree(t)

@@ -35,13 +35,13 @@ func TestApplyFaultEveryStep(t *testing.T) {
 			sawDataWrite := false
 			for n := 1; n <= steps; n++ {
 				data := makeTreeFor(t, c)
-				before := treeHash(t, data)
+				before := testutil.TreeHashDirs(t, data)
 				p := buildPlan(t, data, c, SnapshotOptions{})
 				rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: n, skipSync: true}})
 				if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, ErrInjected) {
 					t.Fatalf("step %d/%d: err %v, want ErrApplyFailed+ErrInjected", n, steps, err)
 				}
-				testutil.SameTree(t, before, treeHash(t, data))
+				testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 				if err := p.Check(data); err != nil {
 					t.Fatalf("step %d: plan no longer checks after rollback: %v", n, err)
 				}
@@ -83,7 +83,7 @@ func TestUndoFaultEveryStep(t *testing.T) {
 			steps := 0
 			for n := 1; ; n++ {
 				data := makeTreeFor(t, c)
-				orig := treeHash(t, data)
+				orig := testutil.TreeHashDirs(t, data)
 				rep, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{skipSync: true}})
 				if err != nil {
 					t.Fatal(err)
@@ -91,7 +91,7 @@ func TestUndoFaultEveryStep(t *testing.T) {
 				urep, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Faults: Faults{FailAtWrite: n, skipSync: true}})
 				if err == nil {
 					steps = urep.Steps
-					testutil.SameTree(t, orig, treeHash(t, data))
+					testutil.SameTree(t, orig, testutil.TreeHashDirs(t, data))
 					break
 				}
 				if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, ErrInjected) {
@@ -100,7 +100,7 @@ func TestUndoFaultEveryStep(t *testing.T) {
 				if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Faults: Faults{skipSync: true}}); err != nil {
 					t.Fatalf("step %d: re-run undo: %v", n, err)
 				}
-				testutil.SameTree(t, orig, treeHash(t, data))
+				testutil.SameTree(t, orig, testutil.TreeHashDirs(t, data))
 				if n > 1000 {
 					t.Fatal("undo never succeeded")
 				}
@@ -116,14 +116,14 @@ func TestUndoFaultEveryStep(t *testing.T) {
 // TestApplyCancelled: a cancelled context writes nothing to the data dir.
 func TestApplyCancelled(t *testing.T) {
 	data := makeTree(t)
-	before := treeHash(t, data)
+	before := testutil.TreeHashDirs(t, data)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := Apply(ctx, buildPlan(t, data, opCases[len(opCases)-1], SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
 	if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
-	testutil.SameTree(t, before, treeHash(t, data))
+	testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 	if _, err := os.Stat(filepath.Join(backupDir(data), ManifestName)); err == nil {
 		t.Fatal("backup left behind although nothing was changed")
 	}
@@ -142,7 +142,7 @@ func TestCrashThenUndoForce(t *testing.T) {
 	recovered, inDir := 0, 0
 	for n := 1; n <= rep.Steps; n++ {
 		data := makeTreeFor(t, c)
-		orig := treeHash(t, data)
+		orig := testutil.TreeHashDirs(t, data)
 		_, err := Apply(context.Background(), buildPlan(t, data, c, SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data), Faults: Faults{FailAtWrite: n, skipSync: true, noRollback: true}})
 		if !errors.Is(err, ErrApplyFailed) {
 			t.Fatalf("step %d: %v", n, err)
@@ -157,7 +157,7 @@ func TestCrashThenUndoForce(t *testing.T) {
 		m, err := ReadManifest(backupDir(data))
 		if err != nil { // died while writing the backup: the data dir is untouched
 			os.Remove(filepath.Join(data, StagePrefix+small))
-			testutil.SameTree(t, orig, treeHash(t, data))
+			testutil.SameTree(t, orig, testutil.TreeHashDirs(t, data))
 			continue
 		}
 		urep, err := Undo(context.Background(), backupDir(data), UndoOptions{Apply: true, Force: true, Faults: Faults{skipSync: true}})
@@ -167,7 +167,7 @@ func TestCrashThenUndoForce(t *testing.T) {
 		if len(urep.Stages) != stages {
 			t.Fatalf("step %d: leftover stages %v", n, urep.Stages)
 		}
-		testutil.SameTree(t, orig, treeHash(t, data))
+		testutil.SameTree(t, orig, testutil.TreeHashDirs(t, data))
 		recovered++
 		if stages > 1 {
 			inDir++

@@ -108,42 +108,6 @@ func makeTreeWith(t *testing.T, cq bool) string {
 	return data
 }
 
-// treeHash is testutil.TreeHash (path -> hex SHA-256 of every regular
-// file) plus every directory below dir, as "<path>/" -> its mode (type,
-// setgid, sticky and permission bits), in one walk: two trees compare
-// equal only with the same files, bytes, dirs and dir modes.
-func treeHash(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		switch {
-		case d.IsDir():
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			out[rel+"/"] = fi.Mode().String()
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			s := sha256.Sum256(b)
-			out[rel] = hex.EncodeToString(s[:])
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // stageFile writes a staged source outside the data dir.
 func stageFile(t *testing.T, data string, name string, b []byte) string {
 	t.Helper()
@@ -315,12 +279,12 @@ func TestApplyUndoOps(t *testing.T) {
 			t.Parallel()
 			data := makeTreeFor(t, c)
 			want := readTree(t, data) // the original bytes, made the expected ones after Apply
-			origHash := treeHash(t, data)
+			origHash := testutil.TreeHashDirs(t, data)
 			p := buildPlan(t, data, c, SnapshotOptions{})
 			if err := p.Check(data); err != nil { // planning is a dry run: nothing changed
 				t.Fatalf("Check after planning: %v", err)
 			}
-			testutil.SameTree(t, origHash, treeHash(t, data))
+			testutil.SameTree(t, origHash, testutil.TreeHashDirs(t, data))
 
 			rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data)})
 			if err != nil {
@@ -329,22 +293,22 @@ func TestApplyUndoOps(t *testing.T) {
 			c.want(want)
 			testutil.SameTree(t, hashContent(want), testutil.TreeHash(t, data))
 			checkReport(t, data, rep)
-			checkDirs(t, p, origHash, treeHash(t, data), want)
+			checkDirs(t, p, origHash, testutil.TreeHashDirs(t, data), want)
 			if _, err := os.Stat(filepath.Join(rep.BackupDir, ManifestName)); err != nil {
 				t.Fatal(err)
 			}
 
-			afterHash := treeHash(t, data)
+			afterHash := testutil.TreeHashDirs(t, data)
 			urep, err := Undo(context.Background(), rep.BackupDir, UndoOptions{})
 			if err != nil || urep.Applied {
 				t.Fatalf("Undo dry run: %v applied=%v", err, urep.Applied)
 			}
-			testutil.SameTree(t, afterHash, treeHash(t, data))
+			testutil.SameTree(t, afterHash, testutil.TreeHashDirs(t, data))
 
 			if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true}); err != nil {
 				t.Fatalf("Undo: %v", err)
 			}
-			testutil.SameTree(t, origHash, treeHash(t, data))
+			testutil.SameTree(t, origHash, testutil.TreeHashDirs(t, data))
 			if err := p.Check(data); err != nil { // sizes, mtimes and hashes all back
 				t.Fatalf("Check after undo: %v", err)
 			}
@@ -358,7 +322,7 @@ func TestApplyUndoOps(t *testing.T) {
 					t.Errorf("second undo: %s: %s", f.Path, f.Action)
 				}
 			}
-			testutil.SameTree(t, origHash, treeHash(t, data))
+			testutil.SameTree(t, origHash, testutil.TreeHashDirs(t, data))
 		})
 	}
 }
@@ -410,7 +374,7 @@ func checkDirs(t *testing.T, p *Plan, before, after map[string]string, files map
 // checkReport compares the report's after hashes with the files.
 func checkReport(t *testing.T, data string, rep *ApplyReport) {
 	t.Helper()
-	got := treeHash(t, data)
+	got := testutil.TreeHashDirs(t, data)
 	for _, a := range rep.Actions {
 		if a.Status != StatusApplied {
 			t.Errorf("%s: status %s", a.ID, a.Status)
@@ -447,20 +411,20 @@ func TestUndoRefusesChangedFiles(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(data, small), os.O_WRONLY|os.O_APPEND, 0)
 	f.Write([]byte("broker wrote more"))
 	f.Close()
-	before := treeHash(t, data)
+	before := testutil.TreeHashDirs(t, data)
 	_, err = Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true})
 	var se *StaleError
 	if !errors.Is(err, ErrStale) || !errors.As(err, &se) || se.Path != small {
 		t.Fatalf("Undo after change: %v, want ErrStale on %s", err, small)
 	}
-	testutil.SameTree(t, before, treeHash(t, data))
+	testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 }
 
 // TestUndoForceWholeFile: a removed file recreated after the apply is stale,
 // and Force puts the original back.
 func TestUndoForceWholeFile(t *testing.T) {
 	data := makeTree(t)
-	orig := treeHash(t, data)
+	orig := testutil.TreeHashDirs(t, data)
 	rep, err := Apply(context.Background(), buildPlan(t, data, opCases[7], SnapshotOptions{}), ApplyOptions{BackupDir: backupDir(data)})
 	if err != nil {
 		t.Fatal(err)
@@ -472,5 +436,5 @@ func TestUndoForceWholeFile(t *testing.T) {
 	if _, err := Undo(context.Background(), rep.BackupDir, UndoOptions{Apply: true, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.SameTree(t, orig, treeHash(t, data))
+	testutil.SameTree(t, orig, testutil.TreeHashDirs(t, data))
 }

@@ -74,13 +74,13 @@ func TestApplyRefusesStale(t *testing.T) {
 			data := makeTree(t)
 			p := plan(t, data, SnapshotOptions{SkipWholeFile: tt.skip})
 			tt.mutate(t, data)
-			before := treeHash(t, data)
+			before := testutil.TreeHashDirs(t, data)
 			rep, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data)})
 			var se *StaleError
 			if !errors.Is(err, ErrStale) || !errors.As(err, &se) || se.What != tt.wantWhat || rep != nil {
 				t.Fatalf("err %v (report %v), want ErrStale on %q", err, rep, tt.wantWhat)
 			}
-			testutil.SameTree(t, before, treeHash(t, data))
+			testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 			if _, err := os.Stat(backupDir(data)); !os.IsNotExist(err) {
 				t.Fatalf("backup dir exists after a refusal: %v", err)
 			}
@@ -98,18 +98,18 @@ func TestApplyBackupDirRefused(t *testing.T) {
 	os.Mkdir(full, 0o700)
 	os.WriteFile(filepath.Join(full, ManifestName), []byte("someone else's"), 0o600)
 	for _, dir := range []string{data, filepath.Join(data, "bk"), filepath.Join(data, "queue", "x", "y"), filepath.Join(outside, "bk"), full} {
-		before := treeHash(t, filepath.Dir(data))
+		before := testutil.TreeHashDirs(t, filepath.Dir(data))
 		_, err := Apply(context.Background(), buildPlan(t, data, opCases[0], SnapshotOptions{}), ApplyOptions{BackupDir: dir})
 		if !errors.Is(err, ErrBackupDir) {
 			t.Fatalf("backup dir %s: err %v, want ErrBackupDir", dir, err)
 		}
-		testutil.SameTree(t, before, treeHash(t, filepath.Dir(data)))
+		testutil.SameTree(t, before, testutil.TreeHashDirs(t, filepath.Dir(data)))
 	}
 }
 
 func TestApplyMaxRemoveBytes(t *testing.T) {
 	data := makeTree(t)
-	before := treeHash(t, data)
+	before := testutil.TreeHashDirs(t, data)
 	p := buildPlan(t, data, opCases[0], SnapshotOptions{}) // zeroes 20 bytes
 	if p.LostBytes() != 20 {
 		t.Fatalf("LostBytes = %d", p.LostBytes())
@@ -117,7 +117,7 @@ func TestApplyMaxRemoveBytes(t *testing.T) {
 	if _, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data), MaxRemoveBytes: 19}); !errors.Is(err, ErrLimit) {
 		t.Fatalf("err %v, want ErrLimit", err)
 	}
-	testutil.SameTree(t, before, treeHash(t, data))
+	testutil.SameTree(t, before, testutil.TreeHashDirs(t, data))
 	if _, err := Apply(context.Background(), p, ApplyOptions{BackupDir: backupDir(data), MaxRemoveBytes: 20}); err != nil {
 		t.Fatal(err)
 	}

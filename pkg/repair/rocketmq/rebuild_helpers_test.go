@@ -74,29 +74,6 @@ func rbApply(t *testing.T, cfg RebuildConfig, p *repair.Plan, rep *RebuildReport
 	return bdir
 }
 
-// rbTreeHash is testutil.TreeHash plus every dir below root as
-// "<path>/" -> its mode, so a comparison also covers the directory set.
-func rbTreeHash(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := testutil.TreeHash(t, root)
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() || p == root {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		out[filepath.ToSlash(rel)+"/"] = fi.Mode().String()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // rbNoStageLeft fails if a staging dir is left beside the store.
 func rbNoStageLeft(t *testing.T, store string) {
 	t.Helper()

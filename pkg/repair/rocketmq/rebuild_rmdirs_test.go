@@ -21,7 +21,7 @@ import (
 // the planted one.
 func TestRebuildRemovesEmptiedQueueDirs(t *testing.T) {
 	store := rbFixture(t, "rmq497-a-clean")
-	clean := rbTreeHash(t, store)
+	clean := testutil.TreeHashDirs(t, store)
 	src, err := os.ReadFile(filepath.Join(store, "consumequeue/TopicA/0/00000000000000000000"))
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestRebuildRemovesEmptiedQueueDirs(t *testing.T) {
 		}
 	}
 	os.MkdirAll(filepath.Join(store, "consumequeue/TopicA/8"), 0o755)
-	planted := rbTreeHash(t, store)
+	planted := testutil.TreeHashDirs(t, store)
 
 	cfg := RebuildConfig{DataDir: store}
 	p, rep := rbTestPlan(t, cfg)
@@ -57,14 +57,14 @@ func TestRebuildRemovesEmptiedQueueDirs(t *testing.T) {
 			t.Errorf("queue %s/%d: dir_removed %v", q.Topic, q.QueueID, q.DirRemoved)
 		}
 	}
-	testutil.SameTree(t, planted, rbTreeHash(t, store)) // planning writes nothing
+	testutil.SameTree(t, planted, testutil.TreeHashDirs(t, store)) // planning writes nothing
 	bdir := rbApply(t, cfg, p, rep)
 	want := maps.Clone(clean)
 	want["consumequeue/TopicA/8/"] = planted["consumequeue/TopicA/8/"] // empty before: left alone
-	testutil.SameTree(t, want, rbTreeHash(t, store))
+	testutil.SameTree(t, want, testutil.TreeHashDirs(t, store))
 	if _, err := repair.Undo(context.Background(), bdir, repair.UndoOptions{Apply: true}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.SameTree(t, planted, rbTreeHash(t, store))
+	testutil.SameTree(t, planted, testutil.TreeHashDirs(t, store))
 	t.Logf("%d actions: 3 planted files and %d dirs removed, clean tree back; undo restored %d planted entries", len(p.Actions), len(rmdirs), len(planted)-len(clean))
 }

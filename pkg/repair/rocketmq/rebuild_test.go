@@ -35,11 +35,11 @@ func TestRebuildConsumeQueueFromScratch(t *testing.T) {
 		t.Run(fx, func(t *testing.T) {
 			store := rbFixture(t, fx)
 			orig := rbFiles(t, store, "consumequeue")
-			before := rbTreeHash(t, store)
+			before := testutil.TreeHashDirs(t, store)
 			if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
 				t.Fatal(err)
 			}
-			deleted := rbTreeHash(t, store)
+			deleted := testutil.TreeHashDirs(t, store)
 			cfg := RebuildConfig{DataDir: store, CQFileSize: fxCQSize}
 			p, rep := rbTestPlan(t, cfg)
 			if rep.CQFileSizeFrom != "config" || rep.CQFileSize != fxCQSize {
@@ -71,11 +71,11 @@ func TestRebuildConsumeQueueFromScratch(t *testing.T) {
 					t.Errorf("rebuild created %s, which the broker did not", rel)
 				}
 			}
-			testutil.SameTree(t, before, rbTreeHash(t, store))
+			testutil.SameTree(t, before, testutil.TreeHashDirs(t, store))
 			if _, err := repair.Undo(context.Background(), bdir, repair.UndoOptions{Apply: true}); err != nil {
 				t.Fatal(err)
 			}
-			testutil.SameTree(t, deleted, rbTreeHash(t, store))
+			testutil.SameTree(t, deleted, testutil.TreeHashDirs(t, store))
 			t.Logf("%d CQ files, %d units byte-identical to the broker's; dirs and modes equal; undo removed them all", len(orig), units)
 		})
 	}
