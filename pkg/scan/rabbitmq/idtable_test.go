@@ -3,6 +3,8 @@ package rabbitmq
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/storectl/storectl/internal/offheap"
 )
 
 // TestIDTableMatchesMap drives idTable and a plain map with the same
@@ -45,7 +47,11 @@ func TestIDTableMatchesMap(t *testing.T) {
 				model[fixed[0].id] = e
 			}
 			sortSlots(fixed)
-			tab.setSorted(fixed)
+			buf := offheap.New[idSlot]()
+			for _, sl := range fixed {
+				buf.Append(sl)
+			}
+			tab.setSorted(buf)
 			others := make([][16]byte, 0, 100)
 			for i := 0; i < 100; i++ {
 				others = append(others, mk())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/storectl/storectl/internal/offheap"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -29,7 +30,7 @@ type leanRefs struct {
 // concurrent use); build then makes the lean references.
 type leanRefsBuilder struct {
 	mu    sync.Mutex
-	slots []idSlot // e.set: the queue dir's ordinal in ord until build
+	slots *offheap.Buf[idSlot] // e.set: the queue dir's ordinal in ord until build
 	ord   map[*rfmt.QueueDir]int32
 }
 
@@ -38,6 +39,7 @@ func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
 	defer b.mu.Unlock()
 	if b.ord == nil {
 		b.ord = map[*rfmt.QueueDir]int32{}
+		b.slots = offheap.New[idSlot]()
 	}
 	o, ok := b.ord[qd]
 	if !ok {
@@ -45,7 +47,7 @@ func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
 		b.ord[qd] = o
 	}
 	for _, r := range refs {
-		b.slots = append(b.slots, idSlot{id: r.ID, e: idEntry{set: o}})
+		b.slots.Append(idSlot{id: r.ID, e: idEntry{set: o}})
 	}
 }
 
@@ -62,7 +64,11 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 			index[o] = int32(qi)
 		}
 	}
-	slots := b.slots
+	buf := b.slots
+	if buf == nil { // no queue dir had a reference
+		buf = offheap.New[idSlot]()
+	}
+	slots := buf.Slice()
 	b.slots, b.ord = nil, nil
 	for i := range slots {
 		slots[i].e.set = index[slots[i].e.set]
@@ -103,11 +109,9 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 		out = append(out, idSlot{id: slots[i].id, e: idEntry{set: si + 1}})
 		i = j
 	}
-	if cap(out) > len(out)+len(out)/8 {
-		// The table lives for the whole scan: no append slack in it.
-		out = append(make([]idSlot, 0, len(out)), out...)
-	}
-	seen.setSorted(out)
+	// The table lives for the whole scan: the pages past it go back.
+	buf.Truncate(len(out))
+	seen.setSorted(buf)
 	return l
 }
 

@@ -1,0 +1,170 @@
+// Package offheap keeps large, long-lived, pointer-free tables in
+// anonymous memory mapped outside the Go heap.
+//
+// A table on the Go heap costs about twice its size in resident memory:
+// the collector lets the heap grow to twice its live size before the next
+// cycle (GOGC=100), and growing a slice by append copies it into one twice
+// as large, so the old and the new copy are both resident for a while.
+// A Buf lives in its own mapping instead: it grows with mremap (the kernel
+// moves the page table entries, no bytes are copied), the collector never
+// scans it or counts it toward the heap goal, and the pages past the end
+// of a truncated table go back to the kernel at once. Resident memory is
+// then the table's own bytes, rounded up to a page.
+//
+// Where mapping fails (an exhausted address space or a strict overcommit
+// limit), a Buf falls back to an ordinary heap slice: the same results,
+// with the heap's cost.
+package offheap
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const minBytes = 64 << 10
+
+// Buf is a growable slice of T outside the Go heap. T must hold no
+// pointers (New panics otherwise): the collector does not see what a Buf
+// holds. A Buf is not safe for concurrent use, and a slice from Slice is
+// valid only until the next Append, Truncate or Free.
+type Buf[T any] struct {
+	m *mapping // nil: heap fallback (or nothing allocated yet)
+	s []T      // len: elements in use; cap: what m holds
+}
+
+// mapping is a Buf's anonymous mapping. It is its own object so a cleanup
+// can unmap it when the Buf is dropped without Free.
+type mapping struct{ b []byte }
+
+// New returns an empty Buf. It panics if T holds pointers.
+func New[T any]() *Buf[T] {
+	var zero T
+	if t := reflect.TypeOf(zero); t == nil || !pointerFree(t) {
+		panic(fmt.Sprintf("offheap: %v holds pointers", t))
+	}
+	return &Buf[T]{}
+}
+
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Len returns the number of elements in use.
+func (b *Buf[T]) Len() int { return len(b.s) }
+
+// Slice returns the elements in use.
+func (b *Buf[T]) Slice() []T { return b.s }
+
+// Append adds x at the end.
+func (b *Buf[T]) Append(x T) {
+	if len(b.s) == cap(b.s) {
+		b.grow()
+	}
+	b.s = append(b.s, x) // within cap: never reallocates a mapped Buf
+}
+
+func (b *Buf[T]) grow() {
+	size := int(unsafe.Sizeof(*new(T)))
+	if size == 0 {
+		b.s = append(b.s, *new(T))[:len(b.s)]
+		return
+	}
+	if b.m == nil && cap(b.s) > 0 {
+		// Heap fallback: ordinary append growth.
+		b.s = append(b.s, *new(T))[:len(b.s)]
+		return
+	}
+	want := max(minBytes, 2*cap(b.s)*size)
+	want = (want + pageSize - 1) &^ (pageSize - 1)
+	var (
+		mem []byte
+		err error
+	)
+	if b.m == nil {
+		mem, err = unix.Mmap(-1, 0, want, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	} else {
+		mem, err = unix.Mremap(b.m.b, want, unix.MREMAP_MAYMOVE)
+	}
+	if err != nil {
+		b.toHeap()
+		b.s = append(b.s, *new(T))[:len(b.s)]
+		return
+	}
+	if b.m == nil {
+		b.m = &mapping{b: mem}
+		runtime.AddCleanup(b, func(m *mapping) { m.free() }, b.m)
+	}
+	b.m.b = mem
+	b.s = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), len(mem)/size)[:len(b.s)]
+}
+
+// toHeap moves the elements to a heap slice and unmaps the mapping.
+func (b *Buf[T]) toHeap() {
+	if b.m == nil {
+		return
+	}
+	s := append(make([]T, 0, 2*len(b.s)+1), b.s...)
+	b.m.free()
+	b.m, b.s = nil, s
+}
+
+var pageSize = unix.Getpagesize()
+
+// Truncate keeps the first n elements (n <= Len) and gives the whole pages
+// past them back to the kernel.
+func (b *Buf[T]) Truncate(n int) {
+	if n < 0 || n > len(b.s) {
+		panic(fmt.Sprintf("offheap: Truncate(%d) of %d elements", n, len(b.s)))
+	}
+	b.s = b.s[:n]
+	if b.m == nil {
+		return
+	}
+	used := n * int(unsafe.Sizeof(*new(T)))
+	from := (used + pageSize - 1) &^ (pageSize - 1)
+	if from < len(b.m.b) {
+		// MADV_DONTNEED on a private anonymous mapping: the pages are
+		// freed now and read back as zeros if touched again.
+		_ = unix.Madvise(b.m.b[from:], unix.MADV_DONTNEED)
+	}
+}
+
+// Free releases the memory. The Buf is empty afterwards and may be used
+// again.
+func (b *Buf[T]) Free() {
+	if b.m != nil {
+		b.m.free()
+		b.m = nil
+	}
+	b.s = nil
+}
+
+func (m *mapping) free() {
+	if m.b != nil {
+		_ = unix.Munmap(m.b)
+		m.b = nil
+	}
+}
+
+// Mapped reports whether the elements live in a mapping (false: on the
+// heap, after a failed mapping or before the first Append).
+func (b *Buf[T]) Mapped() bool { return b.m != nil }
