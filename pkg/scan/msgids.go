@@ -1,40 +1,163 @@
 package scan
 
-import "encoding/hex"
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
 
 // MsgIDs is a list of 16-byte message ids (RabbitMQ msg store ids). It is
 // kept as bytes, not strings (a queue can name hundreds of thousands), and
-// encodes as a JSON array of 32-hex-digit strings.
-type MsgIDs [][16]byte
+// encodes as a JSON array of 32-hex-digit strings; an empty list is the
+// zero value for `omitzero`. A list built with a spool (AppendTo) keeps
+// only its last, partial chunk in memory: full chunks go to the spool's
+// temp file and are read back when the list is encoded.
+type MsgIDs struct {
+	ids    [][16]byte // the ids after the last spilled chunk (all of them without a spool)
+	chunks []int64    // offsets of the spilled chunks in spool, in order
+	spool  *IDSpool
+}
 
-// Strings returns the ids in hex.
+// NewMsgIDs returns a list holding ids (no spool).
+func NewMsgIDs(ids ...[16]byte) MsgIDs { return MsgIDs{ids: ids} }
+
+// Append adds id in memory.
+func (m *MsgIDs) Append(id [16]byte) { m.ids = append(m.ids, id) }
+
+// AppendTo adds id; once the in-memory part holds a full chunk it is
+// written to spool (kept in memory if that fails). spool may be nil.
+func (m *MsgIDs) AppendTo(spool *IDSpool, id [16]byte) {
+	m.ids = append(m.ids, id)
+	if spool == nil || len(m.ids) < spool.chunk || (m.spool != nil && m.spool != spool) {
+		return
+	}
+	if off, ok := spool.put(m.ids); ok {
+		m.spool = spool
+		m.chunks = append(m.chunks, off)
+		m.ids = m.ids[:0]
+	}
+}
+
+// Len returns the number of ids.
+func (m MsgIDs) Len() int {
+	if m.spool == nil {
+		return len(m.ids)
+	}
+	return len(m.chunks)*m.spool.chunk + len(m.ids)
+}
+
+// Spilled reports whether some of the ids are in a spool's file.
+func (m MsgIDs) Spilled() bool { return len(m.chunks) > 0 }
+
+// IsZero reports whether m is empty (encoding/json's omitzero).
+func (m MsgIDs) IsZero() bool { return m.Len() == 0 }
+
+// Each calls fn for every id in order. The error is from reading a
+// spilled chunk back.
+func (m MsgIDs) Each(fn func(id [16]byte)) error {
+	if len(m.chunks) > 0 {
+		buf := make([]byte, m.spool.chunk*16)
+		for _, off := range m.chunks {
+			if err := m.spool.get(buf, off); err != nil {
+				return err
+			}
+			for i := 0; i < len(buf); i += 16 {
+				fn([16]byte(buf[i : i+16]))
+			}
+		}
+	}
+	for _, id := range m.ids {
+		fn(id)
+	}
+	return nil
+}
+
+// Strings returns the ids in hex (nil for an empty list). A spilled
+// chunk that cannot be read back panics: tests and small lists use it.
 func (m MsgIDs) Strings() []string {
-	out := make([]string, len(m))
-	for i, id := range m {
-		out[i] = hex.EncodeToString(id[:])
+	if m.Len() == 0 {
+		return nil
+	}
+	out := make([]string, 0, m.Len())
+	if err := m.Each(func(id [16]byte) { out = append(out, hex.EncodeToString(id[:])) }); err != nil {
+		panic(err)
 	}
 	return out
 }
 
-// AppendJSON appends m as a JSON array of hex strings (null when nil, as
-// encoding/json encodes a nil slice).
+// AppendJSON appends m as a JSON array of hex strings.
 func (m MsgIDs) AppendJSON(b []byte) ([]byte, error) {
-	if m == nil {
-		return append(b, "null"...), nil
-	}
 	b = append(b, '[')
-	for i, id := range m {
-		if i > 0 {
+	first := true
+	err := m.Each(func(id [16]byte) {
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, '"')
 		b = hex.AppendEncode(b, id[:])
 		b = append(b, '"')
-	}
-	return append(b, ']'), nil
+	})
+	return append(b, ']'), err
 }
 
 // MarshalJSON encodes m as AppendJSON does.
 func (m MsgIDs) MarshalJSON() ([]byte, error) {
-	return m.AppendJSON(make([]byte, 0, 2+len(m)*35))
+	return m.AppendJSON(make([]byte, 0, 2+m.Len()*35))
+}
+
+// IDSpool is the temp file of the spilled MsgIDs chunks of one run. It is
+// safe for concurrent use. The file is unlinked at creation and closed
+// when the spool is no longer reachable (os.File's own cleanup).
+type IDSpool struct {
+	chunk  int // ids per chunk
+	mu     sync.Mutex
+	f      *os.File
+	end    int64
+	failed bool // a create or write failed: lists stay in memory
+}
+
+// NewIDSpool returns a spool that writes chunks of chunk ids (at least 1).
+// The file is created at the first write.
+func NewIDSpool(chunk int) *IDSpool { return &IDSpool{chunk: max(chunk, 1)} }
+
+func (s *IDSpool) put(ids [][16]byte) (int64, bool) {
+	buf := make([]byte, 0, len(ids)*16)
+	for _, id := range ids {
+		buf = append(buf, id[:]...)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return 0, false
+	}
+	if s.f == nil {
+		f, err := UnlinkedTemp("storectl-msgids-*")
+		if err != nil {
+			s.failed = true
+			return 0, false
+		}
+		s.f = f
+	}
+	if _, err := s.f.WriteAt(buf, s.end); err != nil {
+		s.failed = true
+		return 0, false
+	}
+	off := s.end
+	s.end += int64(len(buf))
+	return off, true
+}
+
+var errIDSpoolShort = errors.New("msg id spool file shorter than written")
+
+func (s *IDSpool) get(buf []byte, off int64) error {
+	if n, err := s.f.ReadAt(buf, off); n < len(buf) {
+		if err == nil {
+			err = errIDSpoolShort
+		}
+		return fmt.Errorf("reading msg ids back from the temp file: %w", err)
+	}
+	return nil
 }

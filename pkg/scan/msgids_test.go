@@ -3,26 +3,35 @@ package scan
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
-// TestMsgIDsJSON: a list of ids encodes exactly as the list of their hex
-// strings does, nil as null, and inside a queue empty lists are omitted.
-func TestMsgIDsJSON(t *testing.T) {
-	var ids MsgIDs
-	for i := range 5 {
-		var id [16]byte
-		for j := range id {
-			id[j] = byte(i*17 + j*29)
-		}
-		ids = append(ids, id)
+func testID(i int) [16]byte {
+	var id [16]byte
+	for j := range id {
+		id[j] = byte(i*17 + j*29 + i>>8)
 	}
-	for _, c := range []MsgIDs{ids, ids[:1], {}} {
+	return id
+}
+
+// TestMsgIDsJSON: a list of ids encodes exactly as the list of their hex
+// strings does, and inside a queue an empty list is omitted.
+func TestMsgIDsJSON(t *testing.T) {
+	var all [][16]byte
+	for i := range 5 {
+		all = append(all, testID(i))
+	}
+	for _, c := range []MsgIDs{NewMsgIDs(all...), NewMsgIDs(all[0]), {}} {
 		got, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want, _ := json.Marshal(c.Strings()); string(got) != string(want) {
+		strs := c.Strings()
+		if strs == nil {
+			strs = []string{}
+		}
+		if want, _ := json.Marshal(strs); string(got) != string(want) {
 			t.Errorf("got %s, want %s", got, want)
 		}
 		b, _ := json.Marshal(Queue{DropMsgIDs: c, AtRiskMsgIDs: map[string]MsgIDs{"3.10.0-3.13.0": c}})
@@ -31,10 +40,10 @@ func TestMsgIDsJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, has := m["drop_msg_ids"]
-		if has != (len(c) > 0) {
-			t.Errorf("%d ids: drop_msg_ids present %v", len(c), has)
+		if has != (c.Len() > 0) {
+			t.Errorf("%d ids: drop_msg_ids present %v", c.Len(), has)
 		}
-		if len(c) > 0 {
+		if c.Len() > 0 {
 			var back []string
 			for _, x := range m["drop_msg_ids"].([]any) {
 				back = append(back, x.(string))
@@ -44,7 +53,80 @@ func TestMsgIDsJSON(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := json.Marshal(MsgIDs(nil)); string(got) != "null" {
-		t.Errorf("nil: %s", got)
+}
+
+// TestMsgIDsSpool: lists built through a spool (chunks of 3 ids, several
+// lists interleaved in one file) hold the same ids in the same order and
+// encode the same JSON as in-memory lists, at every length around a chunk
+// boundary; only full chunks are spilled.
+func TestMsgIDsSpool(t *testing.T) {
+	sp := NewIDSpool(3)
+	lens := []int{0, 1, 2, 3, 4, 6, 7, 20}
+	spooled := make([]MsgIDs, len(lens))
+	mem := make([]MsgIDs, len(lens))
+	for i := range 20 {
+		for k, n := range lens {
+			if i < n {
+				id := testID(k*100 + i)
+				spooled[k].AppendTo(sp, id)
+				mem[k].Append(id)
+			}
+		}
+	}
+	for k, n := range lens {
+		s, m := spooled[k], mem[k]
+		if s.Len() != n || m.Len() != n {
+			t.Errorf("len %d: Len spooled %d, memory %d", n, s.Len(), m.Len())
+		}
+		if s.Spilled() != (n >= 3) || m.Spilled() {
+			t.Errorf("len %d: spilled %v (memory list %v)", n, s.Spilled(), m.Spilled())
+		}
+		if len(s.ids) >= 3 {
+			t.Errorf("len %d: %d ids left in memory, a chunk is 3", n, len(s.ids))
+		}
+		a, errA := json.Marshal(s)
+		b, errB := json.Marshal(m)
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("len %d: spooled %s (%v), memory %s (%v)", n, a, errA, b, errB)
+		}
+		if !reflect.DeepEqual(s.Strings(), m.Strings()) {
+			t.Errorf("len %d: Strings differ", n)
+		}
+	}
+	if sp.end != int64(16*3*(1+1+2+2+6)) {
+		t.Errorf("spool holds %d bytes", sp.end)
+	}
+}
+
+// TestMsgIDsSpoolFailures: a spool that cannot make its file keeps lists
+// in memory; a spilled chunk that cannot be read back is an error from
+// the encoder, not wrong ids.
+func TestMsgIDsSpoolFailures(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", "/nonexistent/storectl-test")
+	var l MsgIDs
+	sp := NewIDSpool(2)
+	for i := range 5 {
+		l.AppendTo(sp, testID(i))
+	}
+	if l.Spilled() || l.Len() != 5 {
+		t.Fatalf("no temp dir: spilled %v, Len %d", l.Spilled(), l.Len())
+	}
+	t.Setenv("TMPDIR", tmp)
+	sp = NewIDSpool(2)
+	var s MsgIDs
+	for i := range 5 {
+		s.AppendTo(sp, testID(i))
+	}
+	if !s.Spilled() {
+		t.Fatal("nothing spilled")
+	}
+	sp.f.Truncate(16) // the second chunk is gone
+	if _, err := json.Marshal(s); err == nil || !strings.Contains(err.Error(), "reading msg ids back") {
+		t.Fatalf("truncated spool: %v", err)
+	}
+	sp.f.Close()
+	if err := s.Each(func([16]byte) {}); err == nil {
+		t.Fatal("closed spool: no error")
 	}
 }

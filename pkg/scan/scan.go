@@ -214,6 +214,6 @@ type Queue struct {
 	Drop    int            `json:"drop"`    // messages the next start drops
 	AtRisk  map[string]int `json:"at_risk"` // version range -> messages a scanner bug there would lose
 	// DropMsgIDs and AtRiskMsgIDs name the messages (32 hex digits).
-	DropMsgIDs   MsgIDs            `json:"drop_msg_ids,omitempty"`
+	DropMsgIDs   MsgIDs            `json:"drop_msg_ids,omitzero"`
 	AtRiskMsgIDs map[string]MsgIDs `json:"at_risk_msg_ids,omitempty"`
 }

@@ -17,8 +17,7 @@ func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Findin
 	if fs.lean.done {
 		// The file's own findings, handed over (not copied): a released
 		// file's findings are made once, at the end of the scan.
-		out := fs.lean.pre
-		fs.lean.pre = nil
+		out := fs.lean.findings()
 		if fs.Err != nil || fs.Transient {
 			return out
 		}
@@ -27,12 +26,13 @@ func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Findin
 		}
 		return out
 	}
-	return fileFindingsPart(fs, ver, refsKnown, true)
+	return fileFindingsPart(fs, ver, refsKnown, true, nil)
 }
 
 // fileFindingsPart makes a file's findings, the hazard ones only when
-// withHazards is set.
-func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bool) []scan.Finding {
+// withHazards is set. With lf, the unreferenced-record findings go to
+// lf.unref in compact form (leanFile.findings puts them back in place).
+func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bool, lf *leanFile) []scan.Finding {
 	var out []scan.Finding
 	add := func(f scan.Finding) {
 		f.Path = fs.Path
@@ -74,7 +74,7 @@ func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bo
 			Message:  "frame with a complete body term but no 0xFF write marker: the write never completed"})
 	}
 	for _, r := range fs.Records {
-		out = append(out, recordFindings(fs, r, ver, refsKnown)...)
+		out = recordFindings(out, fs, r, ver, lf)
 	}
 	if withHazards {
 		for i := range fs.Hazards {
@@ -84,8 +84,16 @@ func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bo
 	return out
 }
 
-func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) []scan.Finding {
-	var out []scan.Finding
+// recordFindings appends r's findings to out. With lf, its unreferenced
+// finding is kept compact in lf.unref at its place in out instead.
+func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersion, lf *leanFile) []scan.Finding {
+	if lf != nil && r.Status == StatusUnreferenced {
+		lf.unref = append(lf.unref, unrefRecord{at: len(out), off: r.Offset, size: r.TotalSize, id: r.MsgID})
+	}
+	if !r.BadBody && r.Status != StatusDuplicate && r.TotalSize-25 < largeMessageBody && r.IndexMatch != "mismatch" &&
+		(lf != nil || r.Status != StatusUnreferenced) {
+		return out // no finding (or only the deferred one): no msg id string made
+	}
 	base := scan.Finding{Path: fs.Path, Offset: r.Offset, Length: r.TotalSize, MsgID: r.ID(), Repair: scan.RepairNone}
 	if r.BadBody {
 		f := base
@@ -99,10 +107,9 @@ func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) 
 	}
 	switch r.Status {
 	case StatusUnreferenced:
-		f := base
-		f.Code, f.Severity = CodeUnreferenced, scan.Info
-		f.Message = "record no queue index references (garbage the store's compaction reclaims)"
-		out = append(out, f)
+		if lf == nil {
+			out = append(out, unreferencedFinding(base))
+		}
 	case StatusDuplicate:
 		f := base
 		f.Code, f.Severity = CodeDuplicate, scan.Warning
@@ -126,6 +133,14 @@ func recordFindings(fs *FileScan, r *Record, ver brokerVersion, refsKnown bool) 
 		out = append(out, f)
 	}
 	return out
+}
+
+// unreferencedFinding is the finding of an unreferenced record; base has
+// its path, offset, length, msg id and repair.
+func unreferencedFinding(base scan.Finding) scan.Finding {
+	base.Code, base.Severity = CodeUnreferenced, scan.Info
+	base.Message = "record no queue index references (garbage the store's compaction reclaims)"
+	return base
 }
 
 // HazardFindings returns the scanner-hazard findings of v (a ScanVHost

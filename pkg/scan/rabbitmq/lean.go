@@ -17,8 +17,42 @@ type leanFile struct {
 	firstValid int64
 	lastValid  int64
 	// pre holds the file's findings except the hazard ones, whose
-	// severity depends on every file's terms (brokerVersion.writtenBy313).
-	pre []scan.Finding
+	// severity depends on every file's terms (brokerVersion.writtenBy313),
+	// and the unreferenced-record ones, which are in unref until the end
+	// of the scan: in a store awaiting compaction they are most findings,
+	// and kept compact they do not add to the walk's peak.
+	pre   []scan.Finding
+	unref []unrefRecord
+	path  string // the file's path, for unref's findings
+}
+
+// unrefRecord is an unreferenced record whose finding goes before pre[at].
+type unrefRecord struct {
+	at        int
+	off, size int64
+	id        [16]byte
+}
+
+// findings hands over the file's findings but the hazard ones, in the
+// order fileFindingsPart made them, and forgets them.
+func (lf *leanFile) findings() []scan.Finding {
+	pre, unref := lf.pre, lf.unref
+	lf.pre, lf.unref = nil, nil
+	if len(unref) == 0 {
+		return pre // handed over, not copied
+	}
+	out := make([]scan.Finding, 0, len(pre)+len(unref))
+	for i, j := 0, 0; i <= len(pre); i++ {
+		for ; j < len(unref) && unref[j].at == i; j++ {
+			u := &unref[j]
+			out = append(out, unreferencedFinding(scan.Finding{Path: lf.path, Offset: u.off, Length: u.size,
+				MsgID: hexID(u.id), Repair: scan.RepairNone}))
+		}
+		if i < len(pre) {
+			out = append(out, pre[i])
+		}
+	}
+	return out
 }
 
 // recordSpan returns the record count and first/last record offsets (-1
@@ -38,8 +72,12 @@ func recordSpan(f *FileScan) (n int, first, last int64) {
 // and drops its per-record data. It runs after finish (hazards known).
 func (s *scanner) release(fs *FileScan) {
 	n, first, last := recordSpan(fs)
-	pre := fileFindingsPart(fs, s.ver, s.refs != nil, false)
-	fs.lean = leanFile{done: true, records: n, firstValid: first, lastValid: last, pre: pre}
+	lf := leanFile{done: true, records: n, firstValid: first, lastValid: last, path: fs.Path}
+	lf.pre = fileFindingsPart(fs, s.ver, s.refs != nil, false, &lf)
+	if cap(lf.unref) > len(lf.unref)+len(lf.unref)/4 {
+		lf.unref = append([]unrefRecord(nil), lf.unref...) // kept to the end: no append slack
+	}
+	fs.lean = lf
 	s.spillVictims(fs)
 	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames = nil, nil, nil, nil
 }

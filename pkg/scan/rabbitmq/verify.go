@@ -6,7 +6,9 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"path/filepath"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -69,6 +71,8 @@ type QueueFate struct {
 	Path      string // the queue dir on disk
 	OrphanWhy string // why no durable queue can own the dir; "" when one can
 	Entries   []EntryFate
+
+	spool *scan.IDSpool // where long id lists go (nil: they stay in memory)
 }
 
 // VHostVerify is the detailed result of VerifyVHost.
@@ -101,7 +105,11 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 			continue
 		}
 		addFiles(res, vv.files)
-		res.Add(vv.findings...)
+		if res.Findings == nil {
+			res.Findings = vv.findings // no copy of what can be most of the heap
+		} else {
+			res.Add(vv.findings...)
+		}
 		res.Queues = append(res.Queues, vv.queues...)
 		vhosts = append(vhosts, vv.layout)
 	}
@@ -142,7 +150,7 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 	if err != nil {
 		return nil, err
 	}
-	vv, cs := startVerify(root, vhostDir, v)
+	vv, cs := startVerify(root, vhostDir, v, false)
 	if vv.Queues, err = predict(v, vv.State == StateClean, ver); err != nil {
 		return nil, err
 	}
@@ -162,10 +170,16 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 
 // startVerify is where both verify paths start from a vhost's scan: the
 // scan's findings that verify does not rebuild, and the clean-shutdown
-// state read from the store (its findings added).
-func startVerify(root, vhostDir string, v *VHostScan) (*VHostVerify, *cleanState) {
+// state read from the store (its findings added). With inPlace the list
+// is filtered in v.Findings' own array and v.Findings is cleared: for a
+// caller that reads the scan's findings no more.
+func startVerify(root, vhostDir string, v *VHostScan, inPlace bool) (*VHostVerify, *cleanState) {
 	vv := &VHostVerify{Scan: v, ClientRefs: -1}
-	for _, f := range v.Findings {
+	src := v.Findings
+	if inPlace {
+		vv.Findings, v.Findings = src[:0], nil
+	}
+	for _, f := range src {
 		if !rebuiltCodes[f.Code] {
 			vv.Findings = append(vv.Findings, f)
 		}
@@ -202,13 +216,39 @@ func dedupe(fs []scan.Finding) []scan.Finding {
 		code, path, id string
 		off            int64
 	}
-	at := map[key]int{}
-	var out []scan.Finding
+	// Keyed by a hash of the key (a collision probes the next value), the
+	// map costs a fraction of one keyed by the strings; out is built in
+	// fs's own array (it never gets ahead of the reading).
+	at := make(map[uint64]int32, len(fs))
+	out := fs[:0]
+	var hs maphash.Hash
 	for _, f := range fs {
 		k := key{f.Code, f.Path, f.MsgID, f.Offset}
-		i, ok := at[k]
+		hs.Reset()
+		hs.WriteString(k.code)
+		hs.WriteByte(0)
+		hs.WriteString(k.path)
+		hs.WriteByte(0)
+		hs.WriteString(k.id)
+		hs.WriteByte(0)
+		var ob [8]byte
+		binary.LittleEndian.PutUint64(ob[:], uint64(k.off))
+		hs.Write(ob[:])
+		h := hs.Sum64()
+		i, ok := int32(-1), false
+		for {
+			j, found := at[h]
+			if !found {
+				break
+			}
+			if g := &out[j]; g.Code == k.code && g.Path == k.path && g.MsgID == k.id && g.Offset == k.off {
+				i, ok = j, true
+				break
+			}
+			h++
+		}
 		if !ok {
-			at[k] = len(out)
+			at[h] = int32(len(out))
 			out = append(out, f)
 			continue
 		}

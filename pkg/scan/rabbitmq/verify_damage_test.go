@@ -159,7 +159,7 @@ func TestVerifyMessageMissing(t *testing.T) {
 		f := only(t, vv, CodeMessageMissing, rel)
 		q := queueFate(t, vv, q1Dir)
 		if f.Offset != int64(want) || f.MsgID != hex.EncodeToString(id) || f.Severity != scan.Error ||
-			q.Keep != before.Keep-1 || len(q.DropMsgIDs) != 1 || q.DropMsgIDs.Strings()[0] != f.MsgID {
+			q.Keep != before.Keep-1 || q.DropMsgIDs.Len() != 1 || q.DropMsgIDs.Strings()[0] != f.MsgID {
 			t.Errorf("%s: finding %+v (want offset %d), q1 keep %d (was %d), drops %v", c.dataset, f, want, q.Keep, before.Keep, q.DropMsgIDs)
 		}
 		t.Logf("%s: %s@%d msg %s; q1 keeps %d of %d", c.dataset, f.Path, f.Offset, f.MsgID, q.Keep, q.Queue.Entries)

@@ -63,13 +63,15 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	if err != nil {
 		return nil, err
 	}
-	vv, _ := startVerify(root, vhostDir, v)
 	bad := map[fileOffPath]bool{} // bad-body records, from their findings
 	for _, f := range v.Findings {
 		if f.Code == CodeBadBody {
 			bad[fileOffPath{f.Path, f.Offset}] = true
 		}
 	}
+	// Nothing reads v.Findings after this: verify's list is made in place
+	// (the findings can be most of the heap).
+	vv, _ := startVerify(root, vhostDir, v, true)
 	clean := vv.State == StateClean
 	res := &vhostResult{files: v.Files}
 	if v.Queues != nil {
@@ -77,7 +79,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 		if err != nil {
 			return nil, err
 		}
-		lp := &leanPredict{s: s, bad: bad, vic: vic}
+		lp := &leanPredict{s: s, bad: bad, vic: vic, spool: scan.NewIDSpool(msgIDChunk)}
 		anoms, orphans, missing, err := lp.queues(ctx, root, v, vv, clean)
 		if err != nil {
 			return nil, err
@@ -119,10 +121,16 @@ type fileOffPath struct {
 
 // leanPredict decides entries from the lean scanner's id map.
 type leanPredict struct {
-	s   *scanner
-	bad map[fileOffPath]bool
-	vic *victimIDs
+	s     *scanner
+	bad   map[fileOffPath]bool
+	vic   *victimIDs
+	spool *scan.IDSpool // the queues' drop and at-risk id lists
 }
+
+// msgIDChunk ids of a queue's drop or at-risk list are written to the
+// spool at a time (64 KiB): a list costs at most that in memory, however
+// much of the store it names. Tests lower it to spill every list.
+var msgIDChunk = 4096
 
 // foundRecord stands for every found record that is not a bad body: the
 // prediction and the findings only ask whether a record was found.
@@ -212,6 +220,7 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	qd, err := rfmt.ReadQueueDirSegments(dir, segEntries, func(q *rfmt.QueueDir, es []rfmt.QueueEntry) error {
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
+			qf.spool = lp.spool
 		}
 		qf.add(es, clean, lp.lookup, lp.vic, findingEntries(q))
 		n += len(es)

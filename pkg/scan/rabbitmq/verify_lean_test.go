@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
@@ -71,11 +73,27 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 	t.Run("generated", func(t *testing.T) {
 		root, dir := genDeletedFile(t)
 		f, q, e := sameVerify(t, root, dir, "")
-		lost := len(codes(verifyWith(t, true, root, dir, "").Findings, CodeMessageMissing))
+		lean := verifyWith(t, true, root, dir, "")
+		lost := len(codes(lean.Findings, CodeMessageMissing))
 		if lost == 0 {
 			t.Error("no message-missing finding: the deleted file was not noticed")
 		}
-		t.Logf("%d findings, %d queues, %d entries compared, %d message-missing", f, q, e, lost)
+		// The at-risk and drop lists compared above went through the
+		// spool (spillAll: chunks of two ids).
+		spilled, ids := 0, 0
+		for _, q := range lean.Queues {
+			for _, l := range append([]scan.MsgIDs{q.DropMsgIDs}, slices.Collect(maps.Values(q.AtRiskMsgIDs))...) {
+				if l.Spilled() {
+					spilled++
+					ids += l.Len()
+				}
+			}
+		}
+		if spilled == 0 {
+			t.Error("no queue id list was spilled: the spool is not compared")
+		}
+		t.Logf("%d findings, %d queues, %d entries compared, %d message-missing, %d spilled id lists (%d ids)",
+			f, q, e, lost, spilled, ids)
 	})
 	t.Run("segments", func(t *testing.T) {
 		// One queue of 9000 entries (three .qi segments: lean verify

@@ -90,7 +90,7 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 			qf.Drop++
 			if ef.MsgID != "" {
 				if id, ok := decodeID(ef.MsgID); ok {
-					qf.DropMsgIDs = append(qf.DropMsgIDs, id)
+					qf.DropMsgIDs.AppendTo(qf.spool, id)
 				}
 			}
 			continue
@@ -103,7 +103,9 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 			if vic.atRisk(i, ef.MsgID) {
 				qf.AtRisk[k]++
 				if id, ok := decodeID(ef.MsgID); ok {
-					qf.AtRiskMsgIDs[k] = append(qf.AtRiskMsgIDs[k], id)
+					ids := qf.AtRiskMsgIDs[k]
+					ids.AppendTo(qf.spool, id)
+					qf.AtRiskMsgIDs[k] = ids
 				}
 			}
 		}
