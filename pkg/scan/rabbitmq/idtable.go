@@ -2,11 +2,13 @@ package rabbitmq
 
 // The scanner's id map. In lean mode (storectl scan and verify) every
 // referenced msg id is known before the first status is given, so those
-// ids live in one sorted, pointer-free slice built once (32 bytes an id,
+// ids live in one sorted, pointer-free slice built once (24 bytes an id,
 // no hash-table slack: about half of a Go map's footprint) and found
 // through a small bucket index on the id's leading bytes. The slice is
 // mapped outside the Go heap (internal/offheap), so it costs its own 32
 // bytes an id in resident memory and not the collector's headroom on top.
+// An entry keeps which file holds the id's first copy, not where in it:
+// only a duplicate asks, and it is found again then (scanner.firstOffset).
 // Ids no queue references (garbage, or every id when the references are
 // unknown) go to an ordinary map, which stays small in a healthy store.
 
@@ -23,11 +25,27 @@ import (
 // idEntry is what the scanner knows of one msg id. The zero value means
 // "not known".
 type idEntry struct {
-	set  int32  // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
-	path int32  // 1 + index into scanner.paths of the first copy's file; 0: not seen yet
-	off  uint32 // offset of the first copy (files are at most MaxFileSize bytes)
-	risk uint8  // verify: at-risk keys of the hazards that lose the id (verify_victims.go)
+	set int32 // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
+	// first: bits 0-27 are 1 + the index into scanner.paths of the first
+	// copy's file (0: not seen yet); bits 28-31 are, in verify, the at-risk
+	// keys of the hazards that lose the id (verify_victims.go).
+	first uint32
 }
+
+const (
+	maxPaths  = 1<<28 - 1 // files a scan can tell apart in idEntry.first
+	riskShift = 28
+)
+
+// path returns 1 + the index of the first copy's file, 0 if none was seen.
+func (e idEntry) path() int32 { return int32(e.first & maxPaths) }
+
+func (e *idEntry) setPath(p int32) { e.first = e.first&^maxPaths | uint32(p) }
+
+// risk returns the at-risk key bits (bit k: atRiskKeys[k]).
+func (e idEntry) risk() uint8 { return uint8(e.first >> riskShift) }
+
+func (e *idEntry) addRisk(bits uint8) { e.first |= uint32(bits) << riskShift }
 
 // idSlot is one sorted id with its entry.
 type idSlot struct {
@@ -82,10 +100,10 @@ func (t *idTable) setSorted(buf *offheap.Buf[idSlot]) {
 }
 
 func mergeEntry(fixed, found idEntry) idEntry {
-	if found.path > 0 {
-		fixed.path, fixed.off = found.path, found.off
+	if p := found.path(); p > 0 {
+		fixed.setPath(p)
 	}
-	fixed.risk |= found.risk
+	fixed.addRisk(found.risk())
 	return fixed
 }
 

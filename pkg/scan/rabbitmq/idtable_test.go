@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/storectl/storectl/internal/offheap"
 )
@@ -42,8 +43,11 @@ func TestIDTableMatchesMap(t *testing.T) {
 			}
 			// One fixed id seen before the table is installed.
 			if len(fixed) > 0 {
-				e := idEntry{set: fixed[0].e.set, path: 3, off: 99}
-				tab.put(fixed[0].id, idEntry{path: 3, off: 99})
+				var seen idEntry
+				seen.setPath(3)
+				seen.addRisk(4)
+				e := idEntry{set: fixed[0].e.set, first: seen.first}
+				tab.put(fixed[0].id, seen)
 				model[fixed[0].id] = e
 			}
 			sortSlots(fixed)
@@ -65,7 +69,8 @@ func TestIDTableMatchesMap(t *testing.T) {
 				}
 				if rng.IntN(3) == 0 {
 					e := model[id]
-					e.path, e.off = int32(step%50)+1, uint32(step)
+					e.setPath(int32(step%50) + 1)
+					e.addRisk(uint8(step % 16))
 					model[id] = e
 					tab.put(id, e)
 				}
@@ -85,5 +90,31 @@ func TestIDTableMatchesMap(t *testing.T) {
 				t.Errorf("each visited %d ids, want %d", n, len(model))
 			}
 		})
+	}
+}
+
+// TestIDEntryBits: the first copy's file index and the at-risk bits share
+// a word without touching each other, over the whole range of both.
+func TestIDEntryBits(t *testing.T) {
+	if len(atRiskKeys) > 32-riskShift {
+		t.Fatalf("%d at-risk keys, idEntry holds %d bits", len(atRiskKeys), 32-riskShift)
+	}
+	for _, p := range []int32{0, 1, 2, 12345, maxPaths - 1, maxPaths} {
+		for _, r := range []uint8{0, 1, 5, 15} {
+			var e idEntry
+			e.addRisk(r)
+			e.setPath(p)
+			if e.path() != p || e.risk() != r {
+				t.Errorf("path %d risk %d: got %d, %d", p, r, e.path(), e.risk())
+			}
+			e.setPath(7)
+			e.addRisk(2)
+			if e.path() != 7 || e.risk() != r|2 {
+				t.Errorf("after setPath(7) addRisk(2): %d, %d", e.path(), e.risk())
+			}
+		}
+	}
+	if unsafe.Sizeof(idSlot{}) != 24 {
+		t.Errorf("idSlot is %d bytes, want 24", unsafe.Sizeof(idSlot{}))
 	}
 }

@@ -139,7 +139,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	l := s.lrefs
 	lost := false
 	s.seen.each(func(_ [16]byte, e idEntry) bool {
-		lost = e.set > 0 && e.path == 0
+		lost = e.set > 0 && e.path() == 0
 		return !lost
 	})
 	if !lost {
@@ -154,7 +154,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 		name := queueName(qd)
 		for _, r := range qd.Refs {
 			e := s.seen.get(r.ID)
-			if e.path > 0 || e.set == 0 {
+			if e.path() > 0 || e.set == 0 {
 				continue
 			}
 			r.MsgID = hexID(r.ID)

@@ -34,7 +34,14 @@ type scanner struct {
 	// seen holds every msg id met so far (its first copy) and, in lean
 	// mode, every referenced id: one pointer-free map for both.
 	seen    *idTable
-	paths   []string // idEntry.path - 1 indexes it
+	paths   []string // idEntry.path() - 1 indexes it
+	abs     []string // the same files' absolute paths
+	// firstIn caches, for the file of scanner.firstOffset's last answer,
+	// the offset of each id's first copy in it.
+	firstIn struct {
+		path int32
+		off  map[[16]byte]int64
+	}
 	termCnt map[string]int
 	// ready, when set, is waited for before the first status is assigned:
 	// the queue indexes are read while the first files are walked.
@@ -152,10 +159,14 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	if fs.Err != nil {
 		return
 	}
-	s.paths = append(s.paths, fs.Path)
+	if len(s.paths) >= maxPaths {
+		fs.Err = fmt.Errorf("%s: more than %d .rdq files in one scan", fs.Abs, maxPaths)
+		return
+	}
+	s.paths, s.abs = append(s.paths, fs.Path), append(s.abs, fs.Abs)
 	pi := int32(len(s.paths))
 	for _, r := range fs.Records {
-		s.classify(r, transient, pi)
+		s.classify(r, fs, transient, pi)
 		s.termCnt[r.Term]++
 		if r.Status == StatusReferenced {
 			fs.LastReferencedEnd = r.End()
@@ -197,8 +208,8 @@ func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bo
 }
 
 // classify sets a record's status, references and index agreement.
-// pi is 1 + the index of r's file in s.paths.
-func (s *scanner) classify(r *Record, transient bool, pi int32) {
+// fs is r's file, pi 1 + its index in s.paths.
+func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
 	r.ReferencedBy = []string{}
 	if transient {
 		r.Status = StatusUnreferenced
@@ -226,11 +237,11 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 			r.IndexMatch = "mismatch"
 		}
 	}
-	if e.path > 0 {
-		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[e.path-1], int64(e.off)
+	if p := e.path(); p > 0 {
+		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[p-1], s.firstOffset(p, pi, fs, r.MsgID)
 		return
 	}
-	e.path, e.off = pi, uint32(r.Offset)
+	e.setPath(pi)
 	s.seen.put(r.MsgID, e)
 	switch {
 	case s.refs == nil:
@@ -240,6 +251,47 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	default:
 		r.Status = StatusUnreferenced
 	}
+}
+
+// firstOffset returns the offset of id's first copy in file p (1 + index
+// in s.paths), a file classified before (it is fs, with index pi, or an
+// earlier one). The id table does not keep it: duplicates are rare, so the
+// first copy is found again in fs's records or by walking file p once
+// more (the same bytes give the same records; the last such file's first
+// offsets are cached). -1 if the file no longer holds the id.
+func (s *scanner) firstOffset(p, pi int32, fs *FileScan, id [16]byte) int64 {
+	if s.firstIn.path != p || s.firstIn.off == nil {
+		var recs []*Record
+		if p == pi {
+			recs = fs.Records
+		} else {
+			again := &FileScan{Path: s.paths[p-1]}
+			func() {
+				v, err := fileview.Open(s.abs[p-1])
+				if err != nil {
+					return
+				}
+				defer v.Close()
+				var b []byte
+				defer fileview.Guard(&err)()
+				if b, err = v.Whole(); err == nil && int64(len(b)) <= MaxFileSize {
+					walk(b, again)
+				}
+			}()
+			recs = again.Records
+		}
+		m := make(map[[16]byte]int64, len(recs))
+		for _, r := range recs {
+			if _, ok := m[r.MsgID]; !ok {
+				m[r.MsgID] = r.Offset
+			}
+		}
+		s.firstIn.path, s.firstIn.off = p, m
+	}
+	if off, ok := s.firstIn.off[id]; ok {
+		return off
+	}
+	return -1
 }
 
 // scanStore scans every .rdq of a store dir: opts.Jobs files at once,

@@ -63,10 +63,12 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	if err != nil {
 		return nil, err
 	}
-	bad := map[fileOffPath]bool{} // bad-body records, from their findings
+	// Bad-body first copies of referenced ids, from their findings (error
+	// severity: a duplicate's or an unreferenced record's is a warning).
+	bad := map[fileIDPath]int64{}
 	for _, f := range v.Findings {
-		if f.Code == CodeBadBody {
-			bad[fileOffPath{f.Path, f.Offset}] = true
+		if id, ok := decodeID(f.MsgID); ok && f.Code == CodeBadBody && f.Severity == scan.Error {
+			bad[fileIDPath{f.Path, id}] = f.Offset
 		}
 	}
 	// Nothing reads v.Findings after this: verify's list is made in place
@@ -114,15 +116,15 @@ func findingEntries(qd *rfmt.QueueDir) func(EntryFate) bool {
 	}
 }
 
-type fileOffPath struct {
+type fileIDPath struct {
 	path string
-	off  int64
+	id   [16]byte
 }
 
 // leanPredict decides entries from the lean scanner's id map.
 type leanPredict struct {
 	s     *scanner
-	bad   map[fileOffPath]bool
+	bad   map[fileIDPath]int64 // offset of a bad-body first copy
 	vic   *victimIDs
 	spool *scan.IDSpool // the queues' drop and at-risk id lists
 }
@@ -140,12 +142,12 @@ var foundRecord = &Record{Status: StatusReferenced}
 // persistent store), or nil.
 func (lp *leanPredict) lookup(id [16]byte) *Record {
 	e := lp.s.seen.get(id)
-	if e.set == 0 || e.path == 0 {
+	if e.set == 0 || e.path() == 0 {
 		return nil
 	}
-	p := lp.s.paths[e.path-1]
-	if lp.bad[fileOffPath{p, int64(e.off)}] {
-		return &Record{Path: p, Offset: int64(e.off), MsgID: id, Status: StatusReferenced, BadBody: true}
+	p := lp.s.paths[e.path()-1]
+	if off, ok := lp.bad[fileIDPath{p, id}]; ok {
+		return &Record{Path: p, Offset: off, MsgID: id, Status: StatusReferenced, BadBody: true}
 	}
 	return foundRecord
 }

@@ -44,7 +44,7 @@ func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs,
 			err := h.EachVictim(func(vic Victim) {
 				if bit != 0 {
 					e := seen.get(vic.ID)
-					e.risk |= bit
+					e.addRisk(bit)
 					seen.put(vic.ID, e)
 					out.any = true
 				}
@@ -67,7 +67,7 @@ func (c *victimIDs) atRisk(k int, id string) bool {
 		return false
 	}
 	b, ok := decodeID(id)
-	return ok && c.seen.get(b).risk&(1<<k) != 0
+	return ok && c.seen.get(b).risk()&(1<<k) != 0
 }
 
 // lostBy returns the hazard code that makes the configured version lose
