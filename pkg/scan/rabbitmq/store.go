@@ -33,9 +33,9 @@ type scanner struct {
 	clean *CleanIndex
 	// seen holds every msg id met so far (its first copy) and, in lean
 	// mode, every referenced id: one pointer-free map for both.
-	seen    *idTable
-	paths   []string // idEntry.path() - 1 indexes it
-	abs     []string // the same files' absolute paths
+	seen  *idTable
+	paths []string // idEntry.path() - 1 indexes it
+	abs   []string // the same files' absolute paths
 	// firstIn caches, for the file of scanner.firstOffset's last answer,
 	// the offset of each id's first copy in it.
 	firstIn struct {
