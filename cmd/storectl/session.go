@@ -21,7 +21,7 @@ type session struct {
 	codes       map[string]int
 	bytes       int64
 	files       int
-	records     int
+	records     int // records the reported files hold (summary.records)
 	actions     int
 	recoveryEnd *int64
 	incomplete  bool
@@ -63,7 +63,6 @@ func (s *session) resetCounts() {
 }
 
 func (s *session) record(rec any) error {
-	s.records++
 	return s.em.Record(rec)
 }
 
@@ -102,6 +101,7 @@ func (s *session) result(res *scan.Result) error {
 			continue
 		}
 		s.files++
+		s.records += f.Records
 		if err := s.em.File(f); err != nil {
 			return err
 		}
