@@ -59,11 +59,52 @@ func readClean(store string) (*CleanIndex, error) {
 	return c, nil
 }
 
+// readCleanLean is readClean for lean mode: the index is a leanIndex
+// (CleanIndex.Index stays nil).
+func readCleanLean(store string) (*CleanIndex, *leanIndex, error) {
+	c := &CleanIndex{}
+	found := false
+	if _, err := os.Stat(filepath.Join(store, "clean.dot")); err == nil {
+		c.CleanDot, found = true, true
+	}
+	p := filepath.Join(store, "msg_store_index.ets")
+	var li *leanIndex
+	ok, err := indexStat(p)
+	if err == nil && ok {
+		li, err = readLeanIndex(p)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		found, c.HasIndex = true, true
+	}
+	p = filepath.Join(store, "file_summary.ets")
+	if ok, err = indexStat(p); err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		found, c.HasFileSummary = true, true
+		c.Summaries, _ = ParseFileSummaryETS(b)
+	}
+	if !found {
+		return nil, nil, nil
+	}
+	return c, li, nil
+}
+
 // indexFindings checks every msg_store_index.ets entry against the
 // records found: the record at File/Offset must have that id and size.
 func (s *scanner) indexFindings(v *VHostScan) []scan.Finding {
 	if v.Clean == nil || !v.Clean.HasIndex {
 		return nil
+	}
+	if s.lidx != nil {
+		return s.lidx.findings(v)
 	}
 	type key struct{ file, off int64 }
 	at := map[key]*Record{}
@@ -91,15 +132,21 @@ func (s *scanner) indexFindings(v *VHostScan) []scan.Finding {
 		if r != nil {
 			actual = fmt.Sprintf("record %s of %d bytes", r.ID(), r.TotalSize)
 		}
-		sev := scan.Error
-		if e.RefCount <= 0 {
-			sev = scan.Warning
-		}
-		out = append(out, scan.Finding{Code: CodeIndexMismatch, Severity: sev, Path: path, Offset: e.Offset,
-			Length: e.TotalSize, MsgID: hexID(e.MsgID), Repair: scan.RepairRebuildIndex,
-			Expected: fmt.Sprintf("record %s of %d bytes", hexID(e.MsgID), e.TotalSize), Actual: actual,
-			Details: map[string]any{"ref_count": e.RefCount, "file": e.File},
-			Message: "msg_store_index.ets entry does not point at its record; a clean start would read the wrong bytes"})
+		out = append(out, indexMismatchFinding(path, e, actual))
 	}
 	return out
+}
+
+// indexMismatchFinding is the finding of an index entry whose place at
+// path does not hold its record; actual says what is there.
+func indexMismatchFinding(path string, e IndexEntry, actual string) scan.Finding {
+	sev := scan.Error
+	if e.RefCount <= 0 {
+		sev = scan.Warning
+	}
+	return scan.Finding{Code: CodeIndexMismatch, Severity: sev, Path: path, Offset: e.Offset,
+		Length: e.TotalSize, MsgID: hexID(e.MsgID), Repair: scan.RepairRebuildIndex,
+		Expected: fmt.Sprintf("record %s of %d bytes", hexID(e.MsgID), e.TotalSize), Actual: actual,
+		Details: map[string]any{"ref_count": e.RefCount, "file": e.File},
+		Message: "msg_store_index.ets entry does not point at its record; a clean start would read the wrong bytes"}
 }

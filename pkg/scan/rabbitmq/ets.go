@@ -45,38 +45,45 @@ type FileSummary struct {
 
 // etsObjects decodes every object (items after the info item) of a dump.
 func etsObjects(b []byte) ([]rfmt.Tuple, error) {
+	var out []rfmt.Tuple
+	err := etsEachObject(b, func(t rfmt.Tuple) { out = append(out, t) })
+	return out, err
+}
+
+// etsEachObject calls fn for every object of a dump that decodes to a
+// tuple, in order, up to the first item that does not decode (the error).
+func etsEachObject(b []byte, fn func(rfmt.Tuple)) error {
 	if len(b) < 8 {
-		return nil, format.Corrupt(0, "header", format.ErrShort)
+		return format.Corrupt(0, "header", format.ErrShort)
 	}
 	if binary.BigEndian.Uint32(b) != 0x01020304 {
-		return nil, format.Corrupt(0, "logMagic", format.ErrMagic)
+		return format.Corrupt(0, "logMagic", format.ErrMagic)
 	}
-	var out []rfmt.Tuple
 	for p, item := 8, 0; p < len(b); item++ {
 		if len(b)-p < 8 {
-			return out, format.Corrupt(int64(p), "item", format.ErrShort)
+			return format.Corrupt(int64(p), "item", format.ErrShort)
 		}
 		n := int64(binary.BigEndian.Uint32(b[p:]))
 		if binary.BigEndian.Uint32(b[p+4:]) != 0x62574C41 {
-			return out, format.Corrupt(int64(p+4), "itemMagic", format.ErrMagic)
+			return format.Corrupt(int64(p+4), "itemMagic", format.ErrMagic)
 		}
 		q := int64(p + 8)
 		if n >= etsMinMD5Item {
 			q += 16
 		}
 		if n > int64(len(b))-q {
-			return out, format.Corrupt(int64(p), "itemLength", format.ErrShort)
+			return format.Corrupt(int64(p), "itemLength", format.ErrShort)
 		}
 		t, err := rfmt.DecodeExactTerm(b[q : q+n])
 		if err != nil {
-			return out, format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
+			return format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
 		}
 		if tup, ok := t.(rfmt.Tuple); ok && item > 0 {
-			out = append(out, tup)
+			fn(tup)
 		}
 		p = int(q + n)
 	}
-	return out, nil
+	return nil
 }
 
 func etsInt(t rfmt.Term) (int64, bool) {
@@ -86,11 +93,18 @@ func etsInt(t rfmt.Term) (int64, bool) {
 
 // ParseIndexETS decodes msg_store_index.ets.
 func ParseIndexETS(b []byte) ([]IndexEntry, error) {
-	objs, err := etsObjects(b)
 	var out []IndexEntry
-	for _, o := range objs {
+	err := eachIndexEntry(b, func(e IndexEntry) { out = append(out, e) })
+	return out, err
+}
+
+// eachIndexEntry calls fn for every well-formed msg_location object of a
+// msg_store_index.ets dump, in order, up to the first item that does not
+// decode (the error); other objects are skipped.
+func eachIndexEntry(b []byte, fn func(IndexEntry)) error {
+	return etsEachObject(b, func(o rfmt.Tuple) {
 		if len(o) != 6 || o[0] != rfmt.Atom("msg_location") {
-			continue
+			return
 		}
 		id, ok := o[1].(rfmt.Binary)
 		rc, ok2 := etsInt(o[2])
@@ -98,13 +112,12 @@ func ParseIndexETS(b []byte) ([]IndexEntry, error) {
 		off, ok4 := etsInt(o[4])
 		ts, ok5 := etsInt(o[5])
 		if !ok || len(id) != 16 || !ok2 || !ok3 || !ok4 || !ok5 {
-			continue
+			return
 		}
 		e := IndexEntry{RefCount: rc, File: f, Offset: off, TotalSize: ts}
 		copy(e.MsgID[:], id)
-		out = append(out, e)
-	}
-	return out, err
+		fn(e)
+	})
 }
 
 // ParseFileSummaryETS decodes file_summary.ets.

@@ -49,6 +49,7 @@ type scanner struct {
 	readyOnce sync.Once
 	lean      bool        // release each file's records after its findings (lean.go)
 	lrefs     *leanRefs   // lean mode's references (refs is then empty but non-nil)
+	lidx      *leanIndex  // lean mode's msg_store_index.ets (clean_lean.go)
 	spill     victimSpill // lean mode's long victim lists (victim_spill.go)
 }
 
@@ -155,6 +156,9 @@ func (s *scanner) open(ctx context.Context, f rdqFile, current, transient bool) 
 // ordered runs the phase that depends on earlier files: statuses
 // (duplicates: the first copy in file order wins) and the record callback.
 func (s *scanner) ordered(j *fileJob, transient bool) {
+	if s.lidx != nil && !transient {
+		s.lidx.join(j.fs) // also a file that failed part way: its records so far
+	}
 	fs := j.fs
 	if fs.Err != nil {
 		return
@@ -227,7 +231,9 @@ func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
 			r.ReferencedBy = qs
 		}
 	}
-	if s.clean != nil && s.clean.HasIndex {
+	if s.lidx != nil {
+		r.IndexMatch = s.lidx.indexMatch(r)
+	} else if s.clean != nil && s.clean.HasIndex {
 		switch e, ok := s.clean.byID[r.MsgID]; {
 		case !ok:
 			r.IndexMatch = "absent"

@@ -61,13 +61,17 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	s.ready = func() { <-qdone }
 	store := filepath.Join(vhostDir, "msg_store_persistent")
-	if v.Clean, err = readClean(store); err != nil {
+	if o.lean {
+		v.Clean, s.lidx, err = readCleanLean(store)
+	} else {
+		v.Clean, err = readClean(store)
+	}
+	if err != nil {
 		<-qdone
 		return nil, nil, err
 	}
 	s.clean = v.Clean
-	// The clean-index check (indexFindings) needs every record.
-	s.lean = o.lean && (v.Clean == nil || !v.Clean.HasIndex)
+	s.lean = o.lean
 	files, err := s.scanStore(ctx, store, false)
 	<-qdone
 	if qerr != nil {

@@ -1,0 +1,241 @@
+package rabbitmq
+
+// Lean mode's view of msg_store_index.ets. The detailed scan keeps the
+// parsed dump, a map of it by msg id and every record, and checks each
+// entry against a map of the records by place. In lean mode (storectl
+// scan) the entries are kept outside the Go heap, sorted by msg id (the
+// per-record "index_match" lookup), and each file's records are matched
+// against the entries that point into the file while the records are still
+// there (leanIndex.join). The findings are the detailed scan's, in the same
+// order.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/offheap"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// cleanEnt is one msg_location object of the dump.
+type cleanEnt struct {
+	id                        [16]byte
+	refCount, file, off, size int64
+	ord                       int32 // position among the dump's entries
+	place                     uint8 // what the file it points into holds there: place*
+}
+
+// What the scanned files hold at an entry's File/Offset.
+const (
+	placeNone  = iota // no record starts there (or no file has the number)
+	placeMatch        // the entry's record
+	placeOther        // another record (leanIndex.other)
+)
+
+// placeRec is the record found at an entry's place when it is not the
+// entry's own.
+type placeRec struct {
+	id   [16]byte
+	size int64
+}
+
+// leanIndex is msg_store_index.ets in lean mode. It is used from the
+// scanner's ordered phase only (one file at a time, in file order).
+type leanIndex struct {
+	ents     *offheap.Buf[cleanEnt] // by id, then ord
+	bucket   []int32                // bucket[b]: first entry whose id's leading bits are >= b
+	shift    uint
+	byPlace  *offheap.Buf[int32] // entry indices by file, off, ord
+	other    map[int32]placeRec  // placeOther entries
+	lastPath map[int64]string    // file number -> path of the last scanned file with it
+}
+
+// readLeanIndex reads the dump at p as ParseIndexETS does (the entries up
+// to the first undecodable item) without holding it on the heap: the file
+// is mapped, and decoded one object at a time.
+func readLeanIndex(p string) (li *leanIndex, err error) {
+	v, err := fileview.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Close()
+	defer fileview.Guard(&err)()
+	b, err := v.Whole()
+	if err != nil {
+		return nil, err
+	}
+	li = &leanIndex{ents: offheap.New[cleanEnt](), byPlace: offheap.New[int32](), other: map[int32]placeRec{},
+		lastPath: map[int64]string{}}
+	n := int32(0)
+	_ = eachIndexEntry(b, func(e IndexEntry) {
+		li.ents.Append(cleanEnt{id: e.MsgID, refCount: e.RefCount, file: e.File, off: e.Offset, size: e.TotalSize, ord: n})
+		n++
+	})
+	ents := li.ents.Slice()
+	slices.SortFunc(ents, func(a, b cleanEnt) int {
+		if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
+			return c
+		}
+		return int(a.ord) - int(b.ord)
+	})
+	// About 4 entries a bucket, between 2^4 and 2^20 buckets.
+	nb := 16
+	for nb < 1<<20 && nb*4 < len(ents) {
+		nb <<= 1
+	}
+	li.shift = uint(32 - bitsLen(nb))
+	li.bucket = make([]int32, nb+1)
+	k := 0
+	for i := range ents {
+		for bk := li.bucketOf(&ents[i].id); k <= bk; k++ {
+			li.bucket[k] = int32(i)
+		}
+	}
+	for ; k <= nb; k++ {
+		li.bucket[k] = int32(len(ents))
+	}
+	for i := range ents {
+		li.byPlace.Append(int32(i))
+	}
+	slices.SortFunc(li.byPlace.Slice(), func(a, b int32) int {
+		ea, eb := &ents[a], &ents[b]
+		switch {
+		case ea.file != eb.file:
+			return cmpInt64(ea.file, eb.file)
+		case ea.off != eb.off:
+			return cmpInt64(ea.off, eb.off)
+		}
+		return int(ea.ord) - int(eb.ord)
+	})
+	return li, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// bitsLen is log2 of a power of two.
+func bitsLen(n int) int {
+	k := 0
+	for n > 1 {
+		n >>= 1
+		k++
+	}
+	return k
+}
+
+func (li *leanIndex) bucketOf(id *[16]byte) int {
+	return int(uint64(id[0])<<24|uint64(id[1])<<16|uint64(id[2])<<8|uint64(id[3])) >> li.shift
+}
+
+// lookup returns the entry the detailed scan's map by msg id holds for id
+// (the dump's last entry with it), or nil.
+func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
+	ents := li.ents.Slice()
+	b := li.bucketOf(&id)
+	lo, hi := int(li.bucket[b]), int(li.bucket[b+1])
+	i, found := slices.BinarySearchFunc(ents[lo:hi], id, func(e cleanEnt, id [16]byte) int {
+		return bytes.Compare(e.id[:], id[:])
+	})
+	if !found {
+		return nil
+	}
+	j := lo + i
+	for j+1 < hi && ents[j+1].id == id {
+		j++
+	}
+	return &ents[j]
+}
+
+// indexMatch is classify's verdict for a record of fs.
+func (li *leanIndex) indexMatch(r *Record) string {
+	e := li.lookup(r.MsgID)
+	switch {
+	case e == nil:
+		return "absent"
+	case e.file == r.File && e.off == r.Offset && e.size == r.TotalSize:
+		return "match"
+	}
+	return "mismatch"
+}
+
+// join records what the non-transient file fs holds at the place of each
+// entry pointing into it. A later file with the same number overrides
+// where it has a record, as the detailed scan's map by place does.
+func (li *leanIndex) join(fs *FileScan) {
+	li.lastPath[fs.Number] = fs.Path
+	ents, byPlace := li.ents.Slice(), li.byPlace.Slice()
+	i, _ := slices.BinarySearchFunc(byPlace, fs.Number, func(k int32, n int64) int { return cmpInt64(ents[k].file, n) })
+	recs := fs.Records
+	j := 0
+	for ; i < len(byPlace) && ents[byPlace[i]].file == fs.Number; i++ {
+		k := byPlace[i]
+		e := &ents[k]
+		for j < len(recs) && recs[j].Offset < e.off {
+			j++
+		}
+		if j < len(recs) && recs[j].Offset == e.off {
+			if r := recs[j]; r.MsgID == e.id && r.TotalSize == e.size {
+				e.place = placeMatch
+				delete(li.other, k)
+			} else {
+				e.place = placeOther
+				li.other[k] = placeRec{r.MsgID, r.TotalSize}
+			}
+		}
+	}
+}
+
+// findings are indexFindings' findings: one per entry whose place does
+// not hold its record, in the dump's order.
+func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
+	ents := li.ents.Slice()
+	var bad []int32
+	for i := range ents {
+		if ents[i].place != placeMatch {
+			bad = append(bad, int32(i))
+		}
+	}
+	slices.SortFunc(bad, func(a, b int32) int { return int(ents[a].ord) - int(ents[b].ord) })
+	var out []scan.Finding
+	for _, k := range bad {
+		e := &ents[k]
+		path, ok := li.lastPath[e.file]
+		if !ok {
+			path = filepath.ToSlash(filepath.Join(v.Dir, "msg_store_persistent", strconv.FormatInt(e.file, 10)+".rdq"))
+		}
+		actual := "no record there"
+		if r, ok := li.other[k]; ok {
+			actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
+		}
+		out = append(out, indexMismatchFinding(path, IndexEntry{MsgID: e.id, RefCount: e.refCount, File: e.file,
+			Offset: e.off, TotalSize: e.size}, actual))
+	}
+	return out
+}
+
+// indexStat reports whether p exists and is not over etsMaxFile.
+func indexStat(p string) (bool, error) {
+	st, err := os.Stat(p)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if st.Size() > etsMaxFile {
+		return false, fmt.Errorf("%s: %d bytes, over the %d limit", p, st.Size(), etsMaxFile)
+	}
+	return true, nil
+}
