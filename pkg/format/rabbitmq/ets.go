@@ -88,10 +88,17 @@ type etsItem struct {
 }
 
 func etsItems(b []byte) (items []etsItem, closed bool, err error) {
+	closed, err = etsEachItem(b, func(it etsItem) { items = append(items, it) })
+	return items, closed, err
+}
+
+// etsEachItem is etsItems handing each item to fn as it is framed; an
+// error ends the walk (fn has then seen the items before it).
+func etsEachItem(b []byte, fn func(etsItem)) (closed bool, err error) {
 	c := format.Cursor{B: b}
 	if !bytes.Equal(c.Take("logMagic", 4), etsLogMagic) {
 		c.FailAt(0, "logMagic", format.ErrMagic)
-		return nil, false, c.Err(0)
+		return false, c.Err(0)
 	}
 	status := c.Take("status", 4)
 	switch {
@@ -100,7 +107,7 @@ func etsItems(b []byte) (items []etsItem, closed bool, err error) {
 	case bytes.Equal(status, etsOpened):
 	default:
 		c.FailAt(4, "status", format.ErrMagic)
-		return nil, false, c.Err(0)
+		return false, c.Err(0)
 	}
 	for c.Remaining() > 0 {
 		at := c.Off
@@ -127,10 +134,10 @@ func etsItems(b []byte) (items []etsItem, closed bool, err error) {
 			}
 		}
 		if p := c.Take("item", int(size)); p != nil {
-			items = append(items, etsItem{int64(c.Off - len(p)), p})
+			fn(etsItem{int64(c.Off - len(p)), p})
 		}
 	}
-	return items, closed, c.Err(0)
+	return closed, c.Err(0)
 }
 
 // ReadETSFile decodes a whole tab2file dump: info, objects and the

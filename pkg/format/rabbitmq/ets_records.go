@@ -43,23 +43,93 @@ func ReadMsgStoreIndex(b []byte) ([]MsgLocation, error) {
 	}
 	out := make([]MsgLocation, 0, len(f.Objects))
 	for i, o := range f.Objects {
-		t, ok := o.(Tuple)
-		var l MsgLocation
-		var id Binary
-		if ok && len(t) == 6 && t[0] == Atom("msg_location") {
-			id, ok = t[1].(Binary)
-			ok = ok && len(id) == 16
-			ok = etsInts(t[2:], &l.RefCount, &l.File, &l.Offset, &l.TotalSize) && ok
-		} else {
-			ok = false
-		}
+		l, ok := msgLocation(o)
 		if !ok {
 			return nil, format.Corrupt(f.ObjOffs[i], "msg_location", format.ErrInvalid)
 		}
-		l.MsgID = [16]byte(id)
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// msgLocation decodes one msg_store_index.ets object.
+func msgLocation(o Term) (MsgLocation, bool) {
+	t, ok := o.(Tuple)
+	var l MsgLocation
+	var id Binary
+	if ok && len(t) == 6 && t[0] == Atom("msg_location") {
+		id, ok = t[1].(Binary)
+		ok = ok && len(id) == 16
+		ok = etsInts(t[2:], &l.RefCount, &l.File, &l.Offset, &l.TotalSize) && ok
+	} else {
+		ok = false
+	}
+	if ok {
+		l.MsgID = [16]byte(id)
+	}
+	return l, ok
+}
+
+// CheckMsgStoreIndex checks msg_store_index.ets as ReadMsgStoreIndex
+// does, and fails with the same error, without keeping what it decodes
+// (an index of millions of messages): one pass frames the items, a second
+// decodes them one at a time. It returns whether the log was closed and
+// how many objects it holds.
+func CheckMsgStoreIndex(b []byte) (closed bool, objects int, err error) {
+	items := 0
+	if closed, err = etsEachItem(b, func(etsItem) { items++ }); err != nil {
+		return false, 0, err
+	}
+	if items == 0 {
+		return false, 0, format.Corrupt(int64(len(b)), "info", format.ErrShort)
+	}
+	var (
+		info     Term
+		count    = int64(-1)
+		shapeErr error
+		i        int
+	)
+	_, _ = etsEachItem(b, func(item etsItem) {
+		if err != nil {
+			return
+		}
+		it, base := item.data, item.off
+		t, n, derr := etfDecodeAt(it, base, true)
+		if derr == nil && n != len(it) {
+			derr = format.Corrupt(base+int64(n), "item", format.ErrInvalid)
+		}
+		switch {
+		case derr != nil:
+			err = derr
+		case i == 0:
+			info = t
+		case etsIsEnd(t):
+			count = etsEndCount(t)
+			if i != items-1 {
+				err = format.Corrupt(base, "$end_of_table", format.ErrInvalid)
+			}
+		default:
+			objects++
+			if _, ok := msgLocation(t); !ok && shapeErr == nil {
+				shapeErr = format.Corrupt(base, "msg_location", format.ErrInvalid)
+			}
+		}
+		i++
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	if count >= 0 && count != int64(objects) {
+		return false, 0, format.Corrupt(int64(len(b)), "count", format.ErrInvalid)
+	}
+	f := &ETSFile{Info: info}
+	if n := f.InfoValue("name"); n != nil && n != Atom(MsgStoreIndexTable) {
+		return false, 0, format.Corrupt(etsHeaderLen+etsItemHead, "name", format.ErrInvalid)
+	}
+	if shapeErr != nil {
+		return false, 0, shapeErr
+	}
+	return closed, objects, nil
 }
 
 // ReadFileSummary decodes file_summary.ets.

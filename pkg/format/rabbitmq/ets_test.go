@@ -235,3 +235,88 @@ func etsFuzzSeed(b []byte, atoms AtomEncoding) []byte {
 	out, _ := EncodeFileSummary(sums[:min(4, len(sums))], o)
 	return out
 }
+
+// checkSameAsRead asserts that CheckMsgStoreIndex says of b exactly what
+// ReadETSFile + ReadMsgStoreIndex say: the same error, or the same closed
+// flag and object count.
+func checkSameAsRead(t *testing.T, b []byte) error {
+	t.Helper()
+	closed, n, err := CheckMsgStoreIndex(b)
+	locs, rerr := ReadMsgStoreIndex(b)
+	if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) {
+		t.Fatalf("CheckMsgStoreIndex: %v; ReadMsgStoreIndex: %v", err, rerr)
+	}
+	if err == nil {
+		f, ferr := ReadETSFile(b)
+		if ferr != nil || f.Closed != closed || n != len(locs) {
+			t.Fatalf("closed %v, %d objects; ReadETSFile %v closed %v, %d locations", closed, n, ferr, f != nil && f.Closed, len(locs))
+		}
+	}
+	return err
+}
+
+// TestCheckMsgStoreIndex: on both fixture dumps, on every error case of
+// TestReadETSErrors and on dumps with a wrong object, a wrong table name,
+// a wrong count, an end marker in the middle, an open log and a torn
+// tail, the streaming check agrees with the full decoder.
+func TestCheckMsgStoreIndex(t *testing.T) {
+	var dumps [][]byte
+	for _, fx := range etsFixtures {
+		b := etsRead(t, etsStoreDir(t, fx.fixture, fx.node), "msg_store_index.ets")
+		if err := checkSameAsRead(t, b); err != nil {
+			t.Fatalf("%s: %v", fx.fixture, err)
+		}
+		if _, n, _ := CheckMsgStoreIndex(b); n != fx.index {
+			t.Errorf("%s: %d objects, want %d", fx.fixture, n, fx.index)
+		}
+		dumps = append(dumps, b)
+	}
+	locs := []MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}, {MsgID: [16]byte{2}, RefCount: 2, File: 4, Offset: 7, TotalSize: 30}}
+	good, _ := EncodeMsgStoreIndex(locs, ETSEncodeOptions{})
+	summary, _ := EncodeFileSummary([]FileSummary{{File: 1, ValidTotalSize: 10, FileSize: 20}}, ETSEncodeOptions{})
+	named, _ := EncodeMsgStoreIndex(locs, ETSEncodeOptions{Info: Tuple{Tuple{Atom("name"), Atom("other_table")}}})
+	// An index whose second object is a file_summary: the shape error.
+	mixed := append([]byte(nil), good[:8]...)
+	items, _, _ := ReadETSItems(good)
+	sItems, _, _ := ReadETSItems(summary)
+	mixed = etsAppendItem(etsAppendItem(etsAppendItem(mixed, items[0]), items[1]), sItems[1])
+	endMid := etsAppendItem(etsAppendItem(etsAppendItem(append([]byte(nil), good[:8]...), items[0]), items[len(items)-1]), items[1])
+	badCount := etsAppendItem(etsAppendItem(append([]byte(nil), good[:8]...), items[0]), items[1])
+	badCount = etsAppendItem(badCount, items[len(items)-1]) // says 2, holds 1
+	open := append([]byte(nil), good...)
+	copy(open[4:], etsOpened)
+	cases := map[string][]byte{"good": good, "summary": summary, "named": named, "mixed": mixed, "end-mid": endMid,
+		"count": badCount, "open": open, "torn": good[:len(good)-3], "empty": nil, "header": good[:8]}
+	for i, b := range dumps {
+		cases["fixture-torn-"+strconv.Itoa(i)] = b[:len(b)*2/3]
+		c := append([]byte(nil), b...)
+		c[len(c)/2] ^= 0xFF
+		cases["fixture-flip-"+strconv.Itoa(i)] = c
+	}
+	errs := 0
+	for name, b := range cases {
+		if err := checkSameAsRead(t, b); err != nil {
+			errs++
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if errs < 7 {
+		t.Errorf("only %d of %d cases fail: the error paths are not compared", errs, len(cases))
+	}
+}
+
+// FuzzCheckMsgStoreIndex: on any input the streaming check agrees with
+// the full decoder (the same error or the same verdict).
+func FuzzCheckMsgStoreIndex(f *testing.F) {
+	for _, fx := range etsFixtures {
+		root := testutil.Untar(f, testutil.Testdata(fx.fixture, "datasets", "clean-shutdown.tar.gz"))
+		b, err := os.ReadFile(filepath.Join(rdqVhostDir(root, fx.node), "msg_store_persistent", "msg_store_index.ets"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(etsFuzzSeed(b, fx.atoms))
+	}
+	idx, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}}, ETSEncodeOptions{Atoms: AtomsUTF8})
+	f.Add(idx)
+	f.Fuzz(func(t *testing.T, b []byte) { checkSameAsRead(t, b) })
+}
