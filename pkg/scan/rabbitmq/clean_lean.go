@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/internal/offheap"
@@ -26,6 +27,7 @@ import (
 type cleanEnt struct {
 	id                        [16]byte
 	refCount, file, off, size int64
+	etsOff                    int64 // offset of the object's ETF bytes in the dump
 	ord                       int32 // position among the dump's entries
 	place                     uint8 // what the file it points into holds there: place*
 }
@@ -72,8 +74,9 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 	li = &leanIndex{ents: offheap.New[cleanEnt](), byPlace: offheap.New[int32](), other: map[int32]placeRec{},
 		lastPath: map[int64]string{}}
 	n := int32(0)
-	_ = eachIndexEntry(b, func(e IndexEntry) {
-		li.ents.Append(cleanEnt{id: e.MsgID, refCount: e.RefCount, file: e.File, off: e.Offset, size: e.TotalSize, ord: n})
+	_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
+		li.ents.Append(cleanEnt{id: e.MsgID, refCount: e.RefCount, file: e.File, off: e.Offset, size: e.TotalSize,
+			etsOff: etsOff, ord: n})
 		n++
 	})
 	ents := li.ents.Slice()
@@ -238,4 +241,103 @@ func indexStat(p string) (bool, error) {
 		return false, fmt.Errorf("%s: %d bytes, over the %d limit", p, st.Size(), etsMaxFile)
 	}
 	return true, nil
+}
+
+// cleanIndexFindingsLean is cleanIndexFindings for lean mode: the same
+// findings in the same order, from the entries (in the dump's order) and
+// their places (leanIndex.join), the id table (first copies, references)
+// and the queue names of the lean references.
+func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Finding {
+	li := s.lidx
+	ents := li.ents.Slice()
+	order := offheap.New[int32]()
+	defer order.Free()
+	for i := range ents {
+		order.Append(int32(i))
+	}
+	slices.SortFunc(order.Slice(), func(a, b int32) int { return int(ents[a].ord) - int(ents[b].ord) })
+	refsKnown := v.Queues != nil && s.lrefs != nil
+	refs := func(id [16]byte) []string {
+		if e := s.seen.get(id); e.set > 0 && refsKnown {
+			return s.lrefs.sets[e.set-1]
+		}
+		return nil
+	}
+	var out []scan.Finding
+	for _, k := range order.Slice() {
+		e := &ents[k]
+		id := hexID(e.id)
+		f := scan.Finding{Code: CodeIndexMismatch, Path: cs.indexPath, Offset: e.etsOff, MsgID: id,
+			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{},
+			Details: map[string]any{"ref_count": e.refCount, "file": e.file, "offset": e.off, "total_size": e.size}}
+		var why []string
+		// verify looks in numbered persistent files only.
+		if e.place != placeMatch || e.file < 0 {
+			f.Evidence["location"] = "fail"
+			f.Severity = scan.Warning // ref count 0: nothing reads it
+			if e.refCount > 0 {
+				f.Severity = scan.Error
+			}
+			f.Expected = fmt.Sprintf("record %s of %d bytes at %d.rdq@%d", id, e.size, e.file, e.off)
+			f.Actual = "no record there"
+			if r, ok := li.other[k]; ok && e.file >= 0 {
+				f.Actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
+			}
+			if p, off, size, ok := s.firstCopy(e.id); ok {
+				f.Details["found_at"] = Location{Path: p, Offset: off}
+				f.Actual += fmt.Sprintf("; the record is at %s@%d (%d bytes)", p, off, size)
+			}
+			why = append(why, "its offset/size does not hold its record")
+		} else {
+			f.Evidence["location"] = "pass"
+		}
+		if refsKnown {
+			n := int64(len(refs(e.id)))
+			f.Details["references"] = n
+			if e.refCount != n {
+				f.Evidence["ref_count"] = "fail"
+				sev := scan.Warning // too high: the message is never freed (disk leak)
+				if e.refCount < n {
+					sev = scan.Error // too low: freed while a queue still holds it
+				}
+				f.Severity = max(f.Severity, sev)
+				why = append(why, fmt.Sprintf("ref count %d, but the queue indexes hold %d references", e.refCount, n))
+			} else {
+				f.Evidence["ref_count"] = "pass"
+			}
+		}
+		if len(why) == 0 {
+			continue
+		}
+		f.Message = fmt.Sprintf("msg_store_index.ets entry for %s: %s", id, strings.Join(why, "; "))
+		out = append(out, f)
+	}
+	if !refsKnown {
+		return out
+	}
+	// Referenced ids the index lacks, in id order (the table's, which is
+	// the hex order).
+	s.seen.each(func(b [16]byte, e idEntry) bool {
+		if e.set == 0 || li.lookup(b) != nil {
+			return true
+		}
+		id, qs := hexID(b), s.lrefs.sets[e.set-1]
+		out = append(out, scan.Finding{Code: CodeIndexMismatch, Severity: scan.Error, Path: cs.indexPath, MsgID: id,
+			Repair: scan.RepairRebuildIndex, Expected: fmt.Sprintf("an entry with ref count %d", len(qs)), Actual: "no entry",
+			Evidence: map[string]string{"location": "fail"}, Details: map[string]any{"references": len(qs), "queues": qs},
+			Message: fmt.Sprintf("queues %v reference %s, which msg_store_index.ets does not hold: after a clean start reading it fails", qs, id)})
+		return true
+	})
+	return out
+}
+
+// firstCopy returns where verify's map of the persistent store's records
+// by id puts id: its first copy in the numbered files, in file order.
+func (s *scanner) firstCopy(id [16]byte) (path string, off, size int64, ok bool) {
+	p := s.seen.get(id).path()
+	if p == 0 || s.nums[p-1] < 0 {
+		return "", 0, 0, false // non-numbered files come last: no numbered file has it
+	}
+	off, size = s.firstRecord(p, 0, nil, id)
+	return s.paths[p-1], off, size, off >= 0
 }

@@ -102,22 +102,27 @@ func TestFirstOffsetFileGone(t *testing.T) {
 	p := filepath.Join(dir, "0.rdq")
 	writeFile(t, p, recs[0])
 	s := newScanner(dir, brokerVersion{}, scan.Options{})
-	s.paths, s.abs = []string{"0.rdq", "1.rdq"}, []string{p, filepath.Join(dir, "1.rdq")}
+	s.paths, s.abs, s.nums = []string{"0.rdq", "1.rdq"}, []string{p, filepath.Join(dir, "1.rdq")}, []int64{0, 1}
 	var id [16]byte
 	copy(id[:], recs[0][8:24])
 	cur := &FileScan{}
-	if got := s.firstOffset(1, 2, cur, id); got != 0 {
+	if got := firstOff(s, 1, 2, cur, id); got != 0 {
 		t.Fatalf("first copy in 0.rdq at %d, want 0", got)
 	}
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
 	s.firstIn.off = nil // forget the cached walk
-	if got := s.firstOffset(1, 2, cur, id); got != -1 {
+	if got := firstOff(s, 1, 2, cur, id); got != -1 {
 		t.Fatalf("deleted file: first copy at %d, want -1", got)
 	}
 	var other [16]byte
-	if got := s.firstOffset(2, 2, cur, other); got != -1 {
+	if got := firstOff(s, 2, 2, cur, other); got != -1 {
 		t.Fatalf("id not in the current file: %d, want -1", got)
 	}
+}
+
+func firstOff(s *scanner, p, pi int32, fs *FileScan, id [16]byte) int64 {
+	off, _ := s.firstRecord(p, pi, fs, id)
+	return off
 }

@@ -46,13 +46,14 @@ type FileSummary struct {
 // etsObjects decodes every object (items after the info item) of a dump.
 func etsObjects(b []byte) ([]rfmt.Tuple, error) {
 	var out []rfmt.Tuple
-	err := etsEachObject(b, func(t rfmt.Tuple) { out = append(out, t) })
+	err := etsEachObject(b, func(t rfmt.Tuple, _ int64) { out = append(out, t) })
 	return out, err
 }
 
 // etsEachObject calls fn for every object of a dump that decodes to a
-// tuple, in order, up to the first item that does not decode (the error).
-func etsEachObject(b []byte, fn func(rfmt.Tuple)) error {
+// tuple, with the offset of its first ETF byte, in order, up to the first
+// item that does not decode (the error).
+func etsEachObject(b []byte, fn func(rfmt.Tuple, int64)) error {
 	if len(b) < 8 {
 		return format.Corrupt(0, "header", format.ErrShort)
 	}
@@ -79,7 +80,7 @@ func etsEachObject(b []byte, fn func(rfmt.Tuple)) error {
 			return format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
 		}
 		if tup, ok := t.(rfmt.Tuple); ok && item > 0 {
-			fn(tup)
+			fn(tup, q)
 		}
 		p = int(q + n)
 	}
@@ -94,15 +95,16 @@ func etsInt(t rfmt.Term) (int64, bool) {
 // ParseIndexETS decodes msg_store_index.ets.
 func ParseIndexETS(b []byte) ([]IndexEntry, error) {
 	var out []IndexEntry
-	err := eachIndexEntry(b, func(e IndexEntry) { out = append(out, e) })
+	err := eachIndexEntry(b, func(e IndexEntry, _ int64) { out = append(out, e) })
 	return out, err
 }
 
 // eachIndexEntry calls fn for every well-formed msg_location object of a
 // msg_store_index.ets dump, in order, up to the first item that does not
-// decode (the error); other objects are skipped.
-func eachIndexEntry(b []byte, fn func(IndexEntry)) error {
-	return etsEachObject(b, func(o rfmt.Tuple) {
+// decode (the error); other objects are skipped. fn also gets the offset
+// of the object's ETF bytes.
+func eachIndexEntry(b []byte, fn func(IndexEntry, int64)) error {
+	return etsEachObject(b, func(o rfmt.Tuple, etsOff int64) {
 		if len(o) != 6 || o[0] != rfmt.Atom("msg_location") {
 			return
 		}
@@ -116,7 +118,7 @@ func eachIndexEntry(b []byte, fn func(IndexEntry)) error {
 		}
 		e := IndexEntry{RefCount: rc, File: f, Offset: off, TotalSize: ts}
 		copy(e.MsgID[:], id)
-		fn(e)
+		fn(e, etsOff)
 	})
 }
 

@@ -8,7 +8,7 @@ package rabbitmq
 // mapped outside the Go heap (internal/offheap), so it costs its own 32
 // bytes an id in resident memory and not the collector's headroom on top.
 // An entry keeps which file holds the id's first copy, not where in it:
-// only a duplicate asks, and it is found again then (scanner.firstOffset).
+// only a duplicate asks, and it is found again then (scanner.firstRecord).
 // Ids no queue references (garbage, or every id when the references are
 // unknown) go to an ordinary map, which stays small in a healthy store.
 

@@ -24,6 +24,9 @@ type leanFile struct {
 	pre   []scan.Finding
 	unref []unrefRecord
 	path  string // the file's path, for unref's findings
+	// valid and liveEnd are fileTotals': the bytes of the referenced
+	// records and the end of the last one (file_summary.ets checks).
+	valid, liveEnd int64
 }
 
 // unrefRecord is an unreferenced record whose finding goes before pre[at].
@@ -73,6 +76,7 @@ func recordSpan(f *FileScan) (n int, first, last int64) {
 func (s *scanner) release(fs *FileScan) {
 	n, first, last := recordSpan(fs)
 	lf := leanFile{done: true, records: n, firstValid: first, lastValid: last, path: fs.Path}
+	_, lf.valid, lf.liveEnd = fileTotals(fs)
 	lf.pre = fileFindingsPart(fs, s.ver, s.refs != nil, false, &lf)
 	if cap(lf.unref) > len(lf.unref)+len(lf.unref)/4 {
 		lf.unref = append([]unrefRecord(nil), lf.unref...) // kept to the end: no append slack

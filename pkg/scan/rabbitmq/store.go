@@ -36,11 +36,12 @@ type scanner struct {
 	seen  *idTable
 	paths []string // idEntry.path() - 1 indexes it
 	abs   []string // the same files' absolute paths
-	// firstIn caches, for the file of scanner.firstOffset's last answer,
-	// the offset of each id's first copy in it.
+	nums  []int64  // and their numbers
+	// firstIn caches, for the file of scanner.firstRecord's last answer,
+	// the offset and size of each id's first copy in it.
 	firstIn struct {
 		path int32
-		off  map[[16]byte]int64
+		off  map[[16]byte][2]int64
 	}
 	termCnt map[string]int
 	// ready, when set, is waited for before the first status is assigned:
@@ -167,7 +168,7 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 		fs.Err = fmt.Errorf("%s: more than %d .rdq files in one scan", fs.Abs, maxPaths)
 		return
 	}
-	s.paths, s.abs = append(s.paths, fs.Path), append(s.abs, fs.Abs)
+	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
 	for _, r := range fs.Records {
 		s.classify(r, fs, transient, pi)
@@ -244,7 +245,8 @@ func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
 		}
 	}
 	if p := e.path(); p > 0 {
-		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[p-1], s.firstOffset(p, pi, fs, r.MsgID)
+		off, _ := s.firstRecord(p, pi, fs, r.MsgID)
+		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[p-1], off
 		return
 	}
 	e.setPath(pi)
@@ -259,19 +261,20 @@ func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
 	}
 }
 
-// firstOffset returns the offset of id's first copy in file p (1 + index
-// in s.paths), a file classified before (it is fs, with index pi, or an
-// earlier one). The id table does not keep it: duplicates are rare, so the
-// first copy is found again in fs's records or by walking file p once
-// more (the same bytes give the same records; the last such file's first
-// offsets are cached). -1 if the file no longer holds the id.
-func (s *scanner) firstOffset(p, pi int32, fs *FileScan, id [16]byte) int64 {
+// firstRecord returns the offset and size of id's first copy in file p (1
+// + index in s.paths), a file classified before (it is fs, with index pi,
+// or an earlier one; fs may be nil). The id table does not keep them:
+// duplicates and index disagreements are rare, so the first copy is found
+// again in fs's records or by walking file p once more (the same bytes
+// give the same records; the last such file's records are cached). -1, 0
+// if the file no longer holds the id.
+func (s *scanner) firstRecord(p, pi int32, fs *FileScan, id [16]byte) (off, size int64) {
 	if s.firstIn.path != p || s.firstIn.off == nil {
 		var recs []*Record
 		if p == pi {
 			recs = fs.Records
 		} else {
-			again := &FileScan{Path: s.paths[p-1]}
+			again := &FileScan{Path: s.paths[p-1], Number: s.nums[p-1]}
 			func() {
 				v, err := fileview.Open(s.abs[p-1])
 				if err != nil {
@@ -286,18 +289,18 @@ func (s *scanner) firstOffset(p, pi int32, fs *FileScan, id [16]byte) int64 {
 			}()
 			recs = again.Records
 		}
-		m := make(map[[16]byte]int64, len(recs))
+		m := make(map[[16]byte][2]int64, len(recs))
 		for _, r := range recs {
 			if _, ok := m[r.MsgID]; !ok {
-				m[r.MsgID] = r.Offset
+				m[r.MsgID] = [2]int64{r.Offset, r.TotalSize}
 			}
 		}
 		s.firstIn.path, s.firstIn.off = p, m
 	}
-	if off, ok := s.firstIn.off[id]; ok {
-		return off
+	if r, ok := s.firstIn.off[id]; ok {
+		return r[0], r[1]
 	}
-	return -1
+	return -1, 0
 }
 
 // scanStore scans every .rdq of a store dir: opts.Jobs files at once,

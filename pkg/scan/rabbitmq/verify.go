@@ -150,7 +150,8 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 	if err != nil {
 		return nil, err
 	}
-	vv, cs := startVerify(root, vhostDir, v, false)
+	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"), false)
+	vv := startVerify(v, cs, false)
 	if vv.Queues, err = predict(v, vv.State == StateClean, ver); err != nil {
 		return nil, err
 	}
@@ -170,10 +171,10 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 
 // startVerify is where both verify paths start from a vhost's scan: the
 // scan's findings that verify does not rebuild, and the clean-shutdown
-// state read from the store (its findings added). With inPlace the list
+// state cs read from the store (its findings added). With inPlace the list
 // is filtered in v.Findings' own array and v.Findings is cleared: for a
 // caller that reads the scan's findings no more.
-func startVerify(root, vhostDir string, v *VHostScan, inPlace bool) (*VHostVerify, *cleanState) {
+func startVerify(v *VHostScan, cs *cleanState, inPlace bool) *VHostVerify {
 	vv := &VHostVerify{Scan: v, ClientRefs: -1}
 	src := v.Findings
 	if inPlace {
@@ -184,10 +185,9 @@ func startVerify(root, vhostDir string, v *VHostScan, inPlace bool) (*VHostVerif
 			vv.Findings = append(vv.Findings, f)
 		}
 	}
-	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
 	vv.State, vv.StateFrom, vv.ClientRefs = cs.state, cs.from, cs.clientRefs
 	vv.Findings = append(vv.Findings, cs.findings...)
-	return vv, cs
+	return vv
 }
 
 // rebuiltCodes are the scan's queue-side and index finding codes that

@@ -35,6 +35,22 @@ func persistentFiles(v *VHostScan) (at map[fileOff]*Record, byID map[[16]byte]*R
 	return at, byID, byNum
 }
 
+// fileTotals returns a file's record count, the bytes of its referenced
+// records and where the last of them ends; a released file (lean mode)
+// kept them.
+func fileTotals(f *FileScan) (records int, valid, liveEnd int64) {
+	if f.lean.done {
+		return f.lean.records, f.lean.valid, f.lean.liveEnd
+	}
+	for _, r := range f.Records {
+		if r.Status == StatusReferenced {
+			valid += r.TotalSize
+			liveEnd = max(liveEnd, r.End())
+		}
+	}
+	return len(f.Records), valid, liveEnd
+}
+
 // cleanIndexFindings checks every msg_store_index.ets object: the record
 // at File/Offset has that id and size, and RefCount equals the number of
 // queue index references. Referenced ids the index lacks are reported too.
@@ -117,7 +133,12 @@ func cleanIndexFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 // (invariant 4, from the scan), and FileSize covering every live record
 // and no more than the file holds (invariant 5).
 func fileSummaryFindings(v *VHostScan, cs *cleanState) []scan.Finding {
-	_, _, byNum := persistentFiles(v)
+	byNum := map[int64]*FileScan{}
+	for _, f := range v.Files {
+		if !f.Transient && f.Number >= 0 {
+			byNum[f.Number] = f
+		}
+	}
 	var out []scan.Finding
 	seen := map[int64]bool{}
 	maxNum := int64(-1)
@@ -136,13 +157,7 @@ func fileSummaryFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 			out = append(out, g)
 			continue
 		}
-		valid, liveEnd := int64(0), int64(0)
-		for _, r := range f.Records {
-			if r.Status == StatusReferenced {
-				valid += r.TotalSize
-				liveEnd = max(liveEnd, r.End())
-			}
-		}
+		_, valid, liveEnd := fileTotals(f)
 		var why []string
 		sev := scan.Info
 		if v.Refs != nil && s.ValidTotalSize != valid {
@@ -177,9 +192,10 @@ func fileSummaryFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	for _, n := range nums {
 		f := byNum[n]
+		records, _, _ := fileTotals(f)
 		out = append(out, scan.Finding{Code: CodeFileSummary, Severity: scan.Error, Path: f.Path, Length: f.Size,
 			Repair: scan.RepairRebuildIndex, Expected: "an entry in file_summary.ets", Actual: "none",
-			Details: map[string]any{"file": n, "records": len(f.Records)},
+			Details: map[string]any{"file": n, "records": records},
 			Message: fmt.Sprintf("%s has no file_summary.ets entry: a clean start does not know the file", f.Path)})
 	}
 	return out

@@ -13,7 +13,6 @@ package rabbitmq
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 
@@ -34,11 +33,13 @@ type vhostResult struct {
 }
 
 // verifyVHostResult runs the lean verify of one vhost, or VerifyVHost
-// when the store has a clean-shutdown index (or lean mode is off).
+// when lean mode is off or cannot vouch for the clean-shutdown index.
 func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOptions) (*vhostResult, error) {
-	idx := filepath.Join(vhostDir, "msg_store_persistent", "msg_store_index.ets")
-	if _, err := os.Lstat(idx); verifyLean && errors.Is(err, os.ErrNotExist) {
-		return verifyVHostLean(ctx, root, vhostDir, o)
+	if verifyLean {
+		r, err := verifyVHostLean(ctx, root, vhostDir, o)
+		if !errors.Is(err, errLeanIndex) {
+			return r, err
+		}
 	}
 	vv, err := VerifyVHost(ctx, root, vhostDir, o)
 	if err != nil {
@@ -51,8 +52,14 @@ func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOption
 	return r, nil
 }
 
-// verifyVHostLean is VerifyVHost's result for a store without a
-// clean-shutdown index, computed with the lean scan, one queue at a time.
+// errLeanIndex: the lean scanner's reading of msg_store_index.ets (the
+// scan's, which keeps what parses) and verify's (which takes the dump
+// whole or not at all) hold different object counts, which only a dump
+// the broker did not write can cause; verify then takes the detailed path.
+var errLeanIndex = errors.New("lean index differs from the checked dump")
+
+// verifyVHostLean is VerifyVHost's result computed with the lean scan,
+// one queue at a time.
 func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions) (*vhostResult, error) {
 	ver, err := parseVersion(o.BrokerVersion)
 	if err != nil {
@@ -71,9 +78,13 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 			bad[fileIDPath{f.Path, id}] = f.Offset
 		}
 	}
+	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"), true)
+	if cs.leanIndex && (s.lidx == nil || s.lidx.ents.Len() != cs.indexObjects) {
+		return nil, errLeanIndex
+	}
 	// Nothing reads v.Findings after this: verify's list is made in place
 	// (the findings can be most of the heap).
-	vv, _ := startVerify(root, vhostDir, v, true)
+	vv := startVerify(v, cs, true)
 	clean := vv.State == StateClean
 	res := &vhostResult{files: v.Files}
 	if v.Queues != nil {
@@ -87,6 +98,12 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 			return nil, err
 		}
 		vv.Findings = append(append(append(vv.Findings, anoms...), orphans...), missing...)
+	}
+	if cs.leanIndex {
+		vv.Findings = append(vv.Findings, s.cleanIndexFindingsLean(v, cs)...)
+	}
+	if cs.summary != nil {
+		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
 	}
 	for _, q := range vv.Queues {
 		res.queues = append(res.queues, q.Queue)

@@ -191,3 +191,105 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 		}
 	})
 }
+
+// TestLeanVerifyCleanIndexDamage: on the clean-shutdown datasets of 3.10
+// and 4.0 with a damaged msg_store_index.ets (entries moved inside their
+// record, onto another record, into a missing file, two onto one place,
+// ref counts too high, too low and 0, two referenced ids dropped, one id
+// given twice) and a damaged file_summary.ets (a valid size off, one
+// file's entry dropped, an entry for a missing file, a file size that
+// cuts a record), lean Verify, which keeps neither the records nor the
+// dump, reports exactly what the detailed VerifyVHost does, and each kind
+// of damage shows.
+func TestLeanVerifyCleanIndexDamage(t *testing.T) {
+	defer spillAll()()
+	for _, d := range datasets {
+		if d.name != "clean-shutdown" {
+			continue
+		}
+		t.Run(d.kind, func(t *testing.T) {
+			root := testutil.Untar(t, testutil.Testdata(d.kind, "datasets", d.name+".tar.gz"))
+			dir := filepath.Join(root, d.node, "msg_stores", "vhosts", vhostHash)
+			store := filepath.Join(dir, "msg_store_persistent")
+			ixPath := filepath.Join(store, "msg_store_index.ets")
+			b := readFile(t, ixPath)
+			ets, err := rfmt.ReadETSFile(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			locs, err := rfmt.ReadMsgStoreIndex(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, c := -1, -1
+			for i := range locs {
+				for j := i + 1; j < len(locs) && a < 0; j++ {
+					if locs[i].File == locs[j].File && locs[i].Offset != locs[j].Offset && locs[i].RefCount > 0 {
+						a, c = i, j
+					}
+				}
+			}
+			if a < 0 || len(locs) < 16 {
+				t.Fatalf("%d entries, no two in one file", len(locs))
+			}
+			locs[c].Offset = locs[a].Offset
+			locs[2].Offset += 9
+			locs[3].File = 9999
+			locs[4].File, locs[4].Offset = locs[a].File, locs[a].Offset
+			locs[5].RefCount = 0
+			locs[6].RefCount += 2
+			locs[7].RefCount--
+			dup := locs[8]
+			dup.Offset += 3
+			locs = append(locs, dup)
+			locs = append(locs[:10], locs[12:]...) // two ids the queues may reference, gone
+			enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, ixPath, enc)
+
+			fsPath := filepath.Join(store, "file_summary.ets")
+			fb := readFile(t, fsPath)
+			fets, err := rfmt.ReadETSFile(fb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sums, err := rfmt.ReadFileSummary(fb)
+			if err != nil || len(sums) < 4 {
+				t.Fatalf("%d summaries (%v)", len(sums), err)
+			}
+			sums[0].ValidTotalSize -= 25
+			sums[1].FileSize = 1
+			extra := sums[2]
+			extra.File = 9999
+			sums = append(sums[:3], sums[4:]...) // one file without an entry
+			sums = append(sums, extra)
+			if fb, err = rfmt.EncodeFileSummary(sums, rfmt.ETSEncodeOptions{Info: fets.Info}); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, fsPath, fb)
+
+			f, q, e := sameVerify(t, root, dir, "")
+			lean := verifyWith(t, true, root, dir, "")
+			kinds := map[string]int{}
+			for _, x := range lean.Findings {
+				switch x.Code {
+				case CodeIndexMismatch:
+					for k, v := range x.Evidence {
+						kinds["index "+k+" "+v]++
+					}
+					if x.Actual == "no entry" {
+						kinds["index no entry"]++
+					}
+				case CodeFileSummary:
+					kinds["summary"]++
+				}
+			}
+			if kinds["index location fail"] < 5 || kinds["index ref_count fail"] < 3 || kinds["summary"] < 4 {
+				t.Errorf("not every kind of damage shows: %v", kinds)
+			}
+			t.Logf("%d findings, %d queues, %d entries compared; %v", f, q, e, kinds)
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -33,17 +34,29 @@ type cleanState struct {
 	summary     []rfmt.FileSummary
 	summaryOffs []int64
 	findings    []scan.Finding
+	// Lean mode: the index was checked (rfmt.CheckMsgStoreIndex), not
+	// kept; indexObjects objects, and leanIndex set when the state is clean.
+	leanIndex    bool
+	indexObjects int
 }
 
 // readCleanState reads and parses the three clean-shutdown files of store.
-func readCleanState(root, store string) *cleanState {
+// With lean, msg_store_index.ets is only checked, a mapped object at a
+// time, and not kept (the lean scanner has its entries).
+func readCleanState(root, store string, lean bool) *cleanState {
 	cs := &cleanState{state: StateUnclean, clientRefs: -1}
 	names := []string{"clean.dot", "file_summary.ets", "msg_store_index.ets"}
 	data := map[string][]byte{}
 	var present, absent []string
 	for _, n := range names {
 		p := filepath.Join(store, n)
-		b, err := readSmall(p)
+		var b []byte
+		var err error
+		if lean && n == "msg_store_index.ets" {
+			b, err = []byte{}, statSmall(p) // read by readIndexLean
+		} else {
+			b, err = readSmall(p)
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			absent = append(absent, n)
@@ -81,10 +94,14 @@ func readCleanState(root, store string) *cleanState {
 			}
 		}
 	}
-	ok = cs.readIndex(root, filepath.Join(store, "msg_store_index.ets"), data["msg_store_index.ets"]) && ok
+	if lean {
+		ok = cs.readIndexLean(root, filepath.Join(store, "msg_store_index.ets"), data["msg_store_index.ets"] != nil) && ok
+	} else {
+		ok = cs.readIndex(root, filepath.Join(store, "msg_store_index.ets"), data["msg_store_index.ets"]) && ok
+	}
 	ok = cs.readSummary(root, filepath.Join(store, "file_summary.ets"), data["file_summary.ets"]) && ok
 	if !ok {
-		cs.index, cs.summary = nil, nil
+		cs.index, cs.summary, cs.leanIndex = nil, nil, false
 		cs.from = append(cs.from, rel+": clean-shutdown files present but not all usable")
 		return cs
 	}
@@ -97,14 +114,56 @@ func readCleanState(root, store string) *cleanState {
 
 // readSmall reads a clean-shutdown file, refusing ones over etsMaxFile.
 func readSmall(p string) ([]byte, error) {
-	st, err := os.Stat(p)
-	if err != nil {
+	if err := statSmall(p); err != nil {
 		return nil, err
 	}
-	if st.Size() > etsMaxFile {
-		return nil, format.Corrupt(0, "file", format.ErrTooLarge)
-	}
 	return os.ReadFile(p)
+}
+
+// statSmall is readSmall's check without the read.
+func statSmall(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.Size() > etsMaxFile {
+		return format.Corrupt(0, "file", format.ErrTooLarge)
+	}
+	return nil
+}
+
+// readIndexLean is readIndex for lean mode: the same checks and errors,
+// on the mapped file, keeping only the object count. readable is false
+// when the file could not be read (already reported).
+func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
+	if !readable {
+		return false
+	}
+	var closed bool
+	var n int
+	err := func() (err error) {
+		v, err := fileview.Open(p)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		defer fileview.Guard(&err)()
+		b, err := v.Whole()
+		if err != nil {
+			return err
+		}
+		closed, n, err = rfmt.CheckMsgStoreIndex(b)
+		return err
+	}()
+	if err == nil && !closed {
+		err = format.Corrupt(4, "status", fmt.Errorf("%w: disk_log not closed", format.ErrInvalid))
+	}
+	if err != nil {
+		cs.unreadable(root, p, 0, err)
+		return false
+	}
+	cs.indexPath, cs.leanIndex, cs.indexObjects = scan.Rel(root, p), true, n
+	return true
 }
 
 func (cs *cleanState) unreadable(root, p string, off int64, err error) {
