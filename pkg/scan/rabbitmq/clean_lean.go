@@ -266,13 +266,17 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 	var out []scan.Finding
 	for _, k := range order.Slice() {
 		e := &ents[k]
+		// verify looks in numbered persistent files only.
+		locFail := e.place != placeMatch || e.file < 0
+		if !locFail && (!refsKnown || e.refCount == int64(len(refs(e.id)))) {
+			continue // no finding: skip making one
+		}
 		id := hexID(e.id)
 		f := scan.Finding{Code: CodeIndexMismatch, Path: cs.indexPath, Offset: e.etsOff, MsgID: id,
 			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{},
 			Details: map[string]any{"ref_count": e.refCount, "file": e.file, "offset": e.off, "total_size": e.size}}
 		var why []string
-		// verify looks in numbered persistent files only.
-		if e.place != placeMatch || e.file < 0 {
+		if locFail {
 			f.Evidence["location"] = "fail"
 			f.Severity = scan.Warning // ref count 0: nothing reads it
 			if e.refCount > 0 {
