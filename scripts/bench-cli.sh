@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench-cli.sh: whole-process benchmark of storectl against cat on the same
-# generated stores (make bench-cli). For each kind (rocketmq, rabbitmq) and
-# size (BENCH_SIZES, default "1GiB 4GiB") it generates a store with
+# generated stores (make bench-cli). For each kind (BENCH_KINDS, default
+# "rocketmq rabbitmq rabbitmq-clean": the last is the RabbitMQ store with
+# the files a clean stop leaves, genstore -clean) and size (BENCH_SIZES,
+# default "1GiB 4GiB") it generates a store with
 # internal/cmd/genstore, warms the page cache, and times with
 # /usr/bin/time -f '%e %M' (wall seconds, peak RSS):
 #   cat of the store files to /dev/null      (the reference)
@@ -25,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 SIZES=${BENCH_SIZES:-"1GiB 4GiB"}
-KINDS=${BENCH_KINDS:-"rocketmq rabbitmq"}
+KINDS=${BENCH_KINDS:-"rocketmq rabbitmq rabbitmq-clean"}
 REPS=${BENCH_REPS:-3}
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench-cli: $TIME (GNU time) is required" >&2; exit 2; }
@@ -83,7 +85,9 @@ for size in $SIZES; do
 	for kind in $KINDS; do
 		dir=$WORK/$kind-$size
 		echo "== generating $kind $size" >&2
-		gen_out=$("$WORK/genstore" -kind "$kind" -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
+		gen=(-kind "$kind")
+		[ "$kind" = rabbitmq-clean ] && gen=(-kind rabbitmq -clean)
+		gen_out=$("$WORK/genstore" "${gen[@]}" -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
 		target=$(printf '%s' "$gen_out" | cut -f1)
 		list=$WORK/$kind-$size.files
 		if [ "$kind" = rocketmq ]; then
@@ -124,7 +128,7 @@ function mbs(b, s) { return s > 0 ? b / s / 1e6 : 0 }
 }
 END {
 	ns = split(sizes, sz, " ")
-	printf "%-9s %-5s %-14s %8s %8s %9s %7s %9s  %-26s %s\n", "kind", "size", "command", "seconds", "CPU s", "MB/s", "x cat", "RSS MiB", "target", "result"
+	printf "%-14s %-5s %-14s %8s %8s %9s %7s %9s  %-26s %s\n", "kind", "size", "command", "seconds", "CPU s", "MB/s", "x cat", "RSS MiB", "target", "result"
 	for (k = 1; k <= nk; k++) for (s = 1; s <= ns; s++) for (c = 1; c <= nc[kinds[k]]; c++) {
 		kd = kinds[k]; cm = cmds[kd, c]; key = kd SUBSEP sz[s] SUBSEP cm
 		if (!(key in secs)) continue
@@ -140,11 +144,11 @@ END {
 			tg = tg ", RSS < 100"; res = res "/" (rss[key] / 1024 < 100 ? "PASS" : "FAIL")
 		}
 		if (secs[key] == "nan") res = "ERROR"
-		printf "%-9s %-5s %-14s %8.2f %8.2f %9.0f %7.2f %9.1f  %-26s %s\n", kd, sz[s], cm, secs[key], cpu[key], mbs(bytes[key], secs[key]), r, rss[key] / 1024, tg, res
+		printf "%-14s %-5s %-14s %8.2f %8.2f %9.0f %7.2f %9.1f  %-26s %s\n", kd, sz[s], cm, secs[key], cpu[key], mbs(bytes[key], secs[key]), r, rss[key] / 1024, tg, res
 	}
 	if (ns < 2) exit
 	printf "\nscaling %s -> %s (time ratio target: size ratio within 25%%; RSS within 20%%)\n", sz[1], sz[ns]
-	printf "%-9s %-14s %10s %10s %10s %8s  %s\n", "kind", "command", "time x", "want x", "RSS x", "", "result"
+	printf "%-14s %-14s %10s %10s %10s %8s  %s\n", "kind", "command", "time x", "want x", "RSS x", "", "result"
 	for (k = 1; k <= nk; k++) for (c = 1; c <= nc[kinds[k]]; c++) {
 		kd = kinds[k]; cm = cmds[kd, c]; a = kd SUBSEP sz[1] SUBSEP cm; b = kd SUBSEP sz[ns] SUBSEP cm
 		if (!(a in secs) || !(b in secs) || secs[a] <= 0) continue
@@ -153,7 +157,7 @@ END {
 		res = "time " (ok ? "PASS" : "FAIL")
 		# The RSS target is for scan and verify (rebuild-index stages files).
 		if (cm == "scan" || cm == "scan-j1" || cm == "verify") res = res ", RSS " (rx <= 1.2 ? "PASS" : "FAIL")
-		printf "%-9s %-14s %10.2f %10.2f %10.2f %8s  %s\n", kd, cm, tx, want, rx, "", res
+		printf "%-14s %-14s %10.2f %10.2f %10.2f %8s  %s\n", kd, cm, tx, want, rx, "", res
 	}
 }' "$RESULTS"
 if [ "$harness_error" -ne 0 ]; then

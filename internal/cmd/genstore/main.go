@@ -13,7 +13,9 @@
 // RabbitMQ: one vhost whose msg_store_persistent holds .rdq files of about
 // -file-size with #basic_message{} (or #mc{} with -mc) records, zero holes
 // before about one record in 50 and one unreferenced record in 20, and v2
-// queue indexes (q1..q4) referencing the rest. It prints the vhost dir.
+// queue indexes (q1..q4) referencing the rest; with -clean also the files
+// a clean stop leaves (clean.dot, msg_store_index.ets, file_summary.ets).
+// It prints the vhost dir.
 package main
 
 import (
@@ -43,6 +45,7 @@ func run(args []string) error {
 	seed := fs.Uint64("seed", 1, "generator seed; the same seed and size give the same bytes")
 	fileSize := fs.String("file-size", "", "store file size (default: RocketMQ 128MiB commitlog files, RabbitMQ 16MiB .rdq files)")
 	mc := fs.Bool("mc", false, "RabbitMQ: write 3.13+/4.x #mc{} terms instead of #basic_message{}")
+	clean := fs.Bool("clean", false, "RabbitMQ: also write the clean-shutdown files (clean.dot, msg_store_index.ets, file_summary.ets)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func run(args []string) error {
 			k = genrabbit.MC
 		}
 		sum, err := genrabbit.Generate(*out, genrabbit.Config{Seed: *seed, Kind: k, TotalBytes: total,
-			FileLimit: limit, HoleEvery: 50, UnrefEvery: 20})
+			FileLimit: limit, HoleEvery: 50, UnrefEvery: 20, CleanShutdown: *clean})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -68,6 +69,11 @@ type Config struct {
 	HoleEvery, HoleMax int
 	// UnrefEvery, when > 0, leaves every UnrefEvery-th record unreferenced.
 	UnrefEvery int
+	// CleanShutdown writes what a clean stop leaves in msg_store_persistent:
+	// clean.dot (one client ref per queue), msg_store_index.ets (one entry,
+	// ref count 1, per referenced record) and file_summary.ets (each
+	// file's referenced bytes and size).
+	CleanShutdown bool
 }
 
 // Summary says what Generate wrote.
@@ -100,8 +106,15 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 	s := &Summary{VHostDir: vdir, Refs: map[[16]byte]string{}}
 	queueIDs := make([][][16]byte, cfg.Queues)
 	var cur []byte
+	var locs []rfmt.MsgLocation
+	var sums []rfmt.FileSummary
+	valid := int64(0)
 	flush := func() error {
 		p := filepath.Join(store, strconv.Itoa(len(s.Files))+".rdq")
+		undef := rfmt.Atom("undefined")
+		sums = append(sums, rfmt.FileSummary{File: int64(len(s.Files)), ValidTotalSize: valid, Left: undef, Right: undef,
+			FileSize: int64(len(cur)), Readers: undef})
+		valid = 0
 		s.Files = append(s.Files, p)
 		s.Bytes += int64(len(cur))
 		err := os.WriteFile(p, cur, 0o644)
@@ -116,12 +129,18 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 				cur = append(cur, make([]byte, k)...)
 			}
 		}
+		at := int64(len(cur))
 		cur = append(cur, rec...)
 		s.Records++
 		if cfg.UnrefEvery <= 0 || seq%cfg.UnrefEvery != cfg.UnrefEvery-1 {
 			q := seq % cfg.Queues
 			queueIDs[q] = append(queueIDs[q], m.ID)
 			s.Refs[m.ID] = fmt.Sprintf("q%d", q+1)
+			if cfg.CleanShutdown {
+				locs = append(locs, rfmt.MsgLocation{MsgID: m.ID, RefCount: 1, File: int64(len(s.Files)), Offset: at,
+					TotalSize: int64(len(rec))})
+				valid += int64(len(rec))
+			}
 		}
 		if int64(len(cur)) >= cfg.FileLimit {
 			if err := flush(); err != nil {
@@ -139,7 +158,44 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 			return nil, err
 		}
 	}
+	if cfg.CleanShutdown {
+		if err := writeCleanShutdown(store, rng, cfg.Queues, locs, sums); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// writeCleanShutdown writes clean.dot, msg_store_index.ets and
+// file_summary.ets into store.
+func writeCleanShutdown(store string, rng *rand.Rand, clients int, locs []rfmt.MsgLocation, sums []rfmt.FileSummary) error {
+	dot := "{client_refs,["
+	for i := range clients {
+		if i > 0 {
+			dot += ","
+		}
+		ref := make([]string, 16)
+		for j := range ref {
+			ref[j] = strconv.Itoa(rng.IntN(256))
+		}
+		dot += "<<" + strings.Join(ref, ",") + ">>"
+	}
+	dot += "]}.\n{index_module,rabbit_msg_store_ets_index}.\n"
+	opts := rfmt.ETSEncodeOptions{Atoms: rfmt.AtomsUTF8}
+	idx, err := rfmt.EncodeMsgStoreIndex(locs, opts)
+	if err != nil {
+		return err
+	}
+	fsum, err := rfmt.EncodeFileSummary(sums, opts)
+	if err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"clean.dot": []byte(dot), "msg_store_index.ets": idx, "file_summary.ets": fsum} {
+		if err := os.WriteFile(filepath.Join(store, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // genMessage is the publisher scheme of the fixtures: payload 4096..20000
