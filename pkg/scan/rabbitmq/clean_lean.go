@@ -12,6 +12,7 @@ package rabbitmq
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,11 +264,13 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 		}
 		return nil
 	}
+	// verify looks in numbered persistent files only.
+	locFail := func(e *cleanEnt) bool { return e.place != placeMatch || e.file < 0 }
+	copies := s.firstCopies(ents, locFail)
 	var out []scan.Finding
 	for _, k := range order.Slice() {
 		e := &ents[k]
-		// verify looks in numbered persistent files only.
-		locFail := e.place != placeMatch || e.file < 0
+		locFail := locFail(e)
 		if !locFail && (!refsKnown || e.refCount == int64(len(refs(e.id)))) {
 			continue // no finding: skip making one
 		}
@@ -287,9 +290,9 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 			if r, ok := li.other[k]; ok && e.file >= 0 {
 				f.Actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
 			}
-			if p, off, size, ok := s.firstCopy(e.id); ok {
-				f.Details["found_at"] = Location{Path: p, Offset: off}
-				f.Actual += fmt.Sprintf("; the record is at %s@%d (%d bytes)", p, off, size)
+			if c, ok := copies[k]; ok {
+				f.Details["found_at"] = Location{Path: c.path, Offset: c.off}
+				f.Actual += fmt.Sprintf("; the record is at %s@%d (%d bytes)", c.path, c.off, c.size)
 			}
 			why = append(why, "its offset/size does not hold its record")
 		} else {
@@ -335,13 +338,37 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 	return out
 }
 
-// firstCopy returns where verify's map of the persistent store's records
-// by id puts id: its first copy in the numbered files, in file order.
-func (s *scanner) firstCopy(id [16]byte) (path string, off, size int64, ok bool) {
-	p := s.seen.get(id).path()
-	if p == 0 || s.nums[p-1] < 0 {
-		return "", 0, 0, false // non-numbered files come last: no numbered file has it
+// firstCopies returns, for each entry (index into ents) that bad says
+// does not hold its record, where verify's map of the persistent store's
+// records by id puts the entry's id: its first copy in the numbered files,
+// in file order. The id table knows the file and the offset; the size
+// takes a walk of the file (recordsOf), so the entries are grouped by
+// file and each file is walked at most once.
+func (s *scanner) firstCopies(ents []cleanEnt, bad func(*cleanEnt) bool) map[int32]copyRec {
+	need := map[int32][]int32{} // file (1 + index in s.paths) -> entries
+	for k := range ents {
+		if e := &ents[k]; bad(e) {
+			// Non-numbered files come last: a first copy there means no
+			// numbered file has the id.
+			if p := s.seen.get(e.id).path(); p > 0 && s.nums[p-1] >= 0 {
+				need[p] = append(need[p], int32(k))
+			}
+		}
 	}
-	off, size = s.firstRecord(p, 0, nil, id)
-	return s.paths[p-1], off, size, off >= 0
+	out := map[int32]copyRec{}
+	for _, p := range slices.Sorted(maps.Keys(need)) {
+		recs := s.recordsOf(p)
+		for _, k := range need[p] {
+			if r, ok := recs[ents[k].id]; ok {
+				out[k] = copyRec{path: s.paths[p-1], off: r[0], size: r[1]}
+			}
+		}
+	}
+	return out
+}
+
+// copyRec is where a record is.
+type copyRec struct {
+	path      string
+	off, size int64
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -94,35 +97,120 @@ func TestDuplicateFirstCopy(t *testing.T) {
 	}
 }
 
-// TestFirstOffsetFileGone: a first copy whose file can no longer be read
-// (it changed after it was scanned) gets offset -1, not a wrong one.
-func TestFirstOffsetFileGone(t *testing.T) {
+// TestRecordsOfFileGone: a file walked again for its first copies gives
+// the first copy's offset and size, and nothing (not a wrong answer) once
+// the file can no longer be read.
+func TestRecordsOfFileGone(t *testing.T) {
 	dir := t.TempDir()
 	recs, _ := realRecords(t)
 	p := filepath.Join(dir, "0.rdq")
-	writeFile(t, p, recs[0])
+	writeFile(t, p, bytes.Join([][]byte{recs[0], recs[1], recs[0]}, nil))
 	s := newScanner(dir, brokerVersion{}, scan.Options{})
-	s.paths, s.abs, s.nums = []string{"0.rdq", "1.rdq"}, []string{p, filepath.Join(dir, "1.rdq")}, []int64{0, 1}
-	var id [16]byte
-	copy(id[:], recs[0][8:24])
-	cur := &FileScan{}
-	if got := firstOff(s, 1, 2, cur, id); got != 0 {
-		t.Fatalf("first copy in 0.rdq at %d, want 0", got)
+	s.paths, s.abs, s.nums = []string{"0.rdq"}, []string{p}, []int64{0}
+	var id0, id1 [16]byte
+	copy(id0[:], recs[0][8:24])
+	copy(id1[:], recs[1][8:24])
+	m := s.recordsOf(1)
+	if m[id0] != [2]int64{0, int64(len(recs[0]))} || m[id1] != [2]int64{int64(len(recs[0])), int64(len(recs[1]))} || len(m) != 2 {
+		t.Fatalf("first copies %v", m)
 	}
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
-	s.firstIn.off = nil // forget the cached walk
-	if got := firstOff(s, 1, 2, cur, id); got != -1 {
-		t.Fatalf("deleted file: first copy at %d, want -1", got)
-	}
-	var other [16]byte
-	if got := firstOff(s, 2, 2, cur, other); got != -1 {
-		t.Fatalf("id not in the current file: %d, want -1", got)
+	if m := s.recordsOf(1); len(m) != 0 || s.rewalks != 2 {
+		t.Fatalf("deleted file: %v (%d walks)", m, s.rewalks)
 	}
 }
 
-func firstOff(s *scanner, p, pi int32, fs *FileScan, id [16]byte) int64 {
-	off, _ := s.firstRecord(p, pi, fs, id)
-	return off
+// TestFirstCopiesWalkEachFileOnce: the first copies the lean paths need
+// are found without walking a file once per record. Duplicates that
+// alternate between two earlier files take no walk at all (the id table
+// has the first copy's offset), and a clean-shutdown index whose every
+// entry is off by one byte, in shuffled order (an index older than a
+// compaction), walks each file at most once for the sizes of the first
+// copies; verify still reports what the detailed path does.
+func TestFirstCopiesWalkEachFileOnce(t *testing.T) {
+	root := t.TempDir()
+	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 12 << 20, FileLimit: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := sum.VHostDir
+	store := filepath.Join(dir, "msg_store_persistent")
+	v, err := ScanVHost(context.Background(), root, dir, VHostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A last file of copies alternating between files 0 and 1.
+	a, b := v.Files[0], v.Files[1]
+	ab, bb := readFile(t, a.Abs), readFile(t, b.Abs)
+	var dups []byte
+	n := 0
+	for i := 0; i < len(a.Records) && i < len(b.Records); i++ {
+		dups = append(dups, ab[a.Records[i].Offset:a.Records[i].End()]...)
+		dups = append(dups, bb[b.Records[i].Offset:b.Records[i].End()]...)
+		n += 2
+	}
+	writeFile(t, filepath.Join(store, "99.rdq"), dups)
+	_, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{lean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.rewalks != 0 {
+		t.Errorf("%d alternating duplicates: %d files walked again, want 0", n, s.rewalks)
+	}
+	sameLean(t, root, dir)
+
+	// A stale index: every entry one byte off, in shuffled order.
+	var locs []rfmt.MsgLocation
+	var sums []rfmt.FileSummary
+	for _, f := range v.Files {
+		if f.Transient {
+			continue
+		}
+		valid := int64(0)
+		for _, r := range f.Records {
+			locs = append(locs, rfmt.MsgLocation{MsgID: r.MsgID, RefCount: int64(len(r.ReferencedBy)), File: r.File,
+				Offset: r.Offset + 1, TotalSize: r.TotalSize})
+			if r.Status == StatusReferenced {
+				valid += r.TotalSize
+			}
+		}
+		sums = append(sums, rfmt.FileSummary{File: f.Number, ValidTotalSize: valid, FileSize: f.Size,
+			Left: rfmt.Atom("undefined"), Right: rfmt.Atom("undefined"), Readers: rfmt.Atom("undefined")})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(locs), func(i, j int) { locs[i], locs[j] = locs[j], locs[i] })
+	enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(store, "msg_store_index.ets"), enc)
+	fb, err := rfmt.EncodeFileSummary(sums, rfmt.ETSEncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(store, "file_summary.ets"), fb)
+	writeFile(t, filepath.Join(store, "clean.dot"), []byte("{client_refs,[]}.\n{index_module,rabbit_msg_store_ets_index}.\n"))
+	lv, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{lean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := readCleanState(root, store, true)
+	if !cs.leanIndex {
+		t.Fatalf("state %s: %v", cs.state, cs.from)
+	}
+	before := s.rewalks
+	found := 0
+	for _, f := range s.cleanIndexFindingsLean(lv, cs) {
+		if _, ok := f.Details["found_at"]; ok {
+			found++
+		}
+	}
+	files := len(v.Files)
+	if walks := s.rewalks - before; walks > files || found < len(locs)/2 {
+		t.Errorf("%d stale entries: %d files walked again for %d files, %d first copies found", len(locs), walks, files, found)
+	}
+	sameVerify(t, root, dir, "")
+	t.Logf("%d duplicates: 0 walks; %d stale entries: %d walks over %d files, %d found_at", n, len(locs), s.rewalks-before, files, found)
 }

@@ -2,13 +2,11 @@ package rabbitmq
 
 // The scanner's id map. In lean mode (storectl scan and verify) every
 // referenced msg id is known before the first status is given, so those
-// ids live in one sorted, pointer-free slice built once (24 bytes an id,
+// ids live in one sorted, pointer-free slice built once (28 bytes an id,
 // no hash-table slack: about half of a Go map's footprint) and found
 // through a small bucket index on the id's leading bytes. The slice is
-// mapped outside the Go heap (internal/offheap), so it costs its own 32
+// mapped outside the Go heap (internal/offheap), so it costs its own 28
 // bytes an id in resident memory and not the collector's headroom on top.
-// An entry keeps which file holds the id's first copy, not where in it:
-// only a duplicate asks, and it is found again then (scanner.firstRecord).
 // Ids no queue references (garbage, or every id when the references are
 // unknown) go to an ordinary map, which stays small in a healthy store.
 
@@ -30,6 +28,7 @@ type idEntry struct {
 	// copy's file (0: not seen yet); bits 28-31 are, in verify, the at-risk
 	// keys of the hazards that lose the id (verify_victims.go).
 	first uint32
+	off   uint32 // offset of the first copy (files are at most MaxFileSize bytes)
 }
 
 const (
@@ -102,6 +101,7 @@ func (t *idTable) setSorted(buf *offheap.Buf[idSlot]) {
 func mergeEntry(fixed, found idEntry) idEntry {
 	if p := found.path(); p > 0 {
 		fixed.setPath(p)
+		fixed.off = found.off
 	}
 	fixed.addRisk(found.risk())
 	return fixed

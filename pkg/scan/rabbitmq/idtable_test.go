@@ -43,10 +43,10 @@ func TestIDTableMatchesMap(t *testing.T) {
 			}
 			// One fixed id seen before the table is installed.
 			if len(fixed) > 0 {
-				var seen idEntry
+				seen := idEntry{off: 99}
 				seen.setPath(3)
 				seen.addRisk(4)
-				e := idEntry{set: fixed[0].e.set, first: seen.first}
+				e := idEntry{set: fixed[0].e.set, first: seen.first, off: 99}
 				tab.put(fixed[0].id, seen)
 				model[fixed[0].id] = e
 			}
@@ -71,6 +71,7 @@ func TestIDTableMatchesMap(t *testing.T) {
 					e := model[id]
 					e.setPath(int32(step%50) + 1)
 					e.addRisk(uint8(step % 16))
+					e.off = uint32(step)
 					model[id] = e
 					tab.put(id, e)
 				}
@@ -114,7 +115,7 @@ func TestIDEntryBits(t *testing.T) {
 			}
 		}
 	}
-	if unsafe.Sizeof(idSlot{}) != 24 {
-		t.Errorf("idSlot is %d bytes, want 24", unsafe.Sizeof(idSlot{}))
+	if unsafe.Sizeof(idSlot{}) != 28 {
+		t.Errorf("idSlot is %d bytes, want 28", unsafe.Sizeof(idSlot{}))
 	}
 }

@@ -37,12 +37,8 @@ type scanner struct {
 	paths []string // idEntry.path() - 1 indexes it
 	abs   []string // the same files' absolute paths
 	nums  []int64  // and their numbers
-	// firstIn caches, for the file of scanner.firstRecord's last answer,
-	// the offset and size of each id's first copy in it.
-	firstIn struct {
-		path int32
-		off  map[[16]byte][2]int64
-	}
+	// rewalks counts the files walked again (recordsOf), for tests.
+	rewalks int
 	termCnt map[string]int
 	// ready, when set, is waited for before the first status is assigned:
 	// the queue indexes are read while the first files are walked.
@@ -171,7 +167,7 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
 	for _, r := range fs.Records {
-		s.classify(r, fs, transient, pi)
+		s.classify(r, transient, pi)
 		s.termCnt[r.Term]++
 		if r.Status == StatusReferenced {
 			fs.LastReferencedEnd = r.End()
@@ -213,8 +209,8 @@ func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bo
 }
 
 // classify sets a record's status, references and index agreement.
-// fs is r's file, pi 1 + its index in s.paths.
-func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
+// pi is 1 + the index of r's file in s.paths.
+func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	r.ReferencedBy = []string{}
 	if transient {
 		r.Status = StatusUnreferenced
@@ -245,11 +241,11 @@ func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
 		}
 	}
 	if p := e.path(); p > 0 {
-		off, _ := s.firstRecord(p, pi, fs, r.MsgID)
-		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[p-1], off
+		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[p-1], int64(e.off)
 		return
 	}
 	e.setPath(pi)
+	e.off = uint32(r.Offset)
 	s.seen.put(r.MsgID, e)
 	switch {
 	case s.refs == nil:
@@ -261,46 +257,34 @@ func (s *scanner) classify(r *Record, fs *FileScan, transient bool, pi int32) {
 	}
 }
 
-// firstRecord returns the offset and size of id's first copy in file p (1
-// + index in s.paths), a file classified before (it is fs, with index pi,
-// or an earlier one; fs may be nil). The id table does not keep them:
-// duplicates and index disagreements are rare, so the first copy is found
-// again in fs's records or by walking file p once more (the same bytes
-// give the same records; the last such file's records are cached). -1, 0
-// if the file no longer holds the id.
-func (s *scanner) firstRecord(p, pi int32, fs *FileScan, id [16]byte) (off, size int64) {
-	if s.firstIn.path != p || s.firstIn.off == nil {
-		var recs []*Record
-		if p == pi {
-			recs = fs.Records
-		} else {
-			again := &FileScan{Path: s.paths[p-1], Number: s.nums[p-1]}
-			func() {
-				v, err := fileview.Open(s.abs[p-1])
-				if err != nil {
-					return
-				}
-				defer v.Close()
-				var b []byte
-				defer fileview.Guard(&err)()
-				if b, err = v.Whole(); err == nil && int64(len(b)) <= MaxFileSize {
-					walk(b, again)
-				}
-			}()
-			recs = again.Records
+// recordsOf walks file p (1 + index in s.paths) again and returns the
+// offset and size of the first copy of each id in it: the id table keeps
+// where a first copy starts, not its size, and only an index entry that
+// does not hold its record asks for it (cleanIndexFindingsLean, once per
+// file). The same bytes give the same records; nil if the file can no
+// longer be read.
+func (s *scanner) recordsOf(p int32) map[[16]byte][2]int64 {
+	s.rewalks++
+	again := &FileScan{Path: s.paths[p-1], Number: s.nums[p-1]}
+	func() {
+		v, err := fileview.Open(s.abs[p-1])
+		if err != nil {
+			return
 		}
-		m := make(map[[16]byte][2]int64, len(recs))
-		for _, r := range recs {
-			if _, ok := m[r.MsgID]; !ok {
-				m[r.MsgID] = [2]int64{r.Offset, r.TotalSize}
-			}
+		defer v.Close()
+		var b []byte
+		defer fileview.Guard(&err)()
+		if b, err = v.Whole(); err == nil && int64(len(b)) <= MaxFileSize {
+			walk(b, again)
 		}
-		s.firstIn.path, s.firstIn.off = p, m
+	}()
+	m := make(map[[16]byte][2]int64, len(again.Records))
+	for _, r := range again.Records {
+		if _, ok := m[r.MsgID]; !ok {
+			m[r.MsgID] = [2]int64{r.Offset, r.TotalSize}
+		}
 	}
-	if r, ok := s.firstIn.off[id]; ok {
-		return r[0], r[1]
-	}
-	return -1, 0
+	return m
 }
 
 // scanStore scans every .rdq of a store dir: opts.Jobs files at once,

@@ -6,9 +6,9 @@ package rabbitmq
 // again one .qi segment at a time (rfmt.ReadQueueDirSegments), its
 // entries decided against the scanner's pointer-free id map (found /
 // missing) and a compact set of hazard victims and dropped, so memory
-// does not grow with a queue. A store
-// with a clean-shutdown index (msg_store_index.ets) takes the detailed
-// path: its checks need every record, as in the lean scan.
+// does not grow with a queue. A store with a clean-shutdown index
+// (msg_store_index.ets) is checked against the lean scan's off-heap copy
+// of the index and its file-by-file places (clean_lean.go).
 
 import (
 	"context"
