@@ -44,9 +44,17 @@ func (e *jsonEmitter) Done() bool         { return e.done }
 
 func (e *jsonEmitter) Summary(s Summary) error {
 	e.doc.Summary = &s
-	e.done = true
 	enc := json.NewEncoder(e.w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(e.doc)
+	if err := enc.Encode(e.doc); err != nil {
+		// Nothing was written (the encoder writes only a whole value). A
+		// part that could not be encoded (a queue's spilled id list that
+		// cannot be read back) is dropped, so the error summary the caller
+		// writes next still makes a document.
+		e.doc.Queues, e.doc.Records = nil, nil
+		return err
+	}
+	e.done = true
+	return nil
 }

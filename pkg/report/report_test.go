@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -107,5 +108,46 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := ParseFormat("yaml"); err == nil {
 		t.Fatal("yaml accepted")
+	}
+}
+
+// unencodable is a queue whose JSON fails, as a spilled id list that
+// cannot be read back does.
+type unencodable struct{}
+
+func (unencodable) MarshalJSON() ([]byte, error) {
+	return nil, errors.New("reading msg ids back: gone")
+}
+
+// TestJSONSummaryAfterEncodeError: when the document cannot be encoded,
+// nothing is written and the emitter is not done, so the error summary
+// written next (finishAfterError) still makes one document, without the
+// queue that failed: `-o json | jq .summary.exit_code` works.
+func TestJSONSummaryAfterEncodeError(t *testing.T) {
+	var buf bytes.Buffer
+	em, err := New(&buf, JSON, Style{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Run(Run{Tool: "storectl", Command: "verify"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Queue(unencodable{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Summary(Summary{ExitCode: 1}); err == nil || em.Done() || buf.Len() != 0 {
+		t.Fatalf("encode error %v, done %v, %d bytes written", err, em.Done(), buf.Len())
+	}
+	if err := em.Summary(Summary{ExitCode: 3, Incomplete: true}); err != nil || !em.Done() {
+		t.Fatalf("error summary: %v (done %v)", err, em.Done())
+	}
+	var doc struct {
+		Queues  []any
+		Summary struct {
+			ExitCode int `json:"exit_code"`
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || doc.Summary.ExitCode != 3 || len(doc.Queues) != 0 {
+		t.Fatalf("document %s (%v)", buf.Bytes(), err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // MsgIDs is a list of 16-byte message ids (RabbitMQ msg store ids). It is
@@ -30,7 +31,7 @@ func (m *MsgIDs) Append(id [16]byte) { m.ids = append(m.ids, id) }
 // written to spool (kept in memory if that fails). spool may be nil.
 func (m *MsgIDs) AppendTo(spool *IDSpool, id [16]byte) {
 	m.ids = append(m.ids, id)
-	if spool == nil || len(m.ids) < spool.chunk || (m.spool != nil && m.spool != spool) {
+	if spool == nil || len(m.ids) < spool.chunk || (m.spool != nil && m.spool != spool) || spool.broken.Load() {
 		return
 	}
 	if off, ok := spool.put(m.ids); ok {
@@ -112,11 +113,12 @@ func (m MsgIDs) MarshalJSON() ([]byte, error) {
 // safe for concurrent use. The file is unlinked at creation and closed
 // when the spool is no longer reachable (os.File's own cleanup).
 type IDSpool struct {
-	chunk  int // ids per chunk
+	chunk  int         // ids per chunk
+	broken atomic.Bool // a create or write failed: lists stay in memory
+	tries  int         // chunks put tried to write (tests)
 	mu     sync.Mutex
 	f      *os.File
 	end    int64
-	failed bool // a create or write failed: lists stay in memory
 }
 
 // NewIDSpool returns a spool that writes chunks of chunk ids (at least 1).
@@ -124,25 +126,29 @@ type IDSpool struct {
 func NewIDSpool(chunk int) *IDSpool { return &IDSpool{chunk: max(chunk, 1)} }
 
 func (s *IDSpool) put(ids [][16]byte) (int64, bool) {
+	if s.broken.Load() {
+		return 0, false
+	}
 	buf := make([]byte, 0, len(ids)*16)
 	for _, id := range ids {
 		buf = append(buf, id[:]...)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failed {
+	if s.broken.Load() {
 		return 0, false
 	}
+	s.tries++
 	if s.f == nil {
 		f, err := UnlinkedTemp("storectl-msgids-*")
 		if err != nil {
-			s.failed = true
+			s.broken.Store(true)
 			return 0, false
 		}
 		s.f = f
 	}
 	if _, err := s.f.WriteAt(buf, s.end); err != nil {
-		s.failed = true
+		s.broken.Store(true)
 		return 0, false
 	}
 	off := s.end

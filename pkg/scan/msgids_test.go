@@ -112,6 +112,14 @@ func TestMsgIDsSpoolFailures(t *testing.T) {
 	if l.Spilled() || l.Len() != 5 {
 		t.Fatalf("no temp dir: spilled %v, Len %d", l.Spilled(), l.Len())
 	}
+	// Once the spool has failed, appends no longer try (each try copied
+	// the whole in-memory list: quadratic in a long list).
+	for i := 5; i < 20000; i++ {
+		l.AppendTo(sp, testID(i))
+	}
+	if sp.tries != 1 || l.Len() != 20000 || l.Spilled() {
+		t.Fatalf("failed spool: %d write tries for 20000 ids, Len %d", sp.tries, l.Len())
+	}
 	t.Setenv("TMPDIR", tmp)
 	sp = NewIDSpool(2)
 	var s MsgIDs

@@ -14,13 +14,10 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// TestDuplicateFirstCopy: the id table keeps only which file holds an id's
-// first copy, so a duplicate's first offset is found again (in its own
-// file's records, or by walking the earlier file once more). Copies of two
-// referenced records A and B spread over three files, within a file and
-// across files, in an order that switches the cached file back and forth,
-// get the first copy's path and offset in the detailed scan's records and
-// in the lean scan's duplicate findings alike.
+// TestDuplicateFirstCopy: copies of two referenced records A and B spread
+// over three files, within a file and across files, get the first copy's
+// path and offset (kept in the id table) in the detailed scan's records
+// and in the lean scan's duplicate findings alike.
 func TestDuplicateFirstCopy(t *testing.T) {
 	recs, _ := realRecords(t)
 	a, b := recs[0], recs[1]

@@ -87,11 +87,14 @@ func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bo
 // recordFindings appends r's findings to out. With lf, its unreferenced
 // finding is kept compact in lf.unref at its place in out instead.
 func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersion, lf *leanFile) []scan.Finding {
-	if lf != nil && r.Status == StatusUnreferenced {
-		lf.unref = append(lf.unref, unrefRecord{at: len(out), off: r.Offset, size: r.TotalSize, id: r.MsgID})
+	deferred := func() { // the unreferenced finding's place: after the bad-body one
+		if lf != nil && r.Status == StatusUnreferenced {
+			lf.unref = append(lf.unref, unrefRecord{at: len(out), off: r.Offset, size: r.TotalSize, id: r.MsgID})
+		}
 	}
 	if !r.BadBody && r.Status != StatusDuplicate && r.TotalSize-25 < largeMessageBody && r.IndexMatch != "mismatch" &&
 		(lf != nil || r.Status != StatusUnreferenced) {
+		deferred()
 		return out // no finding (or only the deferred one): no msg id string made
 	}
 	base := scan.Finding{Path: fs.Path, Offset: r.Offset, Length: r.TotalSize, MsgID: r.ID(), Repair: scan.RepairNone}
@@ -109,6 +112,8 @@ func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersi
 	case StatusUnreferenced:
 		if lf == nil {
 			out = append(out, unreferencedFinding(base))
+		} else {
+			deferred()
 		}
 	case StatusDuplicate:
 		f := base
