@@ -107,6 +107,14 @@ func mergeEntry(fixed, found idEntry) idEntry {
 	return fixed
 }
 
+// free gives back the fixed part's memory; the table is empty afterwards.
+func (t *idTable) free() {
+	if t.buf != nil {
+		t.buf.Free()
+	}
+	t.buf, t.sorted, t.index = nil, nil, nil
+}
+
 // slot returns the fixed slot of id, or nil.
 func (t *idTable) slot(id [16]byte) *idSlot {
 	if len(t.sorted) == 0 {

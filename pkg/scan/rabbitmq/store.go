@@ -63,6 +63,18 @@ func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 
+// free gives back the scanner's off-heap tables now rather than when the
+// collector finds them unreachable (off-heap memory does not make it run).
+// The scanner must not be used afterwards.
+func (s *scanner) free() {
+	s.seen.free()
+	if s.lidx != nil {
+		s.lidx.ents.Free()
+		s.lidx.byPlace.Free()
+		s.lidx = nil
+	}
+}
+
 // rdqFile is an .rdq found in a store dir.
 type rdqFile struct {
 	path string

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"sync"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -70,6 +71,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	if err != nil {
 		return nil, err
 	}
+	defer s.free()
 	// Bad-body first copies of referenced ids, from their findings (error
 	// severity: a duplicate's or an unreferenced record's is a warning).
 	bad := map[fileIDPath]int64{}
@@ -207,9 +209,15 @@ func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, vv
 	}
 	close(next)
 	ctx, cancel := context.WithCancel(ctx)
+	// On an error the workers are cancelled and waited for: they read the
+	// scanner's off-heap id table, which the caller frees on return.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
 	for range min(max(lp.s.opts.Jobs, 1), max(len(vq.Queues), 1)) {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			for i := range next {
 				out[i] <- lp.queue(ctx, root, v, vq.Queues[i].Dir, vq.SegmentEntryCount, clean)
 			}

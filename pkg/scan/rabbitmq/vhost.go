@@ -29,7 +29,10 @@ type VHostOptions struct {
 // stops the scan as a whole (bad version string, unreadable queues dir);
 // per file I/O errors are in FileScan.Err and in the findings.
 func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostScan, error) {
-	v, _, err := scanVHostKeep(ctx, root, vhostDir, o)
+	v, s, err := scanVHostKeep(ctx, root, vhostDir, o)
+	if s != nil {
+		s.free()
+	}
 	return v, err
 }
 
