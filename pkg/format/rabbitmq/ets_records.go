@@ -4,6 +4,8 @@ package rabbitmq
 // §4.2), and encoders that write them back in the broker's shape.
 
 import (
+	"encoding/binary"
+
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -94,6 +96,13 @@ func CheckMsgStoreIndex(b []byte) (closed bool, objects int, err error) {
 			return
 		}
 		it, base := item.data, item.off
+		if i > 0 {
+			if _, ok := QuickMsgLocation(it); ok { // an object of the usual shape
+				objects++
+				i++
+				return
+			}
+		}
 		t, n, derr := etfDecodeAt(it, base, true)
 		if derr == nil && n != len(it) {
 			derr = format.Corrupt(base+int64(n), "item", format.ErrInvalid)
@@ -222,4 +231,49 @@ func etsUndef(t Term) Term {
 		return Atom("undefined")
 	}
 	return t
+}
+
+// QuickMsgLocation decodes one msg_store_index.ets object's ETF bytes (an
+// item's payload) when it has the shape ets:tab2file writes for the
+// broker's entries: a 6-tuple of the atom msg_location (any of the four
+// atom encodings), a 16-byte binary and four small or 32-bit integers, and
+// nothing after it. It allocates nothing. ok is false for any other shape,
+// which the full decoder (DecodeTerm) must then judge: whenever ok is
+// true, the full decoder gives the same location (FuzzQuickMsgLocation).
+func QuickMsgLocation(b []byte) (l MsgLocation, ok bool) {
+	if len(b) < 3 || b[0] != etfVersion || b[1] != etfSmallTuple || b[2] != 6 {
+		return l, false
+	}
+	p := 3
+	const name = "msg_location"
+	switch {
+	case p+2 <= len(b) && (b[p] == etfSmallAtom || b[p] == etfSmallAtomUTF8) && int(b[p+1]) == len(name):
+		p += 2
+	case p+3 <= len(b) && (b[p] == etfAtom || b[p] == etfAtomUTF8) && b[p+1] == 0 && int(b[p+2]) == len(name):
+		p += 3
+	default:
+		return l, false
+	}
+	if p+len(name) > len(b) || string(b[p:p+len(name)]) != name {
+		return l, false
+	}
+	p += len(name)
+	if p+5+16 > len(b) || b[p] != etfBinary || binary.BigEndian.Uint32(b[p+1:]) != 16 {
+		return l, false
+	}
+	copy(l.MsgID[:], b[p+5:p+21])
+	p += 21
+	for _, dst := range []*int64{&l.RefCount, &l.File, &l.Offset, &l.TotalSize} {
+		switch {
+		case p+2 <= len(b) && b[p] == etfSmallInteger:
+			*dst = int64(b[p+1])
+			p += 2
+		case p+5 <= len(b) && b[p] == etfInteger:
+			*dst = int64(int32(binary.BigEndian.Uint32(b[p+1:])))
+			p += 5
+		default:
+			return l, false
+		}
+	}
+	return l, p == len(b)
 }

@@ -320,3 +320,78 @@ func FuzzCheckMsgStoreIndex(f *testing.F) {
 	f.Add(idx)
 	f.Fuzz(func(t *testing.T, b []byte) { checkSameAsRead(t, b) })
 }
+
+// TestQuickMsgLocation: every object of both fixture dumps (3.10: latin1
+// atoms, 4.0: UTF-8 atoms) takes the quick path and decodes as the full
+// decoder decodes it; shapes outside it (a big integer, a 15-byte id, a
+// trailing byte, another atom) are left to the full decoder.
+func TestQuickMsgLocation(t *testing.T) {
+	for _, fx := range etsFixtures {
+		b := etsRead(t, etsStoreDir(t, fx.fixture, fx.node), "msg_store_index.ets")
+		items, _, err := ReadETSItems(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quick := 0
+		for _, it := range items[1:] {
+			full, err := DecodeExactTerm(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, isLoc := msgLocation(full)
+			got, ok := QuickMsgLocation(it)
+			if ok {
+				quick++
+				if !isLoc || got != want {
+					t.Fatalf("%s: quick %+v, full %+v (%v)", fx.fixture, got, want, isLoc)
+				}
+			}
+		}
+		if quick != fx.index {
+			t.Errorf("%s: %d of %d objects took the quick path", fx.fixture, quick, fx.index)
+		}
+	}
+	one, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{7}, RefCount: 3, File: 300, Offset: 1 << 20, TotalSize: 70}}, ETSEncodeOptions{})
+	items, _, _ := ReadETSItems(one)
+	good := items[1]
+	if l, ok := QuickMsgLocation(good); !ok || l.File != 300 || l.Offset != 1<<20 || l.RefCount != 3 {
+		t.Fatalf("quick %+v %v", l, ok)
+	}
+	big, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{7}, RefCount: 3, File: 300, Offset: 1 << 40, TotalSize: 70}}, ETSEncodeOptions{})
+	bigItems, _, _ := ReadETSItems(big)
+	for name, b := range map[string][]byte{
+		"big offset": bigItems[1],
+		"trailing":   append(append([]byte(nil), good...), 0),
+		"short":      good[:len(good)-1],
+		"other atom": bytes.Replace(good, []byte("msg_location"), []byte("msg_locatiom"), 1),
+		"15-byte id": append(append(append([]byte(nil), good[:18]...), 0, 0, 0, 15), good[22:]...),
+	} {
+		if l, ok := QuickMsgLocation(b); ok {
+			t.Errorf("%s: quick path took it: %+v", name, l)
+		}
+	}
+}
+
+// FuzzQuickMsgLocation: whatever the quick path accepts, the full decoder
+// decodes to the same location.
+func FuzzQuickMsgLocation(f *testing.F) {
+	one, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{7}, RefCount: 3, File: 300, Offset: 1 << 20, TotalSize: 70}}, ETSEncodeOptions{Atoms: AtomsUTF8})
+	items, _, _ := ReadETSItems(one)
+	f.Add(items[1])
+	latin, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, TotalSize: 30}}, ETSEncodeOptions{})
+	items, _, _ = ReadETSItems(latin)
+	f.Add(items[1])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, ok := QuickMsgLocation(b)
+		if !ok {
+			return
+		}
+		full, err := DecodeExactTerm(b)
+		if err != nil {
+			t.Fatalf("quick %+v, full decoder: %v", l, err)
+		}
+		if want, isLoc := msgLocation(full); !isLoc || want != l {
+			t.Fatalf("quick %+v, full %+v (%v)", l, want, isLoc)
+		}
+	})
+}

@@ -251,12 +251,16 @@ func indexStat(p string) (bool, error) {
 func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Finding {
 	li := s.lidx
 	ents := li.ents.Slice()
+	// The dump's order: ord numbers the entries 0..n-1, so the order is
+	// the inverse permutation (no sort).
 	order := offheap.New[int32]()
 	defer order.Free()
-	for i := range ents {
-		order.Append(int32(i))
+	for range ents {
+		order.Append(0)
 	}
-	slices.SortFunc(order.Slice(), func(a, b int32) int { return int(ents[a].ord) - int(ents[b].ord) })
+	for i := range ents {
+		order.Slice()[ents[i].ord] = int32(i)
+	}
 	refsKnown := v.Queues != nil && s.lrefs != nil
 	refs := func(id [16]byte) []string {
 		if e := s.seen.get(id); e.set > 0 && refsKnown {

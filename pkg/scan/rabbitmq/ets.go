@@ -54,6 +54,27 @@ func etsObjects(b []byte) ([]rfmt.Tuple, error) {
 // tuple, with the offset of its first ETF byte, in order, up to the first
 // item that does not decode (the error).
 func etsEachObject(b []byte, fn func(rfmt.Tuple, int64)) error {
+	return etsEachItem(b, objectsTo(fn))
+}
+
+// objectsTo is etsEachObject's item callback: it decodes an item and hands
+// the objects (tuples after the info item) to fn.
+func objectsTo(fn func(rfmt.Tuple, int64)) func(raw []byte, q int64, item int) error {
+	return func(raw []byte, q int64, item int) error {
+		t, err := rfmt.DecodeExactTerm(raw)
+		if err != nil {
+			return format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
+		}
+		if tup, ok := t.(rfmt.Tuple); ok && item > 0 {
+			fn(tup, q)
+		}
+		return nil
+	}
+}
+
+// etsEachItem calls fn with every item's ETF bytes, their offset and the
+// item's number, in order, up to the first framing error or error of fn.
+func etsEachItem(b []byte, fn func(raw []byte, q int64, item int) error) error {
 	if len(b) < 8 {
 		return format.Corrupt(0, "header", format.ErrShort)
 	}
@@ -75,12 +96,8 @@ func etsEachObject(b []byte, fn func(rfmt.Tuple, int64)) error {
 		if n > int64(len(b))-q {
 			return format.Corrupt(int64(p), "itemLength", format.ErrShort)
 		}
-		t, err := rfmt.DecodeExactTerm(b[q : q+n])
-		if err != nil {
-			return format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
-		}
-		if tup, ok := t.(rfmt.Tuple); ok && item > 0 {
-			fn(tup, q)
+		if err := fn(b[q:q+n], q, item); err != nil {
+			return err
 		}
 		p = int(q + n)
 	}
@@ -102,9 +119,10 @@ func ParseIndexETS(b []byte) ([]IndexEntry, error) {
 // eachIndexEntry calls fn for every well-formed msg_location object of a
 // msg_store_index.ets dump, in order, up to the first item that does not
 // decode (the error); other objects are skipped. fn also gets the offset
-// of the object's ETF bytes.
+// of the object's ETF bytes. Objects of the usual shape are decoded
+// without building terms (rfmt.QuickMsgLocation).
 func eachIndexEntry(b []byte, fn func(IndexEntry, int64)) error {
-	return etsEachObject(b, func(o rfmt.Tuple, etsOff int64) {
+	full := objectsTo(func(o rfmt.Tuple, etsOff int64) {
 		if len(o) != 6 || o[0] != rfmt.Atom("msg_location") {
 			return
 		}
@@ -119,6 +137,15 @@ func eachIndexEntry(b []byte, fn func(IndexEntry, int64)) error {
 		e := IndexEntry{RefCount: rc, File: f, Offset: off, TotalSize: ts}
 		copy(e.MsgID[:], id)
 		fn(e, etsOff)
+	})
+	return etsEachItem(b, func(raw []byte, q int64, item int) error {
+		if item > 0 {
+			if l, ok := rfmt.QuickMsgLocation(raw); ok {
+				fn(IndexEntry{MsgID: l.MsgID, RefCount: l.RefCount, File: l.File, Offset: l.Offset, TotalSize: l.TotalSize}, q)
+				return nil
+			}
+		}
+		return full(raw, q, item)
 	})
 }
 
