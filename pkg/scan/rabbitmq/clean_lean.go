@@ -24,13 +24,42 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// cleanEnt is one msg_location object of the dump.
+// cleanEnt is one msg_location object of the dump, 40 bytes. File,
+// offset, size and ref count are stored narrow; an entry whose values do
+// not fit (only a damaged dump has them) is wide, its values in
+// leanIndex.wide (leanIndex.vals reads either).
 type cleanEnt struct {
-	id                        [16]byte
-	refCount, file, off, size int64
-	etsOff                    int64 // offset of the object's ETF bytes in the dump
-	ord                       int32 // position among the dump's entries
-	place                     uint8 // what the file it points into holds there: place*
+	id       [16]byte
+	etsOff   uint32 // offset of the object's ETF bytes (a dump is at most etsMaxFile)
+	ord      int32  // position among the dump's entries
+	file     int32
+	off      uint32
+	size     uint32
+	refCount int32
+	place    uint8 // what the file it points into holds there: place*
+	wide     bool
+}
+
+// entVals are an entry's values at full width.
+type entVals struct{ refCount, file, off, size int64 }
+
+// vals returns e's values.
+func (li *leanIndex) vals(e *cleanEnt) entVals {
+	if e.wide {
+		return li.wide[e.ord]
+	}
+	return entVals{int64(e.refCount), int64(e.file), int64(e.off), int64(e.size)}
+}
+
+// newCleanEnt is e in compact form; wide values go to li.wide.
+func (li *leanIndex) newCleanEnt(e IndexEntry, etsOff int64, ord int32) cleanEnt {
+	c := cleanEnt{id: e.MsgID, etsOff: uint32(etsOff), ord: ord, file: int32(e.File), off: uint32(e.Offset),
+		size: uint32(e.TotalSize), refCount: int32(e.RefCount)}
+	if v := (entVals{e.RefCount, e.File, e.Offset, e.TotalSize}); li.vals(&c) != v {
+		c.wide = true
+		li.wide[ord] = v
+	}
+	return c
 }
 
 // What the scanned files hold at an entry's File/Offset.
@@ -55,6 +84,7 @@ type leanIndex struct {
 	shift    uint
 	byPlace  *offheap.Buf[int32] // entry indices by file, off, ord
 	other    map[int32]placeRec  // placeOther entries
+	wide     map[int32]entVals   // by ord: the values of wide entries
 	lastPath map[int64]string    // file number -> path of the last scanned file with it
 }
 
@@ -73,11 +103,10 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 		return nil, err
 	}
 	li = &leanIndex{ents: offheap.New[cleanEnt](), byPlace: offheap.New[int32](), other: map[int32]placeRec{},
-		lastPath: map[int64]string{}}
+		lastPath: map[int64]string{}, wide: map[int32]entVals{}}
 	n := int32(0)
 	_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
-		li.ents.Append(cleanEnt{id: e.MsgID, refCount: e.RefCount, file: e.File, off: e.Offset, size: e.TotalSize,
-			etsOff: etsOff, ord: n})
+		li.ents.Append(li.newCleanEnt(e, etsOff, n))
 		n++
 	})
 	ents := li.ents.Slice()
@@ -108,11 +137,12 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 	}
 	slices.SortFunc(li.byPlace.Slice(), func(a, b int32) int {
 		ea, eb := &ents[a], &ents[b]
+		va, vb := li.vals(ea), li.vals(eb)
 		switch {
-		case ea.file != eb.file:
-			return cmpInt64(ea.file, eb.file)
-		case ea.off != eb.off:
-			return cmpInt64(ea.off, eb.off)
+		case va.file != vb.file:
+			return cmpInt64(va.file, vb.file)
+		case va.off != vb.off:
+			return cmpInt64(va.off, vb.off)
 		}
 		return int(ea.ord) - int(eb.ord)
 	})
@@ -165,10 +195,10 @@ func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
 // indexMatch is classify's verdict for a record of fs.
 func (li *leanIndex) indexMatch(r *Record) string {
 	e := li.lookup(r.MsgID)
-	switch {
-	case e == nil:
+	if e == nil {
 		return "absent"
-	case e.file == r.File && e.off == r.Offset && e.size == r.TotalSize:
+	}
+	if v := li.vals(e); v.file == r.File && v.off == r.Offset && v.size == r.TotalSize {
 		return "match"
 	}
 	return "mismatch"
@@ -180,17 +210,18 @@ func (li *leanIndex) indexMatch(r *Record) string {
 func (li *leanIndex) join(fs *FileScan) {
 	li.lastPath[fs.Number] = fs.Path
 	ents, byPlace := li.ents.Slice(), li.byPlace.Slice()
-	i, _ := slices.BinarySearchFunc(byPlace, fs.Number, func(k int32, n int64) int { return cmpInt64(ents[k].file, n) })
+	i, _ := slices.BinarySearchFunc(byPlace, fs.Number, func(k int32, n int64) int { return cmpInt64(li.vals(&ents[k]).file, n) })
 	recs := fs.Records
 	j := 0
-	for ; i < len(byPlace) && ents[byPlace[i]].file == fs.Number; i++ {
+	for ; i < len(byPlace) && li.vals(&ents[byPlace[i]]).file == fs.Number; i++ {
 		k := byPlace[i]
 		e := &ents[k]
-		for j < len(recs) && recs[j].Offset < e.off {
+		v := li.vals(e)
+		for j < len(recs) && recs[j].Offset < v.off {
 			j++
 		}
-		if j < len(recs) && recs[j].Offset == e.off {
-			if r := recs[j]; r.MsgID == e.id && r.TotalSize == e.size {
+		if j < len(recs) && recs[j].Offset == v.off {
+			if r := recs[j]; r.MsgID == e.id && r.TotalSize == v.size {
 				e.place = placeMatch
 				delete(li.other, k)
 			} else {
@@ -215,16 +246,17 @@ func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
 	var out []scan.Finding
 	for _, k := range bad {
 		e := &ents[k]
-		path, ok := li.lastPath[e.file]
+		ev := li.vals(e)
+		path, ok := li.lastPath[ev.file]
 		if !ok {
-			path = filepath.ToSlash(filepath.Join(v.Dir, "msg_store_persistent", strconv.FormatInt(e.file, 10)+".rdq"))
+			path = filepath.ToSlash(filepath.Join(v.Dir, "msg_store_persistent", strconv.FormatInt(ev.file, 10)+".rdq"))
 		}
 		actual := "no record there"
 		if r, ok := li.other[k]; ok {
 			actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
 		}
-		out = append(out, indexMismatchFinding(path, IndexEntry{MsgID: e.id, RefCount: e.refCount, File: e.file,
-			Offset: e.off, TotalSize: e.size}, actual))
+		out = append(out, indexMismatchFinding(path, IndexEntry{MsgID: e.id, RefCount: ev.refCount, File: ev.file,
+			Offset: ev.off, TotalSize: ev.size}, actual))
 	}
 	return out
 }
@@ -269,29 +301,30 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 		return nil
 	}
 	// verify looks in numbered persistent files only.
-	locFail := func(e *cleanEnt) bool { return e.place != placeMatch || e.file < 0 }
+	locFail := func(e *cleanEnt) bool { return e.place != placeMatch || li.vals(e).file < 0 }
 	copies := s.firstCopies(ents, locFail)
 	var out []scan.Finding
 	for _, k := range order.Slice() {
 		e := &ents[k]
+		ev := li.vals(e)
 		locFail := locFail(e)
-		if !locFail && (!refsKnown || e.refCount == int64(len(refs(e.id)))) {
+		if !locFail && (!refsKnown || ev.refCount == int64(len(refs(e.id)))) {
 			continue // no finding: skip making one
 		}
 		id := hexID(e.id)
-		f := scan.Finding{Code: CodeIndexMismatch, Path: cs.indexPath, Offset: e.etsOff, MsgID: id,
+		f := scan.Finding{Code: CodeIndexMismatch, Path: cs.indexPath, Offset: int64(e.etsOff), MsgID: id,
 			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{},
-			Details: map[string]any{"ref_count": e.refCount, "file": e.file, "offset": e.off, "total_size": e.size}}
+			Details: map[string]any{"ref_count": ev.refCount, "file": ev.file, "offset": ev.off, "total_size": ev.size}}
 		var why []string
 		if locFail {
 			f.Evidence["location"] = "fail"
 			f.Severity = scan.Warning // ref count 0: nothing reads it
-			if e.refCount > 0 {
+			if ev.refCount > 0 {
 				f.Severity = scan.Error
 			}
-			f.Expected = fmt.Sprintf("record %s of %d bytes at %d.rdq@%d", id, e.size, e.file, e.off)
+			f.Expected = fmt.Sprintf("record %s of %d bytes at %d.rdq@%d", id, ev.size, ev.file, ev.off)
 			f.Actual = "no record there"
-			if r, ok := li.other[k]; ok && e.file >= 0 {
+			if r, ok := li.other[k]; ok && ev.file >= 0 {
 				f.Actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
 			}
 			if c, ok := copies[k]; ok {
@@ -305,14 +338,14 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 		if refsKnown {
 			n := int64(len(refs(e.id)))
 			f.Details["references"] = n
-			if e.refCount != n {
+			if ev.refCount != n {
 				f.Evidence["ref_count"] = "fail"
 				sev := scan.Warning // too high: the message is never freed (disk leak)
-				if e.refCount < n {
+				if ev.refCount < n {
 					sev = scan.Error // too low: freed while a queue still holds it
 				}
 				f.Severity = max(f.Severity, sev)
-				why = append(why, fmt.Sprintf("ref count %d, but the queue indexes hold %d references", e.refCount, n))
+				why = append(why, fmt.Sprintf("ref count %d, but the queue indexes hold %d references", ev.refCount, n))
 			} else {
 				f.Evidence["ref_count"] = "pass"
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -332,4 +333,45 @@ func TestGeneratedCleanShutdown(t *testing.T) {
 		t.Errorf("one entry moved: %d index.mismatch findings", n)
 	}
 	t.Logf("%d findings, %d queues, %d entries compared; %d index entries", f, q, e, len(locs))
+}
+
+// TestLeanCleanIndexWideValues: index entries whose file, offset, size or
+// ref count do not fit the lean index's 32-bit fields (only a damaged dump
+// has them: the lean index keeps them aside at full width) give the lean
+// scan and verify exactly the detailed results, among them entries that
+// still hold their record (a wide ref count) and ones with a wide value in
+// the file of a real record.
+func TestLeanCleanIndexWideValues(t *testing.T) {
+	defer spillAll()()
+	root, dir := unpack(t, "clean-shutdown")
+	ixPath := filepath.Join(dir, "msg_store_persistent", "msg_store_index.ets")
+	b := readFile(t, ixPath)
+	ets, err := rfmt.ReadETSFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs, err := rfmt.ReadMsgStoreIndex(b)
+	if err != nil || len(locs) < 10 {
+		t.Fatalf("%d entries (%v)", len(locs), err)
+	}
+	locs[0].RefCount = 1 << 40              // holds its record, wide ref count
+	locs[1].RefCount = -1                   // negative, fits
+	locs[2].File = math.MaxInt64            // no such file
+	locs[3].File = -1 << 40                 // negative and wide
+	locs[4].Offset = locs[4].Offset + 1<<33 // real file, wide offset
+	locs[5].TotalSize = 1 << 35
+	locs[6].Offset, locs[6].TotalSize = -5, -7
+	enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ixPath, enc)
+	n := sameLean(t, root, dir)
+	f, q, e := sameVerify(t, root, dir, "")
+	res := verifyWith(t, true, root, dir, "")
+	mism := len(codes(res.Findings, CodeIndexMismatch))
+	if mism < 6 {
+		t.Errorf("%d index.mismatch findings for 7 damaged entries", mism)
+	}
+	t.Logf("scan: %d findings compared; verify: %d findings, %d queues, %d entries compared, %d index.mismatch", n, f, q, e, mism)
 }
