@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/internal/offheap"
@@ -307,54 +306,28 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 	for _, k := range order.Slice() {
 		e := &ents[k]
 		ev := li.vals(e)
-		locFail := locFail(e)
-		if !locFail && (!refsKnown || ev.refCount == int64(len(refs(e.id)))) {
+		var n *int64
+		if refsKnown {
+			c := int64(len(refs(e.id)))
+			n = &c
+		}
+		if !locFail(e) && (n == nil || ev.refCount == *n) {
 			continue // no finding: skip making one
 		}
-		id := hexID(e.id)
-		f := scan.Finding{Code: CodeIndexMismatch, Path: cs.indexPath, Offset: int64(e.etsOff), MsgID: id,
-			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{},
-			Details: map[string]any{"ref_count": ev.refCount, "file": ev.file, "offset": ev.off, "total_size": ev.size}}
-		var why []string
-		if locFail {
-			f.Evidence["location"] = "fail"
-			f.Severity = scan.Warning // ref count 0: nothing reads it
-			if ev.refCount > 0 {
-				f.Severity = scan.Error
-			}
-			f.Expected = fmt.Sprintf("record %s of %d bytes at %d.rdq@%d", id, ev.size, ev.file, ev.off)
-			f.Actual = "no record there"
+		var loc *entryMiss
+		if locFail(e) {
+			loc = &entryMiss{actual: "no record there"}
 			if r, ok := li.other[k]; ok && ev.file >= 0 {
-				f.Actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
+				loc.actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
 			}
 			if c, ok := copies[k]; ok {
-				f.Details["found_at"] = Location{Path: c.path, Offset: c.off}
-				f.Actual += fmt.Sprintf("; the record is at %s@%d (%d bytes)", c.path, c.off, c.size)
-			}
-			why = append(why, "its offset/size does not hold its record")
-		} else {
-			f.Evidence["location"] = "pass"
-		}
-		if refsKnown {
-			n := int64(len(refs(e.id)))
-			f.Details["references"] = n
-			if ev.refCount != n {
-				f.Evidence["ref_count"] = "fail"
-				sev := scan.Warning // too high: the message is never freed (disk leak)
-				if ev.refCount < n {
-					sev = scan.Error // too low: freed while a queue still holds it
-				}
-				f.Severity = max(f.Severity, sev)
-				why = append(why, fmt.Sprintf("ref count %d, but the queue indexes hold %d references", ev.refCount, n))
-			} else {
-				f.Evidence["ref_count"] = "pass"
+				loc.found = &c
 			}
 		}
-		if len(why) == 0 {
-			continue
+		entry := IndexEntry{MsgID: e.id, RefCount: ev.refCount, File: ev.file, Offset: ev.off, TotalSize: ev.size}
+		if f, ok := indexEntryFinding(cs.indexPath, int64(e.etsOff), entry, loc, n); ok {
+			out = append(out, f)
 		}
-		f.Message = fmt.Sprintf("msg_store_index.ets entry for %s: %s", id, strings.Join(why, "; "))
-		out = append(out, f)
 	}
 	if !refsKnown {
 		return out
@@ -362,14 +335,10 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 	// Referenced ids the index lacks, in id order (the table's, which is
 	// the hex order).
 	s.seen.each(func(b [16]byte, e idEntry) bool {
-		if e.set == 0 || li.lookup(b) != nil {
-			return true
+		if e.set > 0 && li.lookup(b) == nil {
+			qs := s.lrefs.sets[e.set-1]
+			out = append(out, indexLacksFinding(cs.indexPath, hexID(b), len(qs), qs))
 		}
-		id, qs := hexID(b), s.lrefs.sets[e.set-1]
-		out = append(out, scan.Finding{Code: CodeIndexMismatch, Severity: scan.Error, Path: cs.indexPath, MsgID: id,
-			Repair: scan.RepairRebuildIndex, Expected: fmt.Sprintf("an entry with ref count %d", len(qs)), Actual: "no entry",
-			Evidence: map[string]string{"location": "fail"}, Details: map[string]any{"references": len(qs), "queues": qs},
-			Message: fmt.Sprintf("queues %v reference %s, which msg_store_index.ets does not hold: after a clean start reading it fails", qs, id)})
 		return true
 	})
 	return out

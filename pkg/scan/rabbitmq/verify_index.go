@@ -67,50 +67,24 @@ func cleanIndexFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 	for i, e := range cs.index {
 		id := hexID(e.MsgID)
 		inIndex[id] = true
-		f := scan.Finding{Code: CodeIndexMismatch, Path: cs.indexPath, Offset: cs.indexOffs[i], MsgID: id,
-			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{},
-			Details: map[string]any{"ref_count": e.RefCount, "file": e.File, "offset": e.Offset, "total_size": e.TotalSize}}
-		var why []string
-		r := at[fileOff{e.File, e.Offset}]
-		if r == nil || r.MsgID != e.MsgID || r.TotalSize != e.TotalSize {
-			f.Evidence["location"] = "fail"
-			f.Severity = scan.Warning // ref count 0: nothing reads it
-			if e.RefCount > 0 {
-				f.Severity = scan.Error
-			}
-			f.Expected = fmt.Sprintf("record %s of %d bytes at %d.rdq@%d", id, e.TotalSize, e.File, e.Offset)
-			f.Actual = "no record there"
+		var loc *entryMiss
+		if r := at[fileOff{e.File, e.Offset}]; r == nil || r.MsgID != e.MsgID || r.TotalSize != e.TotalSize {
+			loc = &entryMiss{actual: "no record there"}
 			if r != nil {
-				f.Actual = fmt.Sprintf("record %s of %d bytes", r.ID(), r.TotalSize)
+				loc.actual = fmt.Sprintf("record %s of %d bytes", r.ID(), r.TotalSize)
 			}
 			if c := byID[e.MsgID]; c != nil {
-				f.Details["found_at"] = Location{Path: c.Path, Offset: c.Offset}
-				f.Actual += fmt.Sprintf("; the record is at %s@%d (%d bytes)", c.Path, c.Offset, c.TotalSize)
+				loc.found = &copyRec{path: c.Path, off: c.Offset, size: c.TotalSize}
 			}
-			why = append(why, "its offset/size does not hold its record")
-		} else {
-			f.Evidence["location"] = "pass"
 		}
+		var n *int64
 		if refs != nil {
-			n := int64(refs[id])
-			f.Details["references"] = n
-			if e.RefCount != n {
-				f.Evidence["ref_count"] = "fail"
-				sev := scan.Warning // too high: the message is never freed (disk leak)
-				if e.RefCount < n {
-					sev = scan.Error // too low: freed while a queue still holds it
-				}
-				f.Severity = max(f.Severity, sev)
-				why = append(why, fmt.Sprintf("ref count %d, but the queue indexes hold %d references", e.RefCount, n))
-			} else {
-				f.Evidence["ref_count"] = "pass"
-			}
+			k := int64(refs[id])
+			n = &k
 		}
-		if len(why) == 0 {
-			continue
+		if f, ok := indexEntryFinding(cs.indexPath, cs.indexOffs[i], IndexEntry(e), loc, n); ok {
+			out = append(out, f)
 		}
-		f.Message = fmt.Sprintf("msg_store_index.ets entry for %s: %s", id, strings.Join(why, "; "))
-		out = append(out, f)
 	}
 	ids := make([]string, 0, len(refs))
 	for id := range refs {
@@ -120,12 +94,72 @@ func cleanIndexFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		out = append(out, scan.Finding{Code: CodeIndexMismatch, Severity: scan.Error, Path: cs.indexPath, MsgID: id,
-			Repair: scan.RepairRebuildIndex, Expected: fmt.Sprintf("an entry with ref count %d", refs[id]), Actual: "no entry",
-			Evidence: map[string]string{"location": "fail"}, Details: map[string]any{"references": refs[id], "queues": v.Refs[id]},
-			Message: fmt.Sprintf("queues %v reference %s, which msg_store_index.ets does not hold: after a clean start reading it fails", v.Refs[id], id)})
+		out = append(out, indexLacksFinding(cs.indexPath, id, refs[id], v.Refs[id]))
 	}
 	return out
+}
+
+// entryMiss is what is at an index entry's place when it is not the
+// entry's record, and where that record is (nil: no numbered file has it).
+type entryMiss struct {
+	actual string
+	found  *copyRec
+}
+
+// indexEntryFinding is the finding of one msg_store_index.ets object (the
+// one at etsOff of the dump at path): loc is set when its place does not
+// hold its record, n (the queues' references to it) when the references
+// are known. ok is false when the entry agrees with both.
+func indexEntryFinding(path string, etsOff int64, e IndexEntry, loc *entryMiss, n *int64) (f scan.Finding, ok bool) {
+	id := hexID(e.MsgID)
+	f = scan.Finding{Code: CodeIndexMismatch, Path: path, Offset: etsOff, MsgID: id,
+		Repair: scan.RepairRebuildIndex, Evidence: map[string]string{},
+		Details: map[string]any{"ref_count": e.RefCount, "file": e.File, "offset": e.Offset, "total_size": e.TotalSize}}
+	var why []string
+	if loc != nil {
+		f.Evidence["location"] = "fail"
+		f.Severity = scan.Warning // ref count 0: nothing reads it
+		if e.RefCount > 0 {
+			f.Severity = scan.Error
+		}
+		f.Expected = fmt.Sprintf("record %s of %d bytes at %d.rdq@%d", id, e.TotalSize, e.File, e.Offset)
+		f.Actual = loc.actual
+		if c := loc.found; c != nil {
+			f.Details["found_at"] = Location{Path: c.path, Offset: c.off}
+			f.Actual += fmt.Sprintf("; the record is at %s@%d (%d bytes)", c.path, c.off, c.size)
+		}
+		why = append(why, "its offset/size does not hold its record")
+	} else {
+		f.Evidence["location"] = "pass"
+	}
+	if n != nil {
+		f.Details["references"] = *n
+		if e.RefCount != *n {
+			f.Evidence["ref_count"] = "fail"
+			sev := scan.Warning // too high: the message is never freed (disk leak)
+			if e.RefCount < *n {
+				sev = scan.Error // too low: freed while a queue still holds it
+			}
+			f.Severity = max(f.Severity, sev)
+			why = append(why, fmt.Sprintf("ref count %d, but the queue indexes hold %d references", e.RefCount, *n))
+		} else {
+			f.Evidence["ref_count"] = "pass"
+		}
+	}
+	if len(why) == 0 {
+		return f, false
+	}
+	f.Message = fmt.Sprintf("msg_store_index.ets entry for %s: %s", id, strings.Join(why, "; "))
+	return f, true
+}
+
+// indexLacksFinding is the finding of a referenced msg id (hex) that
+// msg_store_index.ets does not hold: n references from queues.
+func indexLacksFinding(path, id string, n int, queues []string) scan.Finding {
+	return scan.Finding{Code: CodeIndexMismatch, Severity: scan.Error, Path: path, MsgID: id,
+		Repair: scan.RepairRebuildIndex, Expected: fmt.Sprintf("an entry with ref count %d", n), Actual: "no entry",
+		Evidence: map[string]string{"location": "fail"}, Details: map[string]any{"references": n, "queues": queues},
+		Message: fmt.Sprintf("queues %v reference %s, which msg_store_index.ets does not hold: after a clean start reading it fails", queues, id)}
 }
 
 // fileSummaryFindings checks file_summary.ets: one object per .rdq and
