@@ -79,12 +79,11 @@ type placeRec struct {
 // scanner's ordered phase only (one file at a time, in file order).
 type leanIndex struct {
 	ents     *offheap.Buf[cleanEnt] // by id, then ord
-	bucket   []int32                // bucket[b]: first entry whose id's leading bits are >= b
-	shift    uint
-	byPlace  *offheap.Buf[int32] // entry indices by file, off, ord
-	other    map[int32]placeRec  // placeOther entries
-	wide     map[int32]entVals   // by ord: the values of wide entries
-	lastPath map[int64]string    // file number -> path of the last scanned file with it
+	idx      idBuckets              // over ents
+	byPlace  *offheap.Buf[int32]    // entry indices by file, off, ord
+	other    map[int32]placeRec     // placeOther entries
+	wide     map[int32]entVals      // by ord: the values of wide entries
+	lastPath map[int64]string       // file number -> path of the last scanned file with it
 }
 
 // readLeanIndex reads the dump at p as ParseIndexETS does (the entries up
@@ -115,22 +114,7 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 		}
 		return int(a.ord) - int(b.ord)
 	})
-	// About 4 entries a bucket, between 2^4 and 2^20 buckets.
-	nb := 16
-	for nb < 1<<20 && nb*4 < len(ents) {
-		nb <<= 1
-	}
-	li.shift = uint(32 - bitsLen(nb))
-	li.bucket = make([]int32, nb+1)
-	k := 0
-	for i := range ents {
-		for bk := li.bucketOf(&ents[i].id); k <= bk; k++ {
-			li.bucket[k] = int32(i)
-		}
-	}
-	for ; k <= nb; k++ {
-		li.bucket[k] = int32(len(ents))
-	}
+	li.idx = newIDBuckets(len(ents), func(i int) *[16]byte { return &ents[i].id })
 	for i := range ents {
 		li.byPlace.Append(int32(i))
 	}
@@ -158,26 +142,11 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// bitsLen is log2 of a power of two.
-func bitsLen(n int) int {
-	k := 0
-	for n > 1 {
-		n >>= 1
-		k++
-	}
-	return k
-}
-
-func (li *leanIndex) bucketOf(id *[16]byte) int {
-	return int(uint64(id[0])<<24|uint64(id[1])<<16|uint64(id[2])<<8|uint64(id[3])) >> li.shift
-}
-
 // lookup returns the entry the detailed scan's map by msg id holds for id
 // (the dump's last entry with it), or nil.
 func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
 	ents := li.ents.Slice()
-	b := li.bucketOf(&id)
-	lo, hi := int(li.bucket[b]), int(li.bucket[b+1])
+	lo, hi := li.idx.span(&id)
 	i, found := slices.BinarySearchFunc(ents[lo:hi], id, func(e cleanEnt, id [16]byte) int {
 		return bytes.Compare(e.id[:], id[:])
 	})

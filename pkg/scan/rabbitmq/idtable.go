@@ -56,17 +56,52 @@ type idSlot struct {
 type idTable struct {
 	buf    *offheap.Buf[idSlot] // holds sorted; the table owns it
 	sorted []idSlot             // ascending by id, unique; fixed after setSorted
-	// index[b] is the first slot whose id's leading `shift`-bit bucket is
-	// >= b; bucket b spans sorted[index[b]:index[b+1]].
-	index []int32
-	shift uint
-	extra map[[16]byte]idEntry
+	idx    idBuckets            // over sorted
+	extra  map[[16]byte]idEntry
 }
 
 func newIDTable() *idTable { return &idTable{extra: map[[16]byte]idEntry{}} }
 
-func (t *idTable) bucket(id *[16]byte) int {
-	return int(uint64(id[0])<<24|uint64(id[1])<<16|uint64(id[2])<<8|uint64(id[3])) >> t.shift
+// idBuckets indexes ids sorted ascending by their leading bits: index[b]
+// is the first id whose leading `shift`-bit bucket is >= b, so bucket b
+// spans [index[b], index[b+1]). About 4 ids a bucket, between 2^2 and
+// 2^20 buckets.
+type idBuckets struct {
+	index []int32
+	shift uint
+}
+
+// newIDBuckets indexes n ascending ids; id(i) is the i-th.
+func newIDBuckets(n int, id func(i int) *[16]byte) idBuckets {
+	nb := 4
+	for nb < 1<<20 && nb*4 < n {
+		nb <<= 1
+	}
+	x := idBuckets{shift: uint(32 - bits.TrailingZeros(uint(nb))), index: make([]int32, nb+1)}
+	b := 0
+	for i := range n {
+		for k := x.of(id(i)); b <= k; b++ {
+			x.index[b] = int32(i)
+		}
+	}
+	for ; b <= nb; b++ {
+		x.index[b] = int32(n)
+	}
+	return x
+}
+
+func (x *idBuckets) of(id *[16]byte) int {
+	return int(uint64(id[0])<<24|uint64(id[1])<<16|uint64(id[2])<<8|uint64(id[3])) >> x.shift
+}
+
+// span returns the range of positions id's bucket holds (empty when none
+// was indexed).
+func (x *idBuckets) span(id *[16]byte) (lo, hi int) {
+	if len(x.index) == 0 {
+		return 0, 0
+	}
+	b := x.of(id)
+	return int(x.index[b]), int(x.index[b+1])
 }
 
 // setSorted installs buf's slots (ascending, unique ids) as the fixed
@@ -74,22 +109,7 @@ func (t *idTable) bucket(id *[16]byte) int {
 func (t *idTable) setSorted(buf *offheap.Buf[idSlot]) {
 	slots := buf.Slice()
 	t.buf, t.sorted = buf, slots
-	// About 4 ids a bucket, between 2^4 and 2^20 buckets.
-	nb := 4
-	for nb < 1<<20 && nb*4 < len(slots) {
-		nb <<= 1
-	}
-	t.shift = uint(32 - bits.TrailingZeros(uint(nb)))
-	t.index = make([]int32, nb+1)
-	b := 0
-	for i := range slots {
-		for k := t.bucket(&slots[i].id); b <= k; b++ {
-			t.index[b] = int32(i)
-		}
-	}
-	for ; b <= nb; b++ {
-		t.index[b] = int32(len(slots))
-	}
+	t.idx = newIDBuckets(len(slots), func(i int) *[16]byte { return &slots[i].id })
 	for id, e := range t.extra {
 		if s := t.slot(id); s != nil {
 			s.e = mergeEntry(s.e, e)
@@ -112,7 +132,7 @@ func (t *idTable) free() {
 	if t.buf != nil {
 		t.buf.Free()
 	}
-	t.buf, t.sorted, t.index = nil, nil, nil
+	t.buf, t.sorted, t.idx = nil, nil, idBuckets{}
 }
 
 // slot returns the fixed slot of id, or nil.
@@ -120,8 +140,8 @@ func (t *idTable) slot(id [16]byte) *idSlot {
 	if len(t.sorted) == 0 {
 		return nil
 	}
-	b := t.bucket(&id)
-	s := t.sorted[t.index[b]:t.index[b+1]]
+	lo, hi := t.idx.span(&id)
+	s := t.sorted[lo:hi]
 	for len(s) > 8 {
 		m := len(s) / 2
 		if bytes.Compare(s[m].id[:], id[:]) <= 0 {
