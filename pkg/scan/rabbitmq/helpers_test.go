@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -84,4 +85,46 @@ func mustHex(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// editIndex rewrites the msg_store_index.ets at path with edit's entries,
+// keeping the dump's own info tuple, and returns the bytes written. edit
+// gets the current entries.
+func editIndex(t *testing.T, path string, edit func([]rfmt.MsgLocation) []rfmt.MsgLocation) []byte {
+	t.Helper()
+	b := readFile(t, path)
+	ets, err := rfmt.ReadETSFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs, err := rfmt.ReadMsgStoreIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := rfmt.EncodeMsgStoreIndex(edit(locs), rfmt.ETSEncodeOptions{Info: ets.Info})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, enc)
+	return enc
+}
+
+// editSummary is editIndex for file_summary.ets.
+func editSummary(t *testing.T, path string, edit func([]rfmt.FileSummary) []rfmt.FileSummary) []byte {
+	t.Helper()
+	b := readFile(t, path)
+	ets, err := rfmt.ReadETSFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := rfmt.ReadFileSummary(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := rfmt.EncodeFileSummary(edit(sums), rfmt.ETSEncodeOptions{Info: ets.Info})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, enc)
+	return enc
 }

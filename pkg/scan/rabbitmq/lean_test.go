@@ -104,43 +104,31 @@ func genDeletedFile(t *testing.T) (root, dir string) {
 func TestLeanScanCleanIndexDamage(t *testing.T) {
 	root, dir := unpack(t, "clean-shutdown")
 	ixPath := filepath.Join(dir, "msg_store_persistent", "msg_store_index.ets")
-	orig := readFile(t, ixPath)
-	ets, err := rfmt.ReadETSFile(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locs, err := rfmt.ReadMsgStoreIndex(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(locs) < 12 {
-		t.Fatalf("%d index entries", len(locs))
-	}
-	// Two entries in one file: the second is moved onto the first's record.
-	a, b := -1, -1
-	for i := range locs {
-		for j := i + 1; j < len(locs) && a < 0; j++ {
-			if locs[i].File == locs[j].File && locs[i].Offset != locs[j].Offset {
-				a, b = i, j
+	editIndex(t, ixPath, func(locs []rfmt.MsgLocation) []rfmt.MsgLocation {
+		if len(locs) < 12 {
+			t.Fatalf("%d index entries", len(locs))
+		}
+		// Two entries in one file: the second is moved onto the first's record.
+		a, b := -1, -1
+		for i := range locs {
+			for j := i + 1; j < len(locs) && a < 0; j++ {
+				if locs[i].File == locs[j].File && locs[i].Offset != locs[j].Offset {
+					a, b = i, j
+				}
 			}
 		}
-	}
-	if a < 0 {
-		t.Fatal("no two entries in one file")
-	}
-	locs[b].Offset = locs[a].Offset // onto another record
-	locs[2].Offset += 9             // inside its record: nothing starts there
-	locs[3].File = 9999             // a file that does not exist
-	locs[4].File, locs[4].Offset = locs[a].File, locs[a].Offset
-	locs[5].RefCount, locs[5].Offset = 0, locs[5].Offset+1
-	dup := locs[6]
-	dup.Offset += 3
-	locs = append(locs, dup, locs[7]) // id 6 again, moved (it wins the lookup); id 7 again, unchanged
-	enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, ixPath, enc)
+		if a < 0 {
+			t.Fatal("no two entries in one file")
+		}
+		locs[b].Offset = locs[a].Offset // onto another record
+		locs[2].Offset += 9             // inside its record: nothing starts there
+		locs[3].File = 9999             // a file that does not exist
+		locs[4].File, locs[4].Offset = locs[a].File, locs[a].Offset
+		locs[5].RefCount, locs[5].Offset = 0, locs[5].Offset+1
+		dup := locs[6]
+		dup.Offset += 3
+		return append(locs, dup, locs[7]) // id 6 again, moved (it wins the lookup); id 7 again, unchanged
+	})
 	n := sameLean(t, root, dir)
 	res, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}}, scan.Options{Jobs: 2})
 	if err != nil {

@@ -213,24 +213,16 @@ func TestVerifyCleanIndexDamage(t *testing.T) {
 	store := filepath.Join(dir, "msg_store_persistent")
 	ixPath := filepath.Join(store, "msg_store_index.ets")
 	orig := readFile(t, ixPath)
-	ets, err := rfmt.ReadETSFile(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locs, err := rfmt.ReadMsgStoreIndex(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var locs []rfmt.MsgLocation
 	i := 0
-	for locs[i].RefCount == 0 {
-		i++
-	}
-	locs[i].Offset += 9
-	b, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, ixPath, b)
+	b := editIndex(t, ixPath, func(l []rfmt.MsgLocation) []rfmt.MsgLocation {
+		for l[i].RefCount == 0 {
+			i++
+		}
+		l[i].Offset += 9
+		locs = l
+		return l
+	})
 	re, err := rfmt.ReadETSFile(b)
 	if err != nil {
 		t.Fatal(err)
@@ -245,21 +237,14 @@ func TestVerifyCleanIndexDamage(t *testing.T) {
 	writeFile(t, ixPath, orig)
 
 	fsPath := filepath.Join(store, "file_summary.ets")
-	fb := readFile(t, fsPath)
-	fets, err := rfmt.ReadETSFile(fb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums, err := rfmt.ReadFileSummary(fb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := len(sums) / 2
-	sums[j].ValidTotalSize -= 25
-	if b, err = rfmt.EncodeFileSummary(sums, rfmt.ETSEncodeOptions{Info: fets.Info}); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, fsPath, b)
+	var sums []rfmt.FileSummary
+	j := 0
+	b = editSummary(t, fsPath, func(s []rfmt.FileSummary) []rfmt.FileSummary {
+		j = len(s) / 2
+		s[j].ValidTotalSize -= 25
+		sums = s
+		return s
+	})
 	if re, err = rfmt.ReadETSFile(b); err != nil {
 		t.Fatal(err)
 	}

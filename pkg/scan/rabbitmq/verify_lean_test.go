@@ -213,63 +213,42 @@ func TestLeanVerifyCleanIndexDamage(t *testing.T) {
 			dir := filepath.Join(root, d.node, "msg_stores", "vhosts", vhostHash)
 			store := filepath.Join(dir, "msg_store_persistent")
 			ixPath := filepath.Join(store, "msg_store_index.ets")
-			b := readFile(t, ixPath)
-			ets, err := rfmt.ReadETSFile(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			locs, err := rfmt.ReadMsgStoreIndex(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, c := -1, -1
-			for i := range locs {
-				for j := i + 1; j < len(locs) && a < 0; j++ {
-					if locs[i].File == locs[j].File && locs[i].Offset != locs[j].Offset && locs[i].RefCount > 0 {
-						a, c = i, j
+			editIndex(t, ixPath, func(locs []rfmt.MsgLocation) []rfmt.MsgLocation {
+				a, c := -1, -1
+				for i := range locs {
+					for j := i + 1; j < len(locs) && a < 0; j++ {
+						if locs[i].File == locs[j].File && locs[i].Offset != locs[j].Offset && locs[i].RefCount > 0 {
+							a, c = i, j
+						}
 					}
 				}
-			}
-			if a < 0 || len(locs) < 16 {
-				t.Fatalf("%d entries, no two in one file", len(locs))
-			}
-			locs[c].Offset = locs[a].Offset
-			locs[2].Offset += 9
-			locs[3].File = 9999
-			locs[4].File, locs[4].Offset = locs[a].File, locs[a].Offset
-			locs[5].RefCount = 0
-			locs[6].RefCount += 2
-			locs[7].RefCount--
-			dup := locs[8]
-			dup.Offset += 3
-			locs = append(locs, dup)
-			locs = append(locs[:10], locs[12:]...) // two ids the queues may reference, gone
-			enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, ixPath, enc)
+				if a < 0 || len(locs) < 16 {
+					t.Fatalf("%d entries, no two in one file", len(locs))
+				}
+				locs[c].Offset = locs[a].Offset
+				locs[2].Offset += 9
+				locs[3].File = 9999
+				locs[4].File, locs[4].Offset = locs[a].File, locs[a].Offset
+				locs[5].RefCount = 0
+				locs[6].RefCount += 2
+				locs[7].RefCount--
+				dup := locs[8]
+				dup.Offset += 3
+				locs = append(locs, dup)
+				return append(locs[:10], locs[12:]...) // two ids the queues may reference, gone
+			})
 
-			fsPath := filepath.Join(store, "file_summary.ets")
-			fb := readFile(t, fsPath)
-			fets, err := rfmt.ReadETSFile(fb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sums, err := rfmt.ReadFileSummary(fb)
-			if err != nil || len(sums) < 4 {
-				t.Fatalf("%d summaries (%v)", len(sums), err)
-			}
-			sums[0].ValidTotalSize -= 25
-			sums[1].FileSize = 1
-			extra := sums[2]
-			extra.File = 9999
-			sums = append(sums[:3], sums[4:]...) // one file without an entry
-			sums = append(sums, extra)
-			if fb, err = rfmt.EncodeFileSummary(sums, rfmt.ETSEncodeOptions{Info: fets.Info}); err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, fsPath, fb)
+			editSummary(t, filepath.Join(store, "file_summary.ets"), func(sums []rfmt.FileSummary) []rfmt.FileSummary {
+				if len(sums) < 4 {
+					t.Fatalf("%d summaries", len(sums))
+				}
+				sums[0].ValidTotalSize -= 25
+				sums[1].FileSize = 1
+				extra := sums[2]
+				extra.File = 9999
+				sums = append(sums[:3], sums[4:]...) // one file without an entry
+				return append(sums, extra)
+			})
 
 			f, q, e := sameVerify(t, root, dir, "")
 			lean := verifyWith(t, true, root, dir, "")
@@ -316,23 +295,19 @@ func TestGeneratedCleanShutdown(t *testing.T) {
 	}
 	store := filepath.Join(sum.VHostDir, "msg_store_persistent")
 	ixPath := filepath.Join(store, "msg_store_index.ets")
-	b := readFile(t, ixPath)
-	locs, err := rfmt.ReadMsgStoreIndex(b)
-	if err != nil || len(locs) != len(sum.Refs) {
-		t.Fatalf("%d index entries for %d referenced records (%v)", len(locs), len(sum.Refs), err)
-	}
-	ets, _ := rfmt.ReadETSFile(b)
-	locs[len(locs)/2].Offset++
-	enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, ixPath, enc)
+	entries := 0
+	editIndex(t, ixPath, func(locs []rfmt.MsgLocation) []rfmt.MsgLocation {
+		if entries = len(locs); entries != len(sum.Refs) {
+			t.Fatalf("%d index entries for %d referenced records", len(locs), len(sum.Refs))
+		}
+		locs[len(locs)/2].Offset++
+		return locs
+	})
 	sameVerify(t, root, sum.VHostDir, "")
 	if n := len(codes(verifyWith(t, true, root, sum.VHostDir, "").Findings, CodeIndexMismatch)); n != 1 {
 		t.Errorf("one entry moved: %d index.mismatch findings", n)
 	}
-	t.Logf("%d findings, %d queues, %d entries compared; %d index entries", f, q, e, len(locs))
+	t.Logf("%d findings, %d queues, %d entries compared; %d index entries", f, q, e, entries)
 }
 
 // TestLeanCleanIndexWideValues: index entries whose file, offset, size or
@@ -345,27 +320,19 @@ func TestLeanCleanIndexWideValues(t *testing.T) {
 	defer spillAll()()
 	root, dir := unpack(t, "clean-shutdown")
 	ixPath := filepath.Join(dir, "msg_store_persistent", "msg_store_index.ets")
-	b := readFile(t, ixPath)
-	ets, err := rfmt.ReadETSFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locs, err := rfmt.ReadMsgStoreIndex(b)
-	if err != nil || len(locs) < 10 {
-		t.Fatalf("%d entries (%v)", len(locs), err)
-	}
-	locs[0].RefCount = 1 << 40              // holds its record, wide ref count
-	locs[1].RefCount = -1                   // negative, fits
-	locs[2].File = math.MaxInt64            // no such file
-	locs[3].File = -1 << 40                 // negative and wide
-	locs[4].Offset = locs[4].Offset + 1<<33 // real file, wide offset
-	locs[5].TotalSize = 1 << 35
-	locs[6].Offset, locs[6].TotalSize = -5, -7
-	enc, err := rfmt.EncodeMsgStoreIndex(locs, rfmt.ETSEncodeOptions{Info: ets.Info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, ixPath, enc)
+	editIndex(t, ixPath, func(locs []rfmt.MsgLocation) []rfmt.MsgLocation {
+		if len(locs) < 10 {
+			t.Fatalf("%d entries", len(locs))
+		}
+		locs[0].RefCount = 1 << 40              // holds its record, wide ref count
+		locs[1].RefCount = -1                   // negative, fits
+		locs[2].File = math.MaxInt64            // no such file
+		locs[3].File = -1 << 40                 // negative and wide
+		locs[4].Offset = locs[4].Offset + 1<<33 // real file, wide offset
+		locs[5].TotalSize = 1 << 35
+		locs[6].Offset, locs[6].TotalSize = -5, -7
+		return locs
+	})
 	n := sameLean(t, root, dir)
 	f, q, e := sameVerify(t, root, dir, "")
 	res := verifyWith(t, true, root, dir, "")
