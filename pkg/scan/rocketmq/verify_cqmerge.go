@@ -2,9 +2,7 @@ package rocketmq
 
 import (
 	"container/heap"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -60,12 +58,7 @@ func (c *cqCursor) advance() bool {
 		}
 		if c.pos >= c.bufPos+c.bufN || c.pos < c.bufPos {
 			n := min(int64(len(c.buf)), c.end-c.pos)
-			got, err := c.fh.ReadAt(c.buf[:n], c.pos)
-			if int64(got) < n {
-				if err == nil || errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				c.err = err
+			if c.err = readFull(c.fh, c.buf[:n], c.pos); c.err != nil {
 				return false
 			}
 			c.bufPos, c.bufN = c.pos, n
@@ -94,12 +87,7 @@ func (c *cqCursor) skipZeros(scratch []byte) bool {
 		c.pos = c.bufPos + c.bufN
 		for c.pos < c.end && len(scratch) > 0 {
 			n := min(int64(len(scratch)), c.end-c.pos)
-			got, err := c.fh.ReadAt(scratch[:n], c.pos)
-			if int64(got) < n {
-				if err == nil || errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				c.err = err
+			if c.err = readFull(c.fh, scratch[:n], c.pos); c.err != nil {
 				return false
 			}
 			if j := firstNonZeroByte(scratch[:n]); j >= 0 {

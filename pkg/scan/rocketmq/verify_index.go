@@ -31,6 +31,9 @@ type indexWalk struct {
 	firstTSChecked bool
 }
 
+// readFull reads len(b) bytes of f at off; a short read (the file ends
+// first) is io.ErrUnexpectedEOF. The index check and the consume queue
+// cursors (verify_cqmerge.go) read through it.
 func readFull(f *os.File, b []byte, off int64) error {
 	n, err := f.ReadAt(b, off)
 	if n < len(b) {
