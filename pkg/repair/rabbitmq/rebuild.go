@@ -178,12 +178,8 @@ func (s *rbStage) file(vhostDir, name string) (string, error) {
 	return filepath.Join(d, name), nil
 }
 
-func (s *rbStage) remove() {
-	if s.dir != "" {
-		os.RemoveAll(s.dir)
-		s.dir = ""
-	}
-}
+// remove removes the stage dir, if one was made (repair.RemoveStage).
+func (s *rbStage) remove() { _ = repair.RemoveStage(&s.dir) }
 
 // rbPlanVHost decides on one scanned vhost and adds its actions.
 func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rbStage, v *rscan.VHostScan) (RebuildVHost, error) {
