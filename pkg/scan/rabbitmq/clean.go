@@ -1,9 +1,7 @@
 package rabbitmq
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,56 +11,14 @@ import (
 
 // readClean reads clean.dot, msg_store_index.ets and file_summary.ets of a
 // store dir; nil when none exists. A dump that does not parse is kept as
-// far as it parsed (the broker would do a dirty recovery instead).
-func readClean(store string) (*CleanIndex, error) {
-	c := &CleanIndex{byID: map[[16]byte]IndexEntry{}}
-	any := false
-	if _, err := os.Stat(filepath.Join(store, "clean.dot")); err == nil {
-		c.CleanDot, any = true, true
-	}
-	read := func(name string) ([]byte, bool, error) {
-		p := filepath.Join(store, name)
-		st, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, false, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if st.Size() > etsMaxFile {
-			return nil, false, fmt.Errorf("%s: %d bytes, over the %d limit", p, st.Size(), etsMaxFile)
-		}
-		b, err := os.ReadFile(p)
-		return b, err == nil, err
-	}
-	b, ok, err := read("msg_store_index.ets")
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		any, c.HasIndex = true, true
-		c.Index, _ = ParseIndexETS(b)
-		for _, e := range c.Index {
-			c.byID[e.MsgID] = e
-		}
-	}
-	if b, ok, err = read("file_summary.ets"); err != nil {
-		return nil, err
-	}
-	if ok {
-		any, c.HasFileSummary = true, true
-		c.Summaries, _ = ParseFileSummaryETS(b)
-	}
-	if !any {
-		return nil, nil
-	}
-	return c, nil
-}
-
-// readCleanLean is readClean for lean mode: the index is a leanIndex
-// (CleanIndex.Index stays nil).
-func readCleanLean(store string) (*CleanIndex, *leanIndex, error) {
+// far as it parsed (the broker would do a dirty recovery instead). With
+// lean the index is a leanIndex, read from the mapped file (CleanIndex.Index
+// stays nil).
+func readClean(store string, lean bool) (*CleanIndex, *leanIndex, error) {
 	c := &CleanIndex{}
+	if !lean {
+		c.byID = map[[16]byte]IndexEntry{}
+	}
 	found := false
 	if _, err := os.Stat(filepath.Join(store, "clean.dot")); err == nil {
 		c.CleanDot, found = true, true
@@ -70,8 +26,18 @@ func readCleanLean(store string) (*CleanIndex, *leanIndex, error) {
 	p := filepath.Join(store, "msg_store_index.ets")
 	var li *leanIndex
 	ok, err := indexStat(p)
-	if err == nil && ok {
+	switch {
+	case err != nil || !ok:
+	case lean:
 		li, err = readLeanIndex(p)
+	default:
+		var b []byte
+		if b, err = os.ReadFile(p); err == nil {
+			c.Index, _ = ParseIndexETS(b)
+			for _, e := range c.Index {
+				c.byID[e.MsgID] = e
+			}
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -95,6 +61,22 @@ func readCleanLean(store string) (*CleanIndex, *leanIndex, error) {
 		return nil, nil, nil
 	}
 	return c, li, nil
+}
+
+// indexStat reports whether the clean-shutdown dump p exists and is not
+// over etsMaxFile (readClean asks it of both dumps).
+func indexStat(p string) (bool, error) {
+	st, err := os.Stat(p)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if st.Size() > etsMaxFile {
+		return false, fmt.Errorf("%s: %d bytes, over the %d limit", p, st.Size(), etsMaxFile)
+	}
+	return true, nil
 }
 
 // indexFindings checks every msg_store_index.ets entry against the

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -227,21 +226,6 @@ func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
 			Offset: ev.off, TotalSize: ev.size}, actual))
 	}
 	return out
-}
-
-// indexStat reports whether p exists and is not over etsMaxFile.
-func indexStat(p string) (bool, error) {
-	st, err := os.Stat(p)
-	if os.IsNotExist(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if st.Size() > etsMaxFile {
-		return false, fmt.Errorf("%s: %d bytes, over the %d limit", p, st.Size(), etsMaxFile)
-	}
-	return true, nil
 }
 
 // cleanIndexFindingsLean is cleanIndexFindings for lean mode: the same

@@ -61,11 +61,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	s.ready = func() { <-qdone }
 	store := filepath.Join(vhostDir, "msg_store_persistent")
-	if o.lean {
-		v.Clean, s.lidx, err = readCleanLean(store)
-	} else {
-		v.Clean, err = readClean(store)
-	}
+	v.Clean, s.lidx, err = readClean(store, o.lean)
 	if err != nil {
 		<-qdone
 		return nil, nil, err
