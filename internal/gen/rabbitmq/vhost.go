@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -169,18 +168,12 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 // writeCleanShutdown writes clean.dot, msg_store_index.ets and
 // file_summary.ets into store.
 func writeCleanShutdown(store string, rng *rand.Rand, clients int, locs []rfmt.MsgLocation, sums []rfmt.FileSummary) error {
-	dot := "{client_refs,["
-	for i := range clients {
-		if i > 0 {
-			dot += ","
+	dot := rfmt.CleanDot{ClientRefs: make([][16]byte, clients), IndexModule: "rabbit_msg_store_ets_index"}
+	for i := range dot.ClientRefs {
+		for j := range dot.ClientRefs[i] {
+			dot.ClientRefs[i][j] = byte(rng.IntN(256))
 		}
-		ref := make([]string, 16)
-		for j := range ref {
-			ref[j] = strconv.Itoa(rng.IntN(256))
-		}
-		dot += "<<" + strings.Join(ref, ",") + ">>"
 	}
-	dot += "]}.\n{index_module,rabbit_msg_store_ets_index}.\n"
 	opts := rfmt.ETSEncodeOptions{Atoms: rfmt.AtomsUTF8}
 	idx, err := rfmt.EncodeMsgStoreIndex(locs, opts)
 	if err != nil {
@@ -190,7 +183,7 @@ func writeCleanShutdown(store string, rng *rand.Rand, clients int, locs []rfmt.M
 	if err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"clean.dot": []byte(dot), "msg_store_index.ets": idx, "file_summary.ets": fsum} {
+	for name, b := range map[string][]byte{"clean.dot": rfmt.EncodeCleanDot(dot), "msg_store_index.ets": idx, "file_summary.ets": fsum} {
 		if err := os.WriteFile(filepath.Join(store, name), b, 0o644); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ package rabbitmq
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/storectl/storectl/pkg/format"
 )
@@ -21,6 +22,34 @@ type CleanDot struct {
 	ClientRefs  [][16]byte // client_refs: one 16-byte ref per queue with a persistent store client
 	IndexModule string     // index_module, "" when absent (4.0+ may omit it)
 	Terms       []Term     // every term in file order
+}
+
+// EncodeCleanDot writes cd's client_refs and, when set, its index_module
+// the way the broker does (io_lib:format("~w.~n"), §1.3): refs as
+// <<b1,...,b16>>, the module as a bare atom. Other Terms are not written.
+// ParseCleanDot of a broker's file and EncodeCleanDot give the file back
+// byte for byte (TestCleanDotFixtures).
+func EncodeCleanDot(cd CleanDot) []byte {
+	var s strings.Builder
+	s.WriteString("{client_refs,[")
+	for i, r := range cd.ClientRefs {
+		if i > 0 {
+			s.WriteByte(',')
+		}
+		s.WriteString("<<")
+		for j, c := range r {
+			if j > 0 {
+				s.WriteByte(',')
+			}
+			s.WriteString(strconv.Itoa(int(c)))
+		}
+		s.WriteString(">>")
+	}
+	s.WriteString("]}.\n")
+	if cd.IndexModule != "" {
+		s.WriteString("{index_module," + cd.IndexModule + "}.\n")
+	}
+	return []byte(s.String())
 }
 
 // ParseCleanDot parses clean.dot. Unknown keys are kept in Terms only.
