@@ -128,6 +128,15 @@ func rbCollect(ctx context.Context, cfg scanrmq.Config, jobs int, progress func(
 // killed for memory.
 const maxRecords = 1 << 28
 
+// maxKeys bounds the index key hashes one plan keeps (4 bytes each, so
+// 16 GiB): a record's keyEnd is a uint32, and past it the key offsets
+// would wrap and slicing the keys by them (keysOf, the incremental index
+// build) would panic.
+const maxKeys = 1<<32 - 1
+
+// errTooManyKeys is the plan's failure past maxKeys.
+var errTooManyKeys = fmt.Errorf("more than %d index keys: too many to rebuild in memory", int64(maxKeys))
+
 func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 	if len(c.d.recs) >= maxRecords {
 		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
@@ -145,6 +154,9 @@ func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
 		}
 	}
 	rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) { c.addKey(m.Topic, k) })
+	if int64(len(c.d.keys)) > maxKeys {
+		return errTooManyKeys
+	}
 	r.keyEnd = uint32(len(c.d.keys))
 	c.d.recs = append(c.d.recs, r)
 	return nil
@@ -167,6 +179,9 @@ func (c *rbCollector) queue(topic []byte, queueID int32) int32 {
 func (c *rbCollector) absorb(f *rbCollector) error {
 	if len(c.d.recs)+len(f.d.recs) > maxRecords {
 		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
+	}
+	if int64(len(c.d.keys))+int64(len(f.d.keys)) > maxKeys {
+		return errTooManyKeys
 	}
 	ids := make([]int32, len(f.d.queues))
 	for i, q := range f.d.queues {
