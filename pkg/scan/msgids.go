@@ -1,13 +1,6 @@
 package scan
 
-import (
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"os"
-	"sync"
-	"sync/atomic"
-)
+import "encoding/hex"
 
 // MsgIDs is a list of 16-byte message ids (RabbitMQ msg store ids). It is
 // kept as bytes, not strings (a queue can name hundreds of thousands), and
@@ -31,7 +24,7 @@ func (m *MsgIDs) Append(id [16]byte) { m.ids = append(m.ids, id) }
 // written to spool (kept in memory if that fails). spool may be nil.
 func (m *MsgIDs) AppendTo(spool *IDSpool, id [16]byte) {
 	m.ids = append(m.ids, id)
-	if spool == nil || len(m.ids) < spool.chunk || (m.spool != nil && m.spool != spool) || spool.broken.Load() {
+	if spool == nil || len(m.ids) < spool.chunk || (m.spool != nil && m.spool != spool) || spool.file.Broken() {
 		return
 	}
 	if off, ok := spool.put(m.ids); ok {
@@ -109,61 +102,28 @@ func (m MsgIDs) MarshalJSON() ([]byte, error) {
 	return m.AppendJSON(make([]byte, 0, 2+m.Len()*35))
 }
 
-// IDSpool is the temp file of the spilled MsgIDs chunks of one run. It is
-// safe for concurrent use. The file is unlinked at creation and closed
-// when the spool is no longer reachable (os.File's own cleanup).
+// IDSpool is the temp file of the spilled MsgIDs chunks of one run (a
+// Spill). It is safe for concurrent use.
 type IDSpool struct {
-	chunk  int         // ids per chunk
-	broken atomic.Bool // a create or write failed: lists stay in memory
-	tries  int         // chunks put tried to write (tests)
-	mu     sync.Mutex
-	f      *os.File
-	end    int64
+	chunk int   // ids per chunk
+	file  Spill // the chunks, 16*chunk bytes each
 }
 
 // NewIDSpool returns a spool that writes chunks of chunk ids (at least 1).
 // The file is created at the first write.
-func NewIDSpool(chunk int) *IDSpool { return &IDSpool{chunk: max(chunk, 1)} }
+func NewIDSpool(chunk int) *IDSpool {
+	return &IDSpool{chunk: max(chunk, 1), file: Spill{Pattern: "storectl-msgids-*"}}
+}
 
 func (s *IDSpool) put(ids [][16]byte) (int64, bool) {
-	if s.broken.Load() {
-		return 0, false
+	if s.file.Broken() {
+		return 0, false // do not copy the list for nothing
 	}
 	buf := make([]byte, 0, len(ids)*16)
 	for _, id := range ids {
 		buf = append(buf, id[:]...)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.broken.Load() {
-		return 0, false
-	}
-	s.tries++
-	if s.f == nil {
-		f, err := UnlinkedTemp("storectl-msgids-*")
-		if err != nil {
-			s.broken.Store(true)
-			return 0, false
-		}
-		s.f = f
-	}
-	if _, err := s.f.WriteAt(buf, s.end); err != nil {
-		s.broken.Store(true)
-		return 0, false
-	}
-	off := s.end
-	s.end += int64(len(buf))
-	return off, true
+	return s.file.Put(buf)
 }
 
-var errIDSpoolShort = errors.New("msg id spool file shorter than written")
-
-func (s *IDSpool) get(buf []byte, off int64) error {
-	if n, err := s.f.ReadAt(buf, off); n < len(buf) {
-		if err == nil {
-			err = errIDSpoolShort
-		}
-		return fmt.Errorf("reading msg ids back from the temp file: %w", err)
-	}
-	return nil
-}
+func (s *IDSpool) get(buf []byte, off int64) error { return s.file.ReadAt(buf, off, "msg ids") }

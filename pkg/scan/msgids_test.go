@@ -93,8 +93,8 @@ func TestMsgIDsSpool(t *testing.T) {
 			t.Errorf("len %d: Strings differ", n)
 		}
 	}
-	if sp.end != int64(16*3*(1+1+2+2+6)) {
-		t.Errorf("spool holds %d bytes", sp.end)
+	if sp.file.end != int64(16*3*(1+1+2+2+6)) {
+		t.Errorf("spool holds %d bytes", sp.file.end)
 	}
 }
 
@@ -117,8 +117,8 @@ func TestMsgIDsSpoolFailures(t *testing.T) {
 	for i := 5; i < 20000; i++ {
 		l.AppendTo(sp, testID(i))
 	}
-	if sp.tries != 1 || l.Len() != 20000 || l.Spilled() {
-		t.Fatalf("failed spool: %d write tries for 20000 ids, Len %d", sp.tries, l.Len())
+	if sp.file.tries != 1 || l.Len() != 20000 || l.Spilled() {
+		t.Fatalf("failed spool: %d write tries for 20000 ids, Len %d", sp.file.tries, l.Len())
 	}
 	t.Setenv("TMPDIR", tmp)
 	sp = NewIDSpool(2)
@@ -129,11 +129,11 @@ func TestMsgIDsSpoolFailures(t *testing.T) {
 	if !s.Spilled() {
 		t.Fatal("nothing spilled")
 	}
-	sp.f.Truncate(16) // the second chunk is gone
+	sp.file.f.Truncate(16) // the second chunk is gone
 	if _, err := json.Marshal(s); err == nil || !strings.Contains(err.Error(), "reading msg ids back") {
 		t.Fatalf("truncated spool: %v", err)
 	}
-	sp.f.Close()
+	sp.file.f.Close()
 	if err := s.Each(func([16]byte) {}); err == nil {
 		t.Fatal("closed spool: no error")
 	}

@@ -1,6 +1,12 @@
 package scan
 
-import "os"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+)
 
 // UnlinkedTemp creates a temp file (os.CreateTemp with pattern) and
 // removes its name at once, so it vanishes with its last descriptor
@@ -17,4 +23,70 @@ func UnlinkedTemp(pattern string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// Spill is an append-only UnlinkedTemp file that a scan moves long lists
+// to, reading each back when its finding is written (RabbitMQ's victim
+// lists, MsgIDs chunks). It is safe for concurrent use, and its zero value
+// is ready: the file is made at the first Put, with Pattern. Once a create
+// or write fails the Spill is broken and every later Put says no (the
+// caller keeps its list in memory). The file is closed when the Spill is
+// no longer reachable (os.File's own cleanup).
+type Spill struct {
+	Pattern string // os.CreateTemp pattern of the file; "" is storectl-spill-*
+
+	broken atomic.Bool
+	mu     sync.Mutex
+	f      *os.File
+	end    int64
+	tries  int // writes Put tried (tests)
+}
+
+// Broken reports whether a create or write failed: Put says no from then
+// on, so a caller may skip building what it would write.
+func (s *Spill) Broken() bool { return s.broken.Load() }
+
+// Put appends b and returns its offset, or ok false when the file cannot
+// be used.
+func (s *Spill) Put(b []byte) (off int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken.Load() {
+		return 0, false
+	}
+	s.tries++
+	if s.f == nil {
+		pattern := s.Pattern
+		if pattern == "" {
+			pattern = "storectl-spill-*"
+		}
+		f, err := UnlinkedTemp(pattern)
+		if err != nil {
+			s.broken.Store(true)
+			return 0, false
+		}
+		s.f = f
+	}
+	if _, err := s.f.WriteAt(b, s.end); err != nil {
+		s.broken.Store(true)
+		return 0, false
+	}
+	off = s.end
+	s.end += int64(len(b))
+	return off, true
+}
+
+// errSpillShort: the spill file holds fewer bytes than were put there.
+var errSpillShort = errors.New("spill file shorter than written")
+
+// ReadAt reads len(b) bytes put at off back; what names them in the error
+// ("reading <what> back from the temp file: ...").
+func (s *Spill) ReadAt(b []byte, off int64, what string) error {
+	if n, err := s.f.ReadAt(b, off); n < len(b) {
+		if err == nil {
+			err = errSpillShort
+		}
+		return fmt.Errorf("reading %s back from the temp file: %w", what, err)
+	}
+	return nil
 }

@@ -44,10 +44,12 @@ type scanner struct {
 	// the queue indexes are read while the first files are walked.
 	ready     func()
 	readyOnce sync.Once
-	lean      bool        // release each file's records after its findings (lean.go)
-	lrefs     *leanRefs   // lean mode's references (refs is then empty but non-nil)
-	lidx      *leanIndex  // lean mode's msg_store_index.ets (clean_lean.go)
-	spill     victimSpill // lean mode's long victim lists (victim_spill.go)
+	lean      bool       // release each file's records after its findings (lean.go)
+	lrefs     *leanRefs  // lean mode's references (refs is then empty but non-nil)
+	lidx      *leanIndex // lean mode's msg_store_index.ets (clean_lean.go)
+	// spill holds lean mode's long victim lists (victim_spill.go): its own
+	// object, since the findings that point into it outlive the scanner.
+	spill *victimSpill
 }
 
 // prepare waits for what classify needs (queue references).
@@ -58,7 +60,8 @@ func (s *scanner) prepare() {
 }
 
 func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
-	return &scanner{root: root, ver: ver, opts: opts, seen: newIDTable(), termCnt: map[string]int{}}
+	return &scanner{root: root, ver: ver, opts: opts, seen: newIDTable(), termCnt: map[string]int{},
+		spill: &victimSpill{file: scan.Spill{Pattern: "storectl-victims-*"}}}
 }
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }

@@ -9,10 +9,6 @@ package rabbitmq
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"os"
-	"sync"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -31,15 +27,9 @@ var spillMinVictims = 256
 // statusCodes numbers the Status* constants on disk.
 var statusCodes = []string{StatusReferenced, StatusUnreferenced, StatusDuplicate, StatusUnknown}
 
-// victimSpill is the temp file of one scan. It is safe for concurrent use.
-// The file is unlinked at creation; it is closed when the last finding
-// that refers to it is gone (os.File's own cleanup).
-type victimSpill struct {
-	mu     sync.Mutex
-	f      *os.File
-	end    int64
-	failed bool // a create or write failed: keep lists in memory
-}
+// victimSpill is the temp file of one scan (a scan.Spill, made at the
+// first put; newScanner names it). It is safe for concurrent use.
+type victimSpill struct{ file scan.Spill }
 
 // put writes vs and returns where, or ok false when the file cannot be
 // used (the caller keeps the list in memory).
@@ -60,42 +50,26 @@ func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(v.Size))
 		buf = append(buf, code)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed {
+	off, ok := s.file.Put(buf)
+	if !ok {
 		return nil, false
 	}
-	if s.f == nil {
-		f, err := scan.UnlinkedTemp("storectl-victims-*")
-		if err != nil {
-			s.failed = true
-			return nil, false
-		}
-		s.f = f
-	}
-	if _, err := s.f.WriteAt(buf, s.end); err != nil {
-		s.failed = true
-		return nil, false
-	}
-	sv = &spilledVictims{f: s.f, off: s.end, n: len(vs), first: vs[0]}
+	sv = &spilledVictims{f: &s.file, off: off, n: len(vs), first: vs[0]}
 	for _, v := range vs {
 		sv.referenced = sv.referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
 	}
-	s.end += int64(len(buf))
 	return sv, true
 }
 
 // spilledVictims is a victim list in the spill file, with what findings
 // ask of it without reading it.
 type spilledVictims struct {
-	f          *os.File
+	f          *scan.Spill
 	off        int64
 	n          int
 	first      Victim
 	referenced bool // some victim is referenced (or of unknown status)
 }
-
-var errSpillShort = errors.New("victim spill file shorter than written")
 
 // each reads the list back in chunks and calls fn for every victim.
 func (s *spilledVictims) each(fn func(Victim)) error {
@@ -103,11 +77,8 @@ func (s *spilledVictims) each(fn func(Victim)) error {
 	for i := 0; i < s.n; {
 		k := min(s.n-i, spillReadChunk)
 		b := buf[:k*spillVictimLen]
-		if n, err := s.f.ReadAt(b, s.off+int64(i)*spillVictimLen); n < len(b) {
-			if err == nil {
-				err = errSpillShort
-			}
-			return fmt.Errorf("reading victims back from the temp file: %w", err)
+		if err := s.f.ReadAt(b, s.off+int64(i)*spillVictimLen, "victims"); err != nil {
+			return err
 		}
 		for j := 0; j < k; j++ {
 			r := b[j*spillVictimLen:]

@@ -80,7 +80,7 @@ func TestVictimSpillUnusable(t *testing.T) {
 	for i := range fs.Hazards[0].Victims {
 		fs.Hazards[0].Victims[i].Status = StatusReferenced
 	}
-	s := &scanner{}
+	s := &scanner{spill: &victimSpill{}}
 	s.spillVictims(fs)
 	if h := fs.Hazards[0]; h.spill != nil || len(h.Victims) != 300 {
 		t.Errorf("unusable spill: spilled %v, %d in memory", h.spill != nil, len(h.Victims))
