@@ -77,7 +77,9 @@ func (v *verifier) brokerEndWithoutFix() (int64, int) {
 func (v *verifier) checkCheckpoint(context.Context) error {
 	if !v.sum.done { // checkMissing did not run (no consume queue walk)
 		v.startSummary()
-		v.eachRec(v.summarize)
+		if v.sum.start >= 0 { // else summarize has nothing to count
+			v.eachRec(v.summarize)
+		}
 		v.sum.done = true
 	}
 	lastTS := v.sum.lastTS
@@ -170,9 +172,10 @@ func (v *verifier) normalStart() int64 {
 }
 
 // recSummary is what the checkpoint checks need of all records below the
-// recovery end, gathered in checkMissing's pass over the record table
-// (after the consume queue walk set the matched flags) so the table is
-// read once, not three times.
+// recovery end: the newest store time from the record table's per-block
+// maxima, the rest gathered in checkMissing's pass over the unmatched
+// records (after the consume queue walk set the matched flags) so the
+// table is read once, not three times.
 type recSummary struct {
 	done    bool
 	lastTS  int64 // newest store time
@@ -180,18 +183,18 @@ type recSummary struct {
 	skipped int   // unmatched dispatched records below start
 }
 
-// startSummary resets v.sum before a pass calling summarize.
+// startSummary resets v.sum before a pass calling summarize, with the
+// newest store time of the records below the recovery end.
 func (v *verifier) startSummary() {
-	v.sum = recSummary{start: -1}
+	v.sum = recSummary{start: -1, lastTS: v.tab.maxStoreTS(v.nrecs)}
 	if v.abort {
 		v.sum.start = v.abnormalStart()
 	}
 }
 
 // summarize adds record i to v.sum; call it only after the consume queue
-// walk (it reads the matched flags).
+// walk (it reads the matched flags). Only unmatched records count.
 func (v *verifier) summarize(i int, r *vrec) {
-	v.sum.lastTS = max(v.sum.lastTS, r.storeTS)
 	if r.phy < v.sum.start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
 		v.sum.skipped++
 	}

@@ -24,9 +24,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 	skipped := 0
 	lost := 0
 	v.startSummary()
-	// Matched records add only their store time to the summary (kept per
-	// record table block): read only the unmatched ones.
-	v.sum.lastTS = v.tab.maxStoreTS(v.nrecs)
+	// Matched records add nothing to the summary: read only the unmatched.
 	v.eachUnmatched(func(i int, r *vrec) {
 		v.summarize(i, r)
 		if !r.dispatched() {
