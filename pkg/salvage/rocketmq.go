@@ -71,9 +71,12 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 	if res.RecoveryEnd != nil {
 		end = *res.RecoveryEnd
 	}
+	all := o.has(SelectAll)
 	for _, phy := range walked {
-		rel, _, _ := st.Path(phy)
-		add(phy, SelectAll, "all: a valid record of "+rel)
+		if all { // the file lookup and reason only for a selection that keeps them
+			rel, _, _ := st.Path(phy)
+			add(phy, SelectAll, "all: a valid record of "+rel)
+		}
 		if end >= 0 && phy >= end {
 			add(phy, SelectAfterCorruption, fmt.Sprintf(
 				"after-corruption: at physical offset %d, at or past the recovery end %d; recovery drops it", phy, end))
