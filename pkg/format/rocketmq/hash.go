@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"unicode/utf16"
@@ -52,6 +53,27 @@ func JavaHashCodeFrom(h int32, b []byte) int32 {
 // IndexKeyHash is IndexFile.indexKeyHashMethod for the key string
 // topic + "#" + key: abs(hashCode), with Integer.MIN_VALUE mapped to 0.
 func IndexKeyHash(key []byte) int32 { return IndexHashOf(JavaHashCode(key)) }
+
+// IndexKeyHasher gives IndexKeyHash(topic + "#" + key)
+// (IndexService.buildKey) for key after key without building the string:
+// the hash code of topic + "#" is worked out once per run of keys of one
+// topic and continued over each key. The zero value is ready to use; it is
+// not safe for concurrent use.
+type IndexKeyHasher struct {
+	topic  []byte // the topic whose prefix hash code is prefix
+	prefix int32  // JavaHashCode(topic + "#")
+	ok     bool
+}
+
+// Hash returns IndexKeyHash(topic + "#" + key).
+func (h *IndexKeyHasher) Hash(topic, key []byte) int32 {
+	if !h.ok || !bytes.Equal(h.topic, topic) {
+		h.topic = append(h.topic[:0], topic...)
+		h.prefix = JavaHashCodeFrom(JavaHashCode(topic), []byte{'#'})
+		h.ok = true
+	}
+	return IndexHashOf(JavaHashCodeFrom(h.prefix, key))
+}
 
 // IndexHashOf is IndexFile.indexKeyHashMethod applied to a key's hash code
 // h: abs(h), with Integer.MIN_VALUE mapped to 0.

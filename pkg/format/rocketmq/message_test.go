@@ -256,3 +256,21 @@ func FuzzJavaHashCode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIndexKeyHasher: the prefix-reusing hasher gives
+// IndexKeyHash(topic + "#" + key) for keys of one topic in a row, after a
+// switch to another topic and back (topics ending mid-UTF-8 included).
+func FuzzIndexKeyHasher(f *testing.F) {
+	f.Add([]byte("TopicA"), []byte("TöpicB"), []byte("order-1"), []byte("7F00000100002A9F0000000000000001"))
+	f.Add([]byte("a\xe2\x82"), []byte(""), []byte("\x82x"), []byte("\xff"))
+	f.Add([]byte("T"), []byte("T"), []byte(""), []byte("😀"))
+	f.Fuzz(func(t *testing.T, t1, t2, k1, k2 []byte) {
+		var h IndexKeyHasher
+		for _, c := range []struct{ topic, key []byte }{{t1, k1}, {t1, k2}, {t2, k1}, {t2, k2}, {t1, k1}} {
+			whole := append(append(append([]byte(nil), c.topic...), '#'), c.key...)
+			if got, want := h.Hash(c.topic, c.key), IndexKeyHash(whole); got != want {
+				t.Fatalf("Hash(%q, %q) = %d, IndexKeyHash(%q) = %d", c.topic, c.key, got, whole, want)
+			}
+		}
+	})
+}

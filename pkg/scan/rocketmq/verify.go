@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -177,10 +176,8 @@ type collector struct {
 	topics                []string
 	topicID               map[string]int32
 	hashes                []int32
-	key                   []byte // the topic whose prefix hash code is prefix
-	prefix                int32  // JavaHashCode(key + "#")
-	prefixOK              bool
-	wantHashes            bool // compute index key hashes (there are index files to check)
+	keyHash               rmq.IndexKeyHasher // topic + "#" prefix hashed once per run of one topic
+	wantHashes            bool               // compute index key hashes (there are index files to check)
 	v2, propCRC, trailing int
 	userHook              func(m *rmq.Message, phy int64) error
 }
@@ -209,15 +206,9 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 		r.flags |= vfLMQ
 	}
 	if c.wantHashes {
-		// The hash code of topic + "#" once per run of one topic's records.
-		if !c.prefixOK || !bytes.Equal(c.key, m.Topic) {
-			c.key = append(c.key[:0], m.Topic...)
-			c.prefix = rmq.JavaHashCodeFrom(rmq.JavaHashCode(m.Topic), []byte{'#'})
-			c.prefixOK = true
-		}
 		rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) {
 			if r.nhash < 1<<16-1 {
-				c.hashes = append(c.hashes, rmq.IndexHashOf(rmq.JavaHashCodeFrom(c.prefix, k)))
+				c.hashes = append(c.hashes, c.keyHash.Hash(m.Topic, k))
 				r.nhash++
 			}
 		})
