@@ -86,27 +86,26 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 			qf.Entries = append(qf.Entries, ef)
 		}
 		qf.Queue.Entries++
+		// Once an entry: the id lists and the risk bits want the bytes.
+		id, idOK := decodeID(ef.MsgID)
 		if !ef.Keep {
 			qf.Drop++
-			if ef.MsgID != "" {
-				if id, ok := decodeID(ef.MsgID); ok {
-					qf.DropMsgIDs.AppendTo(qf.spool, id)
-				}
+			if idOK {
+				qf.DropMsgIDs.AppendTo(qf.spool, id)
 			}
 			continue
 		}
 		qf.Keep++
-		if e.Location != rfmt.LocationSharedStore {
+		if e.Location != rfmt.LocationSharedStore || !idOK {
 			continue
 		}
+		risk := vic.risk(id)
 		for i, k := range atRiskKeys {
-			if vic.atRisk(i, ef.MsgID) {
+			if risk&(1<<i) != 0 {
 				qf.AtRisk[k]++
-				if id, ok := decodeID(ef.MsgID); ok {
-					ids := qf.AtRiskMsgIDs[k]
-					ids.AppendTo(qf.spool, id)
-					qf.AtRiskMsgIDs[k] = ids
-				}
+				ids := qf.AtRiskMsgIDs[k]
+				ids.AppendTo(qf.spool, id)
+				qf.AtRiskMsgIDs[k] = ids
 			}
 		}
 	}
@@ -123,8 +122,10 @@ func (qf *QueueFate) end() {
 func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) EntryFate {
 	ef := EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
 	shared := e.Location == rfmt.LocationSharedStore
+	var id [16]byte
 	if shared {
-		if id, ok := decodeID(e.MsgID); ok {
+		var ok bool
+		if id, ok = decodeID(e.MsgID); ok {
 			ef.Record = lookup(id)
 		}
 	}
@@ -143,8 +144,11 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 		return drop(e.Drop)
 	case shared && ef.Record == nil:
 		return drop(DropMissing)
-	case shared && vic.lostBy(e.MsgID) != "":
-		return drop(DropScanner + vic.lostBy(e.MsgID))
+	case shared:
+		// ef.Record is set, so id is e.MsgID's bytes.
+		if code := vic.lostBy(id); code != "" {
+			return drop(DropScanner + code)
+		}
 	}
 	return ef
 }

@@ -60,25 +60,20 @@ func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs,
 	return out, nil
 }
 
-// atRisk reports whether a version with the scanner bug of atRiskKeys[k]
-// loses the shared-store msg id (hex).
-func (c *victimIDs) atRisk(k int, id string) bool {
+// risk returns the at-risk key bits of the shared-store msg id (bit k: a
+// version with the scanner bug of atRiskKeys[k] loses it).
+func (c *victimIDs) risk(id [16]byte) uint8 {
 	if !c.any {
-		return false
+		return 0
 	}
-	b, ok := decodeID(id)
-	return ok && c.seen.get(b).risk()&(1<<k) != 0
+	return c.seen.get(id).risk()
 }
 
 // lostBy returns the hazard code that makes the configured version lose
-// the msg id (hex) in a dirty recovery, "" if none.
-func (c *victimIDs) lostBy(id string) string {
+// the msg id in a dirty recovery, "" if none.
+func (c *victimIDs) lostBy(id [16]byte) string {
 	if len(c.lost) == 0 {
 		return ""
 	}
-	b, ok := decodeID(id)
-	if !ok {
-		return ""
-	}
-	return c.lost[b]
+	return c.lost[id]
 }
