@@ -11,6 +11,7 @@ package rabbitmq
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -122,23 +123,13 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 		va, vb := li.vals(ea), li.vals(eb)
 		switch {
 		case va.file != vb.file:
-			return cmpInt64(va.file, vb.file)
+			return cmp.Compare(va.file, vb.file)
 		case va.off != vb.off:
-			return cmpInt64(va.off, vb.off)
+			return cmp.Compare(va.off, vb.off)
 		}
 		return int(ea.ord) - int(eb.ord)
 	})
 	return li, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // lookup returns the entry the detailed scan's map by msg id holds for id
@@ -177,7 +168,7 @@ func (li *leanIndex) indexMatch(r *Record) string {
 func (li *leanIndex) join(fs *FileScan) {
 	li.lastPath[fs.Number] = fs.Path
 	ents, byPlace := li.ents.Slice(), li.byPlace.Slice()
-	i, _ := slices.BinarySearchFunc(byPlace, fs.Number, func(k int32, n int64) int { return cmpInt64(li.vals(&ents[k]).file, n) })
+	i, _ := slices.BinarySearchFunc(byPlace, fs.Number, func(k int32, n int64) int { return cmp.Compare(li.vals(&ents[k]).file, n) })
 	recs := fs.Records
 	j := 0
 	for ; i < len(byPlace) && li.vals(&ents[byPlace[i]]).file == fs.Number; i++ {
