@@ -143,40 +143,81 @@ func etsEachItem(b []byte, fn func(etsItem)) (closed bool, err error) {
 // ReadETSFile decodes a whole tab2file dump: info, objects and the
 // end-of-table count. Error offsets are absolute within b.
 func ReadETSFile(b []byte) (*ETSFile, error) {
-	items, closed, err := etsItems(b)
+	f := &ETSFile{}
+	w, err := etsWalk(b, nil, func(t Term, base int64) {
+		f.Objects = append(f.Objects, t)
+		f.ObjOffs = append(f.ObjOffs, base)
+	})
 	if err != nil {
 		return nil, err
 	}
-	f := &ETSFile{Closed: closed, Count: -1}
-	if len(items) == 0 {
-		return nil, format.Corrupt(int64(len(b)), "info", format.ErrShort)
-	}
-	for i, item := range items {
-		it, base := item.data, item.off
-		t, n, err := etfDecodeAt(it, base, true)
-		if err == nil && n != len(it) {
-			err = format.Corrupt(base+int64(n), "item", format.ErrInvalid)
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case i == 0:
-			f.InfoRaw, f.Info = it, t
-		case etsIsEnd(t):
-			f.Count = etsEndCount(t)
-			if i != len(items)-1 {
-				return nil, format.Corrupt(base, "$end_of_table", format.ErrInvalid)
-			}
-		default:
-			f.Objects = append(f.Objects, t)
-			f.ObjOffs = append(f.ObjOffs, base)
-		}
-	}
+	f.Closed, f.Info, f.InfoRaw, f.Count = w.closed, w.info, w.infoRaw, w.count
 	if f.Count >= 0 && f.Count != int64(len(f.Objects)) {
 		return f, format.Corrupt(int64(len(b)), "count", format.ErrInvalid)
 	}
 	return f, nil
+}
+
+// etsWalked is what etsWalk saw of a dump besides its objects.
+type etsWalked struct {
+	closed  bool
+	info    Term
+	infoRaw []byte
+	count   int64 // the end-of-table count; -1 when absent
+	objects int
+}
+
+// etsWalk reads a tab2file dump for ReadETSFile and CheckMsgStoreIndex,
+// keeping none of the items: a first pass frames them all (a framing
+// error wins over a decode error), a second decodes them in order: the
+// info, the objects, and an end of table that must be the last item.
+// quick, when set, may accept an object's payload without a decode (obj
+// is then not called for it); obj gets every other object. The count is
+// left to the caller to check against the objects.
+func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64)) (w etsWalked, err error) {
+	items := 0
+	if w.closed, err = etsEachItem(b, func(etsItem) { items++ }); err != nil {
+		return etsWalked{}, err
+	}
+	if items == 0 {
+		return etsWalked{}, format.Corrupt(int64(len(b)), "info", format.ErrShort)
+	}
+	w.count = -1
+	i := 0
+	_, _ = etsEachItem(b, func(item etsItem) { // framed above: no error
+		if err != nil {
+			return
+		}
+		it, base := item.data, item.off
+		if i > 0 && quick != nil && quick(it) {
+			w.objects++
+			i++
+			return
+		}
+		t, n, derr := etfDecodeAt(it, base, true)
+		if derr == nil && n != len(it) {
+			derr = format.Corrupt(base+int64(n), "item", format.ErrInvalid)
+		}
+		switch {
+		case derr != nil:
+			err = derr
+		case i == 0:
+			w.infoRaw, w.info = it, t
+		case etsIsEnd(t):
+			w.count = etsEndCount(t)
+			if i != items-1 {
+				err = format.Corrupt(base, "$end_of_table", format.ErrInvalid)
+			}
+		default:
+			w.objects++
+			obj(t, base)
+		}
+		i++
+	})
+	if err != nil {
+		return etsWalked{}, err
+	}
+	return w, nil
 }
 
 func etsIsEnd(t Term) bool {

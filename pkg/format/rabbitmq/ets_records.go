@@ -78,67 +78,28 @@ func msgLocation(o Term) (MsgLocation, bool) {
 // decodes them one at a time. It returns whether the log was closed and
 // how many objects it holds.
 func CheckMsgStoreIndex(b []byte) (closed bool, objects int, err error) {
-	items := 0
-	if closed, err = etsEachItem(b, func(etsItem) { items++ }); err != nil {
-		return false, 0, err
-	}
-	if items == 0 {
-		return false, 0, format.Corrupt(int64(len(b)), "info", format.ErrShort)
-	}
-	var (
-		info     Term
-		count    = int64(-1)
-		shapeErr error
-		i        int
-	)
-	_, _ = etsEachItem(b, func(item etsItem) {
-		if err != nil {
-			return
-		}
-		it, base := item.data, item.off
-		if i > 0 {
-			if _, ok := QuickMsgLocation(it); ok { // an object of the usual shape
-				objects++
-				i++
-				return
-			}
-		}
-		t, n, derr := etfDecodeAt(it, base, true)
-		if derr == nil && n != len(it) {
-			derr = format.Corrupt(base+int64(n), "item", format.ErrInvalid)
-		}
-		switch {
-		case derr != nil:
-			err = derr
-		case i == 0:
-			info = t
-		case etsIsEnd(t):
-			count = etsEndCount(t)
-			if i != items-1 {
-				err = format.Corrupt(base, "$end_of_table", format.ErrInvalid)
-			}
-		default:
-			objects++
+	var shapeErr error
+	w, err := etsWalk(b,
+		func(it []byte) bool { _, ok := QuickMsgLocation(it); return ok }, // an object of the usual shape
+		func(t Term, base int64) {
 			if _, ok := msgLocation(t); !ok && shapeErr == nil {
 				shapeErr = format.Corrupt(base, "msg_location", format.ErrInvalid)
 			}
-		}
-		i++
-	})
+		})
 	if err != nil {
 		return false, 0, err
 	}
-	if count >= 0 && count != int64(objects) {
+	if w.count >= 0 && w.count != int64(w.objects) {
 		return false, 0, format.Corrupt(int64(len(b)), "count", format.ErrInvalid)
 	}
-	f := &ETSFile{Info: info}
+	f := &ETSFile{Info: w.info}
 	if n := f.InfoValue("name"); n != nil && n != Atom(MsgStoreIndexTable) {
 		return false, 0, format.Corrupt(etsHeaderLen+etsItemHead, "name", format.ErrInvalid)
 	}
 	if shapeErr != nil {
 		return false, 0, shapeErr
 	}
-	return closed, objects, nil
+	return w.closed, w.objects, nil
 }
 
 // ReadFileSummary decodes file_summary.ets.
