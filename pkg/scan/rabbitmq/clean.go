@@ -110,13 +110,23 @@ func (s *scanner) indexFindings(v *VHostScan) []scan.Finding {
 		if f := byNum[e.File]; f != nil {
 			path = f.Path
 		}
-		actual := "no record there"
+		actual := noRecordThere
 		if r != nil {
-			actual = fmt.Sprintf("record %s of %d bytes", r.ID(), r.TotalSize)
+			actual = recordDesc(r.MsgID, r.TotalSize)
 		}
 		out = append(out, indexMismatchFinding(path, e, actual))
 	}
 	return out
+}
+
+// noRecordThere is what an index entry's place holds when no record
+// starts there (the Actual of the index findings).
+const noRecordThere = "no record there"
+
+// recordDesc describes a record as the index findings' Expected and
+// Actual do; lean and detailed findings must spell it alike.
+func recordDesc(id [16]byte, size int64) string {
+	return fmt.Sprintf("record %s of %d bytes", hexID(id), size)
 }
 
 // indexMismatchFinding is the finding of an index entry whose place at
@@ -128,7 +138,7 @@ func indexMismatchFinding(path string, e IndexEntry, actual string) scan.Finding
 	}
 	return scan.Finding{Code: CodeIndexMismatch, Severity: sev, Path: path, Offset: e.Offset,
 		Length: e.TotalSize, MsgID: hexID(e.MsgID), Repair: scan.RepairRebuildIndex,
-		Expected: fmt.Sprintf("record %s of %d bytes", hexID(e.MsgID), e.TotalSize), Actual: actual,
+		Expected: recordDesc(e.MsgID, e.TotalSize), Actual: actual,
 		Details: map[string]any{"ref_count": e.RefCount, "file": e.File},
 		Message: "msg_store_index.ets entry does not point at its record; a clean start would read the wrong bytes"}
 }

@@ -12,7 +12,6 @@ package rabbitmq
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -209,9 +208,9 @@ func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
 		if !ok {
 			path = filepath.ToSlash(filepath.Join(v.Dir, "msg_store_persistent", strconv.FormatInt(ev.file, 10)+".rdq"))
 		}
-		actual := "no record there"
+		actual := noRecordThere
 		if r, ok := li.other[k]; ok {
-			actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
+			actual = recordDesc(r.id, r.size)
 		}
 		out = append(out, indexMismatchFinding(path, IndexEntry{MsgID: e.id, RefCount: ev.refCount, File: ev.file,
 			Offset: ev.off, TotalSize: ev.size}, actual))
@@ -260,9 +259,9 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 		}
 		var loc *entryMiss
 		if locFail(e) {
-			loc = &entryMiss{actual: "no record there"}
+			loc = &entryMiss{actual: noRecordThere}
 			if r, ok := li.other[k]; ok && ev.file >= 0 {
-				loc.actual = fmt.Sprintf("record %s of %d bytes", hexID(r.id), r.size)
+				loc.actual = recordDesc(r.id, r.size)
 			}
 			if c, ok := copies[k]; ok {
 				loc.found = &c

@@ -69,9 +69,9 @@ func cleanIndexFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 		inIndex[id] = true
 		var loc *entryMiss
 		if r := at[fileOff{e.File, e.Offset}]; r == nil || r.MsgID != e.MsgID || r.TotalSize != e.TotalSize {
-			loc = &entryMiss{actual: "no record there"}
+			loc = &entryMiss{actual: noRecordThere}
 			if r != nil {
-				loc.actual = fmt.Sprintf("record %s of %d bytes", r.ID(), r.TotalSize)
+				loc.actual = recordDesc(r.MsgID, r.TotalSize)
 			}
 			if c := byID[e.MsgID]; c != nil {
 				loc.found = &copyRec{path: c.Path, off: c.Offset, size: c.TotalSize}
