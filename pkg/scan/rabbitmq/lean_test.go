@@ -14,20 +14,18 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// fullScan is Scan without lean mode: ScanVHost's detailed result turned
-// into a scan.Result the way Scan does it.
-func fullScan(t *testing.T, root, dir string, recs *[]any) *scan.Result {
+// scanWith runs Scan on one vhost dir with lean mode on or off (off:
+// ScanVHost's detailed result, assembled by Scan itself).
+func scanWith(t *testing.T, lean bool, root, dir string, recs *[]any) *scan.Result {
 	t.Helper()
-	v, err := ScanVHost(context.Background(), root, dir, VHostOptions{Options: scan.Options{Jobs: 2,
-		Records: func(r any) error { *recs = append(*recs, r); return nil }}})
+	old := scanLean
+	scanLean = lean
+	defer func() { scanLean = old }()
+	res, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}},
+		scan.Options{Jobs: 2, Records: func(r any) error { *recs = append(*recs, r); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
-	addFiles(res, v.Files)
-	res.Add(v.Findings...)
-	res.Layout["vhosts"] = []map[string]any{v.Layout}
-	res.SortFindings()
 	return res
 }
 
@@ -36,12 +34,8 @@ func fullScan(t *testing.T, root, dir string, recs *[]any) *scan.Result {
 func sameLean(t *testing.T, root, dir string) int {
 	t.Helper()
 	var wantRecs, gotRecs []any
-	want := fullScan(t, root, dir, &wantRecs)
-	got, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}},
-		scan.Options{Jobs: 2, Records: func(r any) error { gotRecs = append(gotRecs, r); return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := scanWith(t, false, root, dir, &wantRecs)
+	got := scanWith(t, true, root, dir, &gotRecs)
 	a, _ := json.Marshal([]any{want, wantRecs})
 	b, _ := json.Marshal([]any{got, gotRecs})
 	if string(a) != string(b) {

@@ -36,6 +36,10 @@ type Config struct {
 	BrokerVersion string
 }
 
+// scanLean selects lean mode for Scan's vhosts; tests turn it off to
+// compare with the detailed ScanVHost.
+var scanLean = true
+
 // Scan scans everything cfg names. Result.Store is "rabbitmq"; Files has
 // one entry per .rdq; Layout says which message terms (3.x/4.x), queue
 // index versions and clean-shutdown files were seen. The error is for a
@@ -49,7 +53,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
-		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: true})
+		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: scanLean})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
