@@ -256,6 +256,9 @@ func readQIInto(f *QIFile, b []byte) error {
 	return nil
 }
 
+// qiAllZero reports whether every byte of b is zero (true when b is
+// empty): the package's zero check (acked .qi slots, reserved header
+// bytes, zeroed journal entries, .qs padding).
 func qiAllZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {

@@ -139,13 +139,8 @@ var errQSNoFile = errors.New("no .qs file for this segment")
 // complete term, or non-zero bytes after it).
 func TrimQSPadding(b []byte) []byte {
 	n, err := SkipTerm(b)
-	if err != nil || n <= 0 || n > len(b) {
+	if err != nil || n <= 0 || n > len(b) || !qiAllZero(b[n:]) {
 		return b
-	}
-	for _, c := range b[n:] {
-		if c != 0 {
-			return b
-		}
 	}
 	return b[:n]
 }
