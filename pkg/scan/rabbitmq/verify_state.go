@@ -156,7 +156,7 @@ func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
 		return err
 	}()
 	if err == nil && !closed {
-		err = format.Corrupt(4, "status", fmt.Errorf("%w: disk_log not closed", format.ErrInvalid))
+		err = errNotClosed()
 	}
 	if err != nil {
 		cs.unreadable(root, p, 0, err)
@@ -164,6 +164,12 @@ func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
 	}
 	cs.indexPath, cs.leanIndex, cs.indexObjects = scan.Rel(root, p), true, n
 	return true
+}
+
+// errNotClosed is the error of a dump whose disk_log header says it was
+// not closed (the status field at offset 4): the broker does not trust it.
+func errNotClosed() error {
+	return format.Corrupt(4, "status", fmt.Errorf("%w: disk_log not closed", format.ErrInvalid))
 }
 
 func (cs *cleanState) unreadable(root, p string, off int64, err error) {
@@ -187,7 +193,7 @@ func (cs *cleanState) readIndex(root, p string, b []byte) bool {
 		locs, err = rfmt.ReadMsgStoreIndex(b)
 	}
 	if err == nil && !f.Closed {
-		err = format.Corrupt(4, "status", fmt.Errorf("%w: disk_log not closed", format.ErrInvalid))
+		err = errNotClosed()
 	}
 	if err != nil {
 		cs.unreadable(root, p, 0, err)
@@ -208,7 +214,7 @@ func (cs *cleanState) readSummary(root, p string, b []byte) bool {
 		sums, err = rfmt.ReadFileSummary(b)
 	}
 	if err == nil && !f.Closed {
-		err = format.Corrupt(4, "status", fmt.Errorf("%w: disk_log not closed", format.ErrInvalid))
+		err = errNotClosed()
 	}
 	if err != nil {
 		cs.unreadable(root, p, 0, err)
