@@ -110,9 +110,8 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 	valid := int64(0)
 	flush := func() error {
 		p := filepath.Join(store, strconv.Itoa(len(s.Files))+".rdq")
-		undef := rfmt.Atom("undefined")
-		sums = append(sums, rfmt.FileSummary{File: int64(len(s.Files)), ValidTotalSize: valid, Left: undef, Right: undef,
-			FileSize: int64(len(cur)), Readers: undef})
+		// Left, Right and Readers nil: EncodeFileSummary writes undefined.
+		sums = append(sums, rfmt.FileSummary{File: int64(len(s.Files)), ValidTotalSize: valid, FileSize: int64(len(cur))})
 		valid = 0
 		s.Files = append(s.Files, p)
 		s.Bytes += int64(len(cur))
