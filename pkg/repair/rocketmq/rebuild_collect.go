@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -48,12 +47,10 @@ type rbData struct {
 // files are collected in parallel and absorbed in offset order, so queue
 // ids and key offsets are local to the file until then.
 type rbCollector struct {
-	d        rbData
-	qidx     map[string]int32
-	keyBuf   []byte // the topic whose prefix hash code is prefix
-	prefix   int32  // JavaHashCode(keyBuf + "#")
-	prefixOK bool
-	qBuf     []byte
+	d    rbData
+	qidx map[string]int32
+	keys rmq.IndexKeyHasher // index key hashes, the topic prefix hashed once per run
+	qBuf []byte
 }
 
 // rbCollect scans the commitlog once (ScanCommitLog, jobs files at once)
@@ -222,12 +219,7 @@ func growDouble[T any](s []T, n int) []T {
 // The hash code of topic + "#" is computed once per run of records of
 // one topic and continued over each key.
 func (c *rbCollector) addKey(topic, key []byte) {
-	if !c.prefixOK || !bytes.Equal(c.keyBuf, topic) {
-		c.keyBuf = append(c.keyBuf[:0], topic...)
-		c.prefix = rmq.JavaHashCodeFrom(rmq.JavaHashCode(topic), []byte{'#'})
-		c.prefixOK = true
-	}
-	c.d.keys = append(c.d.keys, rmq.IndexHashOf(rmq.JavaHashCodeFrom(c.prefix, key)))
+	c.d.keys = append(c.d.keys, c.keys.Hash(topic, key))
 }
 
 // keysOf returns the index key hashes of record i.
