@@ -76,7 +76,10 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	// severity: a duplicate's or an unreferenced record's is a warning).
 	bad := map[fileIDPath]int64{}
 	for _, f := range v.Findings {
-		if id, ok := decodeID(f.MsgID); ok && f.Code == CodeBadBody && f.Severity == scan.Error {
+		if f.Code != CodeBadBody || f.Severity != scan.Error {
+			continue // most findings: no id to decode
+		}
+		if id, ok := decodeID(f.MsgID); ok {
 			bad[fileIDPath{f.Path, id}] = f.Offset
 		}
 	}
