@@ -154,6 +154,19 @@ func (r *Result) Add(f ...Finding) {
 	r.mu.Unlock()
 }
 
+// Take adds fs, which the result takes over (the caller must not use fs
+// afterwards): the first list is kept as it is rather than copied, since
+// findings can be most of a scan's heap. Safe for concurrent use.
+func (r *Result) Take(fs []Finding) {
+	r.mu.Lock()
+	if r.Findings == nil {
+		r.Findings = fs
+	} else {
+		r.Findings = append(r.Findings, fs...)
+	}
+	r.mu.Unlock()
+}
+
 // Fail marks the result incomplete with err; safe for concurrent use.
 func (r *Result) Fail(err error) {
 	r.mu.Lock()

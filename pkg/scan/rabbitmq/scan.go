@@ -59,11 +59,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 			continue
 		}
 		addFiles(res, v.Files)
-		if res.Findings == nil {
-			res.Findings = v.Findings // no copy of what can be most of the heap
-		} else {
-			res.Add(v.Findings...)
-		}
+		res.Take(v.Findings)
 		vhosts = append(vhosts, v.Layout)
 	}
 	for _, d := range cfg.StoreDirs {

@@ -105,11 +105,7 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 			continue
 		}
 		addFiles(res, vv.files)
-		if res.Findings == nil {
-			res.Findings = vv.findings // no copy of what can be most of the heap
-		} else {
-			res.Add(vv.findings...)
-		}
+		res.Take(vv.findings)
 		res.Queues = append(res.Queues, vv.queues...)
 		vhosts = append(vhosts, vv.layout)
 	}
