@@ -92,36 +92,30 @@ func mustHex(t testing.TB, s string) []byte {
 // gets the current entries.
 func editIndex(t *testing.T, path string, edit func([]rfmt.MsgLocation) []rfmt.MsgLocation) []byte {
 	t.Helper()
-	b := readFile(t, path)
-	ets, err := rfmt.ReadETSFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locs, err := rfmt.ReadMsgStoreIndex(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := rfmt.EncodeMsgStoreIndex(edit(locs), rfmt.ETSEncodeOptions{Info: ets.Info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, path, enc)
-	return enc
+	return editDump(t, path, rfmt.ReadMsgStoreIndex, rfmt.EncodeMsgStoreIndex, edit)
 }
 
 // editSummary is editIndex for file_summary.ets.
 func editSummary(t *testing.T, path string, edit func([]rfmt.FileSummary) []rfmt.FileSummary) []byte {
+	t.Helper()
+	return editDump(t, path, rfmt.ReadFileSummary, rfmt.EncodeFileSummary, edit)
+}
+
+// editDump reads the dump at path with read, re-encodes edit's objects
+// with encode and the dump's own info tuple, writes and returns them.
+func editDump[T any](t *testing.T, path string, read func([]byte) ([]T, error),
+	encode func([]T, rfmt.ETSEncodeOptions) ([]byte, error), edit func([]T) []T) []byte {
 	t.Helper()
 	b := readFile(t, path)
 	ets, err := rfmt.ReadETSFile(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums, err := rfmt.ReadFileSummary(b)
+	objs, err := read(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := rfmt.EncodeFileSummary(edit(sums), rfmt.ETSEncodeOptions{Info: ets.Info})
+	enc, err := encode(edit(objs), rfmt.ETSEncodeOptions{Info: ets.Info})
 	if err != nil {
 		t.Fatal(err)
 	}
