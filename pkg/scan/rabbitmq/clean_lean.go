@@ -10,7 +10,6 @@ package rabbitmq
 // order.
 
 import (
-	"bytes"
 	"cmp"
 	"maps"
 	"path/filepath"
@@ -99,7 +98,7 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 	if err != nil {
 		return nil, err
 	}
-	li = &leanIndex{ents: offheap.New[cleanEnt](), byPlace: offheap.New[int32](), other: map[int32]placeRec{},
+	li = &leanIndex{ents: offheap.New[cleanEnt](), other: map[int32]placeRec{},
 		lastPath: map[int64]string{}, wide: map[int32]entVals{}}
 	n := int32(0)
 	_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
@@ -107,28 +106,45 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 		n++
 	})
 	ents := li.ents.Slice()
-	slices.SortFunc(ents, func(a, b cleanEnt) int {
-		if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
-			return c
-		}
-		return int(a.ord) - int(b.ord)
-	})
+	sortByID(ents, func(e *cleanEnt) *[16]byte { return &e.id },
+		func(a, b *cleanEnt) int { return cmp.Compare(a.ord, b.ord) })
 	li.idx = newIDBuckets(len(ents), func(i int) *[16]byte { return &ents[i].id })
-	for i := range ents {
-		li.byPlace.Append(int32(i))
-	}
-	slices.SortFunc(li.byPlace.Slice(), func(a, b int32) int {
-		ea, eb := &ents[a], &ents[b]
-		va, vb := li.vals(ea), li.vals(eb)
-		switch {
-		case va.file != vb.file:
-			return cmp.Compare(va.file, vb.file)
-		case va.off != vb.off:
-			return cmp.Compare(va.off, vb.off)
-		}
-		return int(ea.ord) - int(eb.ord)
-	})
+	li.byPlace = li.placeOrder()
 	return li, nil
+}
+
+// placeKey is an entry's place with its dump position, for sorting.
+type placeKey struct {
+	file, off int64
+	ord, idx  int32 // idx: the entry's index in ents
+}
+
+// placeOrder returns the entry indices ordered by file, offset and dump
+// position. The keys are copied out (off the heap, freed on return) and
+// sorted contiguously: a sort of indices comparing through ents would
+// jump around it, 230 ms for 350k entries against tens here.
+func (li *leanIndex) placeOrder() *offheap.Buf[int32] {
+	ents := li.ents.Slice()
+	keys := offheap.New[placeKey]()
+	defer keys.Free()
+	for i := range ents {
+		v := li.vals(&ents[i])
+		keys.Append(placeKey{file: v.file, off: v.off, ord: ents[i].ord, idx: int32(i)})
+	}
+	slices.SortFunc(keys.Slice(), func(a, b placeKey) int {
+		switch {
+		case a.file != b.file:
+			return cmp.Compare(a.file, b.file)
+		case a.off != b.off:
+			return cmp.Compare(a.off, b.off)
+		}
+		return cmp.Compare(a.ord, b.ord)
+	})
+	out := offheap.New[int32]()
+	for _, k := range keys.Slice() {
+		out.Append(k.idx)
+	}
+	return out
 }
 
 // lookup returns the entry the detailed scan's map by msg id holds for id
@@ -136,17 +152,20 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
 	ents := li.ents.Slice()
 	lo, hi := li.idx.span(&id)
-	i, found := slices.BinarySearchFunc(ents[lo:hi], id, func(e cleanEnt, id [16]byte) int {
-		return bytes.Compare(e.id[:], id[:])
-	})
-	if !found {
-		return nil
+	// The last entry of the bucket with an id <= id, then back to it if
+	// equal: a bucket holds about 4 entries, so a short binary search.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareID(&ents[m].id, &id) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	j := lo + i
-	for j+1 < hi && ents[j+1].id == id {
-		j++
+	if lo > 0 && ents[lo-1].id == id {
+		return &ents[lo-1]
 	}
-	return &ents[j]
+	return nil
 }
 
 // indexMatch is classify's verdict for a record of fs.

@@ -13,9 +13,7 @@ package rabbitmq
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"math/bits"
-	"slices"
 
 	"github.com/storectl/storectl/internal/offheap"
 )
@@ -190,16 +188,8 @@ func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {
 }
 
 // sortSlots sorts slots by id, then by entry set (stable order for equal
-// ids). Ids compare as two big-endian words: the same order as
-// bytes.Compare, without its call per comparison.
+// ids).
 func sortSlots(slots []idSlot) {
-	slices.SortFunc(slots, func(a, b idSlot) int {
-		if c := cmp.Compare(binary.BigEndian.Uint64(a.id[:8]), binary.BigEndian.Uint64(b.id[:8])); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(binary.BigEndian.Uint64(a.id[8:]), binary.BigEndian.Uint64(b.id[8:])); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.e.set, b.e.set)
-	})
+	sortByID(slots, func(s *idSlot) *[16]byte { return &s.id },
+		func(a, b *idSlot) int { return cmp.Compare(a.e.set, b.e.set) })
 }

@@ -231,7 +231,13 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 		r.Status = StatusUnreferenced
 		return
 	}
-	e := s.seen.get(r.MsgID)
+	slot := s.seen.slot(r.MsgID) // one search of the table for both get and put
+	var e idEntry
+	if slot != nil {
+		e = slot.e
+	} else {
+		e = s.seen.extra[r.MsgID]
+	}
 	if s.lrefs != nil {
 		if e.set > 0 {
 			r.ReferencedBy = s.lrefs.sets[e.set-1]
@@ -261,7 +267,11 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	}
 	e.setPath(pi)
 	e.off = uint32(r.Offset)
-	s.seen.put(r.MsgID, e)
+	if slot != nil {
+		slot.e = e
+	} else {
+		s.seen.extra[r.MsgID] = e
+	}
 	switch {
 	case s.refs == nil:
 		r.Status = StatusUnknown
