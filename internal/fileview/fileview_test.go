@@ -2,10 +2,13 @@ package fileview
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -208,5 +211,81 @@ func TestDropCold(t *testing.T) {
 	scanAll()
 	if n, _ := resident(t, p); n > pages/4 {
 		t.Fatalf("scan of an uncached file left %d/%d pages in the page cache", n, pages)
+	}
+}
+
+// mappedRss returns the resident KiB of the mapping holding b
+// (/proc/self/smaps).
+func mappedRss(t *testing.T, b []byte) int64 {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		var lo, hi uint64
+		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		var kb int64
+		if in && strings.HasPrefix(line, "Rss:") {
+			fmt.Sscanf(strings.TrimPrefix(line, "Rss:"), "%d", &kb)
+			return kb
+		}
+	}
+	t.Fatal("mapping not found in /proc/self/smaps")
+	return 0
+}
+
+// TestStream reads a 16 MiB file through Stream in two passes and checks
+// the bytes, and that the mapping holds at most about two windows of it
+// after each pass (Whole holds all 16 MiB).
+func TestStream(t *testing.T) {
+	const size = 16<<20 + 123
+	p, want := tempFile(t, size)
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	b, reached, err := v.Stream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != size {
+		t.Fatalf("%d bytes, want %d", len(b), size)
+	}
+	limit := int64(3 * StreamWindow / 1024) // KiB: two windows and some slack
+	for pass := range 2 {
+		for off := 0; off < size; off += 4096 {
+			end := min(off+4096, size)
+			if !bytes.Equal(b[off:end], want[off:end]) {
+				t.Fatalf("pass %d: bytes differ at %d", pass, off)
+			}
+			reached(int64(end))
+		}
+		if rss := mappedRss(t, b); rss > limit {
+			t.Errorf("pass %d: mapping holds %d KiB, want at most %d", pass, rss, limit)
+		}
+	}
+	// Bytes behind the window are still readable.
+	if !bytes.Equal(b[:100], want[:100]) {
+		t.Error("bytes behind the window differ")
+	}
+	// Whole, for comparison: the whole file is resident.
+	v2, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v2.Close()
+	w, err := v2.Whole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss := mappedRss(t, w); rss < size/1024 {
+		t.Errorf("Whole: mapping holds %d KiB, want all %d", rss, size/1024)
 	}
 }

@@ -147,7 +147,7 @@ func ReadETSFile(b []byte) (*ETSFile, error) {
 	w, err := etsWalk(b, nil, func(t Term, base int64) {
 		f.Objects = append(f.Objects, t)
 		f.ObjOffs = append(f.ObjOffs, base)
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +173,14 @@ type etsWalked struct {
 // info, the objects, and an end of table that must be the last item.
 // quick, when set, may accept an object's payload without a decode (obj
 // is then not called for it); obj gets every other object. The count is
-// left to the caller to check against the objects.
-func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64)) (w etsWalked, err error) {
+// left to the caller to check against the objects. reached, when set, is
+// told each item's offset in both passes.
+func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64), reached func(off int64)) (w etsWalked, err error) {
+	if reached == nil {
+		reached = func(int64) {}
+	}
 	items := 0
-	if w.closed, err = etsEachItem(b, func(etsItem) { items++ }); err != nil {
+	if w.closed, err = etsEachItem(b, func(it etsItem) { items++; reached(it.off) }); err != nil {
 		return etsWalked{}, err
 	}
 	if items == 0 {
@@ -189,6 +193,7 @@ func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64))
 			return
 		}
 		it, base := item.data, item.off
+		reached(base)
 		if i > 0 && quick != nil && quick(it) {
 			w.objects++
 			i++

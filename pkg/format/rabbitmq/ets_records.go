@@ -76,8 +76,10 @@ func msgLocation(o Term) (MsgLocation, bool) {
 // does, and fails with the same error, without keeping what it decodes
 // (an index of millions of messages): one pass frames the items, a second
 // decodes them one at a time. It returns whether the log was closed and
-// how many objects it holds.
-func CheckMsgStoreIndex(b []byte) (closed bool, objects int, err error) {
+// how many objects it holds. reached, when not nil, is told the offset of
+// each item as a pass reaches it: a caller that maps b a window at a time
+// (fileview.Stream) lets go of what is behind.
+func CheckMsgStoreIndex(b []byte, reached func(off int64)) (closed bool, objects int, err error) {
 	var shapeErr error
 	w, err := etsWalk(b,
 		func(it []byte) bool { _, ok := QuickMsgLocation(it); return ok }, // an object of the usual shape
@@ -85,7 +87,7 @@ func CheckMsgStoreIndex(b []byte) (closed bool, objects int, err error) {
 			if _, ok := msgLocation(t); !ok && shapeErr == nil {
 				shapeErr = format.Corrupt(base, "msg_location", format.ErrInvalid)
 			}
-		})
+		}, reached)
 	if err != nil {
 		return false, 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -241,7 +242,7 @@ func etsFuzzSeed(b []byte, atoms AtomEncoding) []byte {
 // flag and object count.
 func checkSameAsRead(t *testing.T, b []byte) error {
 	t.Helper()
-	closed, n, err := CheckMsgStoreIndex(b)
+	closed, n, err := CheckMsgStoreIndex(b, nil)
 	locs, rerr := ReadMsgStoreIndex(b)
 	if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) {
 		t.Fatalf("CheckMsgStoreIndex: %v; ReadMsgStoreIndex: %v", err, rerr)
@@ -266,8 +267,16 @@ func TestCheckMsgStoreIndex(t *testing.T) {
 		if err := checkSameAsRead(t, b); err != nil {
 			t.Fatalf("%s: %v", fx.fixture, err)
 		}
-		if _, n, _ := CheckMsgStoreIndex(b); n != fx.index {
+		// reached hears every item's offset, in two ascending passes.
+		var offs []int64
+		if _, n, _ := CheckMsgStoreIndex(b, func(off int64) { offs = append(offs, off) }); n != fx.index {
 			t.Errorf("%s: %d objects, want %d", fx.fixture, n, fx.index)
+		}
+		items, _, _ := ReadETSItems(b)
+		if len(offs) != 2*len(items) {
+			t.Errorf("%s: reached told %d offsets, want 2 x %d items", fx.fixture, len(offs), len(items))
+		} else if h := len(items); !slices.IsSorted(offs[:h]) || !slices.Equal(offs[:h], offs[h:]) || offs[h-1] >= int64(len(b)) {
+			t.Errorf("%s: reached offsets are not two equal ascending passes within the file", fx.fixture)
 		}
 		dumps = append(dumps, b)
 	}

@@ -88,23 +88,33 @@ type leanIndex struct {
 // to the first undecodable item) without holding it on the heap: the file
 // is mapped, and decoded one object at a time.
 func readLeanIndex(p string) (li *leanIndex, err error) {
-	v, err := fileview.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Close()
-	defer fileview.Guard(&err)()
-	b, err := v.Whole()
-	if err != nil {
-		return nil, err
-	}
 	li = &leanIndex{ents: offheap.New[cleanEnt](), other: map[int32]placeRec{},
 		lastPath: map[int64]string{}, wide: map[int32]entVals{}}
-	n := int32(0)
-	_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
-		li.ents.Append(li.newCleanEnt(e, etsOff, n))
-		n++
-	})
+	// The dump is read front to back and let go as it is (Stream), and
+	// unmapped before the sorts: its pages are not held with the entries.
+	err = func() (err error) {
+		v, err := fileview.Open(p)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		defer fileview.Guard(&err)()
+		b, reached, err := v.Stream()
+		if err != nil {
+			return err
+		}
+		n := int32(0)
+		_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
+			li.ents.Append(li.newCleanEnt(e, etsOff, n))
+			n++
+			reached(etsOff)
+		})
+		return nil
+	}()
+	if err != nil {
+		li.ents.Free()
+		return nil, err
+	}
 	ents := li.ents.Slice()
 	sortByID(ents, func(e *cleanEnt) *[16]byte { return &e.id },
 		func(a, b *cleanEnt) int { return cmp.Compare(a.ord, b.ord) })

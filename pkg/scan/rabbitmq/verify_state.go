@@ -148,11 +148,11 @@ func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
 		}
 		defer v.Close()
 		defer fileview.Guard(&err)()
-		b, err := v.Whole()
+		b, reached, err := v.Stream()
 		if err != nil {
 			return err
 		}
-		closed, n, err = rfmt.CheckMsgStoreIndex(b)
+		closed, n, err = rfmt.CheckMsgStoreIndex(b, reached)
 		return err
 	}()
 	if err == nil && !closed {
