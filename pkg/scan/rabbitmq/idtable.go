@@ -65,6 +65,7 @@ func newIDTable() *idTable { return &idTable{extra: map[[16]byte]idEntry{}} }
 // spans [index[b], index[b+1]). About 4 ids a bucket, between 2^2 and
 // 2^20 buckets.
 type idBuckets struct {
+	buf   *offheap.Buf[int32] // holds index: off the heap, like the ids it indexes
 	index []int32
 	shift uint
 }
@@ -75,17 +76,26 @@ func newIDBuckets(n int, id func(i int) *[16]byte) idBuckets {
 	for nb < 1<<20 && nb*4 < n {
 		nb <<= 1
 	}
-	x := idBuckets{shift: uint(32 - bits.TrailingZeros(uint(nb))), index: make([]int32, nb+1)}
+	x := idBuckets{shift: uint(32 - bits.TrailingZeros(uint(nb))), buf: offheap.New[int32]()}
 	b := 0
 	for i := range n {
 		for k := x.of(id(i)); b <= k; b++ {
-			x.index[b] = int32(i)
+			x.buf.Append(int32(i))
 		}
 	}
 	for ; b <= nb; b++ {
-		x.index[b] = int32(n)
+		x.buf.Append(int32(n))
 	}
+	x.index = x.buf.Slice()
 	return x
+}
+
+// free gives back the index's memory; x is empty afterwards.
+func (x *idBuckets) free() {
+	if x.buf != nil {
+		x.buf.Free()
+	}
+	*x = idBuckets{}
 }
 
 func (x *idBuckets) of(id *[16]byte) int {
@@ -130,7 +140,8 @@ func (t *idTable) free() {
 	if t.buf != nil {
 		t.buf.Free()
 	}
-	t.buf, t.sorted, t.idx = nil, nil, idBuckets{}
+	t.idx.free()
+	t.buf, t.sorted = nil, nil
 }
 
 // slot returns the fixed slot of id, or nil.

@@ -74,6 +74,7 @@ func (s *scanner) free() {
 	if s.lidx != nil {
 		s.lidx.ents.Free()
 		s.lidx.byPlace.Free()
+		s.lidx.idx.free()
 		s.lidx = nil
 	}
 }
