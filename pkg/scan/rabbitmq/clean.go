@@ -13,8 +13,9 @@ import (
 // store dir; nil when none exists. A dump that does not parse is kept as
 // far as it parsed (the broker would do a dirty recovery instead). With
 // lean the index is a leanIndex, read from the mapped file (CleanIndex.Index
-// stays nil).
-func readClean(store string, lean bool) (*CleanIndex, *leanIndex, error) {
+// stays nil); with digest too, the entries with a positive ref count are
+// only digested (clean_digest.go).
+func readClean(store string, lean, digest bool) (*CleanIndex, *leanIndex, *cleanDigest, error) {
 	c := &CleanIndex{}
 	if !lean {
 		c.byID = map[[16]byte]IndexEntry{}
@@ -25,11 +26,15 @@ func readClean(store string, lean bool) (*CleanIndex, *leanIndex, error) {
 	}
 	p := filepath.Join(store, "msg_store_index.ets")
 	var li *leanIndex
+	var dig *cleanDigest
 	ok, err := indexStat(p)
 	switch {
 	case err != nil || !ok:
 	case lean:
-		li, err = readLeanIndex(p)
+		if digest {
+			dig = newCleanDigest()
+		}
+		li, err = readLeanIndex(p, dig)
 	default:
 		var b []byte
 		if b, err = os.ReadFile(p); err == nil {
@@ -40,27 +45,27 @@ func readClean(store string, lean bool) (*CleanIndex, *leanIndex, error) {
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ok {
 		found, c.HasIndex = true, true
 	}
 	p = filepath.Join(store, "file_summary.ets")
 	if ok, err = indexStat(p); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ok {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		found, c.HasFileSummary = true, true
 		c.Summaries, _ = ParseFileSummaryETS(b)
 	}
 	if !found {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	return c, li, nil
+	return c, li, dig, nil
 }
 
 // indexStat reports whether the clean-shutdown dump p exists and is not
@@ -86,7 +91,7 @@ func (s *scanner) indexFindings(v *VHostScan) []scan.Finding {
 		return nil
 	}
 	if s.lidx != nil {
-		return s.lidx.findings(v)
+		return s.lidx.findings(v) // with a digest: the entries it did not take
 	}
 	type key struct{ file, off int64 }
 	at := map[key]*Record{}

@@ -86,8 +86,9 @@ type leanIndex struct {
 
 // readLeanIndex reads the dump at p as ParseIndexETS does (the entries up
 // to the first undecodable item) without holding it on the heap: the file
-// is mapped, and decoded one object at a time.
-func readLeanIndex(p string) (li *leanIndex, err error) {
+// is mapped, and decoded one object at a time. With dig, the entries with
+// a positive ref count go to its digest instead (clean_digest.go).
+func readLeanIndex(p string, dig *cleanDigest) (li *leanIndex, err error) {
 	li = &leanIndex{ents: offheap.New[cleanEnt](), other: map[int32]placeRec{},
 		lastPath: map[int64]string{}, wide: map[int32]entVals{}}
 	// The dump is read front to back and let go as it is (Stream), and
@@ -105,7 +106,11 @@ func readLeanIndex(p string) (li *leanIndex, err error) {
 		}
 		n := int32(0)
 		_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
-			li.ents.Append(li.newCleanEnt(e, etsOff, n))
+			if dig != nil && e.RefCount > 0 {
+				dig.add(&dig.ents, e.MsgID, e.File, e.Offset, e.TotalSize, e.RefCount)
+			} else {
+				li.ents.Append(li.newCleanEnt(e, etsOff, n))
+			}
 			n++
 			reached(etsOff)
 		})
@@ -254,15 +259,23 @@ func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
 func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Finding {
 	li := s.lidx
 	ents := li.ents.Slice()
-	// The dump's order: ord numbers the entries 0..n-1, so the order is
-	// the inverse permutation (no sort).
+	// The dump's order. Without a digest ord numbers the entries 0..n-1,
+	// so the order is the inverse permutation (no sort); with one, the
+	// entries held are some of them, sorted.
 	order := offheap.New[int32]()
 	defer order.Free()
 	for range ents {
 		order.Append(0)
 	}
-	for i := range ents {
-		order.Slice()[ents[i].ord] = int32(i)
+	if s.cdig == nil {
+		for i := range ents {
+			order.Slice()[ents[i].ord] = int32(i)
+		}
+	} else {
+		for i := range ents {
+			order.Slice()[i] = int32(i)
+		}
+		slices.SortFunc(order.Slice(), func(a, b int32) int { return cmp.Compare(ents[a].ord, ents[b].ord) })
 	}
 	refsKnown := v.Queues != nil && s.lrefs != nil
 	refs := func(id [16]byte) []string {
@@ -301,7 +314,7 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 			out = append(out, f)
 		}
 	}
-	if !refsKnown {
+	if !refsKnown || s.cdig != nil { // the digests agreed: every referenced id has its entry
 		return out
 	}
 	// Referenced ids the index lacks, in id order (the table's, which is

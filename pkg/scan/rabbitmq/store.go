@@ -47,6 +47,7 @@ type scanner struct {
 	lean      bool       // release each file's records after its findings (lean.go)
 	lrefs     *leanRefs  // lean mode's references (refs is then empty but non-nil)
 	lidx      *leanIndex // lean mode's msg_store_index.ets (clean_lean.go)
+	cdig      *cleanDigest // or its digest (clean_digest.go)
 	// spill holds lean mode's long victim lists (victim_spill.go): its own
 	// object, since the findings that point into it outlive the scanner.
 	spill *victimSpill
@@ -182,6 +183,9 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	}
 	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
+	if s.cdig != nil && !transient {
+		s.cdig.file(fs.Number)
+	}
 	for _, r := range fs.Records {
 		s.classify(r, transient, pi)
 		s.termCnt[r.Term]++
@@ -250,7 +254,14 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 			r.ReferencedBy = qs
 		}
 	}
-	if s.lidx != nil {
+	if s.cdig != nil && e.set > 0 {
+		// The digest's: the id's one entry is its first copy's, if the
+		// digests agree (else the vhost is scanned again).
+		r.IndexMatch = "match"
+		if e.path() > 0 {
+			r.IndexMatch = "mismatch"
+		}
+	} else if s.lidx != nil {
 		r.IndexMatch = s.lidx.indexMatch(r)
 	} else if s.clean != nil && s.clean.HasIndex {
 		switch e, ok := s.clean.byID[r.MsgID]; {
@@ -268,6 +279,9 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	}
 	e.setPath(pi)
 	e.off = uint32(r.Offset)
+	if s.cdig != nil && e.set > 0 {
+		s.cdig.record(s.nums[pi-1], r, len(s.lrefs.sets[e.set-1]))
+	}
 	if slot != nil {
 		slot.e = e
 	} else {

@@ -84,7 +84,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 		}
 	}
 	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"), true)
-	if cs.leanIndex && (s.lidx == nil || s.lidx.ents.Len() != cs.indexObjects) {
+	if cs.leanIndex && !s.leanIndexHolds(cs.indexObjects) {
 		return nil, errLeanIndex
 	}
 	// Nothing reads v.Findings after this: verify's list is made in place

@@ -61,7 +61,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	s.ready = func() { <-qdone }
 	store := filepath.Join(vhostDir, "msg_store_persistent")
-	v.Clean, s.lidx, err = readClean(store, o.lean)
+	v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, vhostDir))
 	if err != nil {
 		<-qdone
 		return nil, nil, err
@@ -72,6 +72,14 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	<-qdone
 	if qerr != nil {
 		return nil, nil, qerr
+	}
+	if s.cdig != nil && (s.lrefs == nil || s.lidx == nil || !s.cdig.agrees(s.seen, s.lidx)) {
+		// The index is not exactly the store's referenced first copies:
+		// scan again, joining entry by entry, for findings that say which
+		// entries are wrong (clean_digest.go).
+		s.free()
+		o.exactIndex = true
+		return scanVHostKeep(ctx, root, vhostDir, o)
 	}
 	if err == nil {
 		v.Files = files

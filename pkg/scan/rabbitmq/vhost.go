@@ -19,6 +19,9 @@ type VHostOptions struct {
 	// reads the queue indexes without their entries (Scan only: the
 	// result then has no Records, Gaps, Queues[].Entries nor Found).
 	lean bool
+	// exactIndex makes a lean scan hold and join msg_store_index.ets entry
+	// by entry from the start (clean_digest.go).
+	exactIndex bool
 }
 
 // ScanVHost scans one vhost dir (msg_store_persistent/, msg_store_transient/
