@@ -44,9 +44,9 @@ type scanner struct {
 	// the queue indexes are read while the first files are walked.
 	ready     func()
 	readyOnce sync.Once
-	lean      bool       // release each file's records after its findings (lean.go)
-	lrefs     *leanRefs  // lean mode's references (refs is then empty but non-nil)
-	lidx      *leanIndex // lean mode's msg_store_index.ets (clean_lean.go)
+	lean      bool         // release each file's records after its findings (lean.go)
+	lrefs     *leanRefs    // lean mode's references (refs is then empty but non-nil)
+	lidx      *leanIndex   // lean mode's msg_store_index.ets (clean_lean.go)
 	cdig      *cleanDigest // or its digest (clean_digest.go)
 	// spill holds lean mode's long victim lists (victim_spill.go): its own
 	// object, since the findings that point into it outlive the scanner.
