@@ -73,11 +73,15 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if qerr != nil {
 		return nil, nil, qerr
 	}
-	if s.cdig != nil && (s.lrefs == nil || s.lidx == nil || !s.cdig.agrees(s.seen, s.lidx)) {
+	if err == nil && s.cdig != nil && (s.lrefs == nil || s.lidx == nil || !s.cdig.agrees(s.seen, s.lidx)) {
 		// The index is not exactly the store's referenced first copies:
 		// scan again, joining entry by entry, for findings that say which
-		// entries are wrong (clean_digest.go).
+		// entries are wrong (clean_digest.go). An interrupted scan's
+		// digests say nothing: it stops here.
 		s.free()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
 		o.exactIndex = true
 		return scanVHostKeep(ctx, root, vhostDir, o)
 	}
