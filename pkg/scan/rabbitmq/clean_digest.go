@@ -8,18 +8,21 @@ package rabbitmq
 // ref count must be the number of queue references to the id, and every
 // referenced id must have an entry. The exact join holds every entry
 // (about 50 bytes each, sorted twice) for the length of the scan, to say
-// which entry is wrong. But when the index is right, the entries are
-// exactly the referenced ids' first copies: one tuple
-// {id, file, offset, size, references} per referenced id. So the scan
-// first compares two 128-bit multiset digests, the sum of a keyed hash of
-// each entry's tuple and the sum over the records it classifies (this
-// file), and holds nothing per entry. Equal digests mean the join would
-// find nothing (a different multiset sums the same with probability about
-// 2^-128: the hash is seeded at random for each run); anything else (a
-// digest that differs, or a case the digests cannot speak for) scans the
-// vhost again with the exact join, whose findings say where. The findings
-// are the same either way; a store whose index is damaged costs a second
-// pass.
+// which entry is wrong. But when the index is right, its entries with a
+// positive ref count are exactly the referenced ids' first copies: one
+// tuple {id, file, offset, size, references} per referenced id. (Entries
+// with ref count 0, messages consumed but not yet compacted away, point at
+// unreferenced records; the real brokers' clean stops have them.) So the
+// scan holds only the ref-count-0 entries for the exact join, and compares
+// two 128-bit multiset digests for the rest: the sum of a keyed hash of
+// each entry's tuple, and the same sum over the referenced first copies it
+// classifies (this file). Equal digests mean the join would find nothing
+// wrong with those entries (a different multiset sums the same with
+// probability about 2^-128: the hash is seeded at random for each run);
+// anything else (a digest that differs, or a case the digests cannot
+// speak for) scans the vhost again with every entry held and joined, whose
+// findings say which entries are wrong. The findings are the same either
+// way; a store whose index is damaged costs a second pass.
 
 import (
 	"encoding/binary"
