@@ -45,10 +45,11 @@ type cleanDigest struct {
 	ents, recs   setDigest
 	// broken is set by what the digests cannot vouch for: a referenced
 	// first copy in a file whose name is not a number, a file number seen
-	// twice (the exact join lets the later file override), a referenced id
-	// the persistent store does not hold.
+	// twice among the files the join took records from (the exact join
+	// lets the later file override; a file that failed part way counts),
+	// a referenced id the persistent store does not hold.
 	broken bool
-	nums   map[int64]bool // numbered files classified so far
+	nums   map[int64]bool // numbered files joined so far
 }
 
 func newCleanDigest() *cleanDigest {
@@ -69,7 +70,8 @@ func (c *cleanDigest) add(d *setDigest, id [16]byte, file, off, size, refs int64
 }
 
 // file notes that the persistent file numbered num (-1: a name that is
-// not a number) is classified next.
+// not a number) was joined: it is classified next, or failed with records
+// the join took.
 func (c *cleanDigest) file(num int64) {
 	if num < 0 {
 		return

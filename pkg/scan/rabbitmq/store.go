@@ -174,6 +174,12 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 		s.lidx.join(j.fs) // also a file that failed part way: its records so far
 	}
 	fs := j.fs
+	if s.cdig != nil && !transient && (fs.Err == nil || len(fs.Records) > 0) {
+		// Every file whose records the join took, classified or not (one
+		// that failed part way, one past maxPaths): a later one with the
+		// same number overrides places.
+		s.cdig.file(fs.Number)
+	}
 	if fs.Err != nil {
 		return
 	}
@@ -183,9 +189,6 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	}
 	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
-	if s.cdig != nil && !transient {
-		s.cdig.file(fs.Number)
-	}
 	for _, r := range fs.Records {
 		s.classify(r, transient, pi)
 		s.termCnt[r.Term]++
