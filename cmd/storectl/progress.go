@@ -97,6 +97,9 @@ func (p *progress) add(n int64) {
 	d := p.done.Add(n)
 	if p.bar != nil {
 		p.mu.Lock()
+		if d > p.bar.GetMax64() { // a second pass (a RabbitMQ index that must be joined entry by entry)
+			p.bar.ChangeMax64(d)
+		}
 		_ = p.bar.Add64(n)
 		p.mu.Unlock()
 		return
@@ -110,9 +113,12 @@ func (p *progress) add(n int64) {
 }
 
 func (p *progress) line(d int64) {
-	if p.total > 0 {
+	switch {
+	case p.total > 0 && d <= p.total:
 		fmt.Fprintf(p.w, "storectl: progress %d/%d bytes (%.0f%%)\n", d, p.total, 100*float64(d)/float64(p.total))
-	} else {
+	case p.total > 0: // some files read twice: never a percentage over 100
+		fmt.Fprintf(p.w, "storectl: progress %d bytes read, %d in the files (some read a second time)\n", d, p.total)
+	default:
 		fmt.Fprintf(p.w, "storectl: progress %d bytes\n", d)
 	}
 }
