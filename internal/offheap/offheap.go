@@ -148,6 +148,23 @@ func (b *Buf[T]) Truncate(n int) {
 	}
 }
 
+// Discard gives the whole pages holding elements [0, n) back to the
+// kernel, for a caller done with them that reads on past them (a table
+// converted front to back into another): they read as zeros afterwards.
+// Len is unchanged. A heap Buf keeps its memory.
+func (b *Buf[T]) Discard(n int) {
+	if n < 0 || n > len(b.s) {
+		panic(fmt.Sprintf("offheap: Discard(%d) of %d elements", n, len(b.s)))
+	}
+	if b.m == nil {
+		return
+	}
+	to := n * int(unsafe.Sizeof(*new(T))) &^ (pageSize - 1)
+	if to > 0 {
+		_ = unix.Madvise(b.m.b[:to], unix.MADV_DONTNEED)
+	}
+}
+
 // Free releases the memory. The Buf is empty afterwards and may be used
 // again.
 func (b *Buf[T]) Free() {

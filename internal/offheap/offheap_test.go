@@ -163,3 +163,35 @@ func TestTruncateOutOfRange(t *testing.T) {
 	}()
 	b.Truncate(2)
 }
+
+// TestDiscard: Discard gives back the whole pages before element n (they
+// read as zeros) and keeps every element from the first partly kept page
+// on; Len is unchanged, and a Discard past Len panics.
+func TestDiscard(t *testing.T) {
+	b := New[uint64]()
+	const n = 10000 // 80000 bytes: several pages
+	for i := range n {
+		b.Append(uint64(i) + 1)
+	}
+	if !b.Mapped() {
+		t.Skip("no mapping on this system: Discard keeps heap memory")
+	}
+	b.Discard(1500) // 12000 bytes: the first 2 pages of 4 KiB
+	s := b.Slice()
+	if b.Len() != n {
+		t.Fatalf("Len %d after Discard, want %d", b.Len(), n)
+	}
+	per := pageSize / 8
+	for i := range n {
+		discarded := i < 1500/per*per
+		if discarded && s[i] != 0 || !discarded && s[i] != uint64(i)+1 {
+			t.Fatalf("element %d = %d after Discard(1500) (page size %d)", i, s[i], pageSize)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Discard past Len did not panic")
+		}
+	}()
+	b.Discard(n + 1)
+}

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-func randomSlots(n int, seed uint64, dupEvery int) []idSlot {
+func randomSlots(n int, seed uint64, dupEvery int) []refSlot {
 	r := rand.New(rand.NewPCG(seed, 1))
-	s := make([]idSlot, n)
+	s := make([]refSlot, n)
 	for i := range s {
 		if dupEvery > 0 && i > 0 && i%dupEvery == 0 {
 			s[i].id = s[r.IntN(i)].id
@@ -19,28 +19,28 @@ func randomSlots(n int, seed uint64, dupEvery int) []idSlot {
 				s[i].id[k] = byte(r.Uint32())
 			}
 		}
-		s[i].e.set = int32(r.IntN(5))
+		s[i].q = int32(r.IntN(5))
 	}
 	return s
 }
 
 func BenchmarkSortByID(b *testing.B) {
 	src := randomSlots(350_000, 1, 0)
-	s := make([]idSlot, len(src))
+	s := make([]refSlot, len(src))
 	b.Run("radix", func(b *testing.B) {
 		for b.Loop() {
 			copy(s, src)
-			sortSlots(s)
+			sortRefs(s)
 		}
 	})
 	b.Run("pdq", func(b *testing.B) {
 		for b.Loop() {
 			copy(s, src)
-			slices.SortFunc(s, func(a, b idSlot) int {
+			slices.SortFunc(s, func(a, b refSlot) int {
 				if c := compareID(&a.id, &b.id); c != 0 {
 					return c
 				}
-				return cmp.Compare(a.e.set, b.e.set)
+				return cmp.Compare(a.q, b.q)
 			})
 		}
 	})
@@ -51,21 +51,21 @@ func BenchmarkSortByID(b *testing.B) {
 // radix pass), many copies of a few ids (buckets sorted by tie), ids that
 // share their first bytes (passes on later bytes), and all ids equal.
 func TestSortByID(t *testing.T) {
-	sharedPrefix := func(n int) []idSlot {
+	sharedPrefix := func(n int) []refSlot {
 		s := randomSlots(n, 3, 0)
 		for i := range s {
 			copy(s[i].id[:9], "commonpre") // only the last 7 bytes differ
 		}
 		return s
 	}
-	allSame := func(n int) []idSlot {
+	allSame := func(n int) []refSlot {
 		s := randomSlots(n, 4, 0)
 		for i := range s {
 			s[i].id = s[0].id
 		}
 		return s
 	}
-	cases := map[string][]idSlot{
+	cases := map[string][]refSlot{
 		"empty":         nil,
 		"one":           randomSlots(1, 1, 0),
 		"short":         randomSlots(50, 2, 0),
@@ -74,19 +74,19 @@ func TestSortByID(t *testing.T) {
 		"shared prefix": sharedPrefix(5_000),
 		"all equal":     allSame(3_000),
 	}
-	want := func(s []idSlot) []idSlot {
+	want := func(s []refSlot) []refSlot {
 		s = slices.Clone(s)
-		slices.SortFunc(s, func(a, b idSlot) int {
+		slices.SortFunc(s, func(a, b refSlot) int {
 			if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.e.set, b.e.set)
+			return cmp.Compare(a.q, b.q)
 		})
 		return s
 	}
 	for name, in := range cases {
 		got := slices.Clone(in)
-		sortSlots(got)
+		sortRefs(got)
 		if w := want(in); !slices.Equal(got, w) {
 			i := 0
 			for i < len(w) && got[i] == w[i] {

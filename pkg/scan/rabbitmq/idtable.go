@@ -2,16 +2,18 @@ package rabbitmq
 
 // The scanner's id map. In lean mode (storectl scan and verify) every
 // referenced msg id is known before the first status is given, so those
-// ids live in one sorted, pointer-free slice built once (28 bytes an id,
-// no hash-table slack: about half of a Go map's footprint) and found
-// through a small bucket index on the id's leading bytes. The slice is
-// mapped outside the Go heap (internal/offheap), so it costs its own 28
-// bytes an id in resident memory and not the collector's headroom on top.
-// Ids no queue references (garbage, or every id when the references are
-// unknown) go to an ordinary map, which stays small in a healthy store.
+// ids live in one sorted, pointer-free slice built once and found through
+// a small bucket index on the id's leading bytes. Each slot is the id and
+// its entry packed into 8 bytes (idPack: the field widths are chosen per
+// scan from the number of queue-name sets and files and the largest file),
+// 24 bytes an id with no hash-table slack; an entry whose values do not
+// fit the widths goes to a small map instead. The slice is mapped outside
+// the Go heap (internal/offheap), so it costs its own 24 bytes an id in
+// resident memory and not the collector's headroom on top. Ids no queue
+// references (garbage, or every id when the references are unknown) go to
+// an ordinary map, which stays small in a healthy store.
 
 import (
-	"bytes"
 	"cmp"
 	"math/bits"
 
@@ -44,21 +46,84 @@ func (e idEntry) risk() uint8 { return uint8(e.first >> riskShift) }
 
 func (e *idEntry) addRisk(bits uint8) { e.first |= uint32(bits) << riskShift }
 
-// idSlot is one sorted id with its entry.
+// idSlot is an id with its entry, unpacked.
 type idSlot struct {
 	id [16]byte
 	e  idEntry
 }
 
-// idTable maps msg ids to entries. It is not safe for concurrent use.
+// pslot is one fixed id with its entry packed (idPack).
+type pslot struct {
+	id [16]byte
+	v  uint64
+}
+
+// idPack says how an entry packs into a pslot's 64 bits, low bits first:
+// set (setBits), path (pathBits), the 4 risk bits, offset (offBits). A set
+// field of all ones marks an entry held in idTable.wide instead.
+type idPack struct{ setBits, pathBits, offBits uint }
+
+// newIDPack fits sets queue-name sets (idEntry.set up to sets), files
+// files and offsets below maxOff into 60 bits (files or maxOff 0:
+// unknown, then up to maxPaths files and 32-bit offsets). Each field gets
+// what it needs while they fit; else the path field, then the offset one,
+// get less, and a value past its field makes a wide entry (correct, only
+// larger).
+func newIDPack(sets, files int, maxOff int64) idPack {
+	set, path, off := min(bits.Len(uint(sets+1)), 30), 28, 32
+	if files > 0 {
+		path = bits.Len(uint(files + 1))
+	}
+	if maxOff > 0 {
+		off = bits.Len64(uint64(maxOff))
+	}
+	const room = 60 - 4 // the risk bits take 4
+	if set+path+off > room {
+		path = max(room-set-off, min(path, 8))
+	}
+	// What is left goes to the offset (at least 18 bits).
+	return idPack{setBits: uint(set), pathBits: uint(path), offBits: uint(room - set - path)}
+}
+
+func (p idPack) wideMark() uint64 { return 1<<p.setBits - 1 }
+
+// encode packs e; false when a value does not fit.
+func (p idPack) encode(e idEntry) (uint64, bool) {
+	set, path, off := uint64(e.set), uint64(e.path()), uint64(e.off)
+	if e.set < 0 || set >= p.wideMark() || path >= 1<<p.pathBits || off >= 1<<p.offBits {
+		return p.wideMark(), false
+	}
+	return set | path<<p.setBits | uint64(e.risk())<<(p.setBits+p.pathBits) | off<<(p.setBits+p.pathBits+4), true
+}
+
+// decode unpacks v; false for a wide entry.
+func (p idPack) decode(v uint64) (idEntry, bool) {
+	set := v & p.wideMark()
+	if set == p.wideMark() {
+		return idEntry{}, false
+	}
+	var e idEntry
+	e.set = int32(set)
+	e.setPath(int32(v >> p.setBits & (1<<p.pathBits - 1)))
+	e.addRisk(uint8(v >> (p.setBits + p.pathBits) & 15))
+	e.off = uint32(v >> (p.setBits + p.pathBits + 4))
+	return e, true
+}
+
+// idTable maps msg ids to entries. It is not safe for concurrent use
+// (concurrent gets are).
 type idTable struct {
-	buf    *offheap.Buf[idSlot] // holds sorted; the table owns it
-	sorted []idSlot             // ascending by id, unique; fixed after setSorted
-	idx    idBuckets            // over sorted
+	buf    *offheap.Buf[pslot] // holds sorted; the table owns it
+	sorted []pslot             // ascending by id, unique; fixed after setSorted
+	idx    idBuckets           // over sorted
+	pack   idPack
+	wide   map[[16]byte]idEntry // fixed ids whose entries do not pack
 	extra  map[[16]byte]idEntry
 }
 
-func newIDTable() *idTable { return &idTable{extra: map[[16]byte]idEntry{}} }
+func newIDTable() *idTable {
+	return &idTable{extra: map[[16]byte]idEntry{}, wide: map[[16]byte]idEntry{}}
+}
 
 // idBuckets indexes ids sorted ascending by their leading bits: index[b]
 // is the first id whose leading `shift`-bit bucket is >= b, so bucket b
@@ -112,15 +177,16 @@ func (x *idBuckets) span(id *[16]byte) (lo, hi int) {
 	return int(x.index[b]), int(x.index[b+1])
 }
 
-// setSorted installs buf's slots (ascending, unique ids) as the fixed
-// part; the table owns buf from then on. Ids already in extra move into it.
-func (t *idTable) setSorted(buf *offheap.Buf[idSlot]) {
+// setSorted installs buf's slots (ascending, unique ids, packed with
+// pack) as the fixed part; the table owns buf from then on. Ids already in
+// extra move into it.
+func (t *idTable) setSorted(buf *offheap.Buf[pslot], pack idPack) {
 	slots := buf.Slice()
-	t.buf, t.sorted = buf, slots
+	t.buf, t.sorted, t.pack = buf, slots, pack
 	t.idx = newIDBuckets(len(slots), func(i int) *[16]byte { return &slots[i].id })
 	for id, e := range t.extra {
-		if s := t.slot(id); s != nil {
-			s.e = mergeEntry(s.e, e)
+		if i := t.find(id); i >= 0 {
+			t.setAt(i, mergeEntry(t.at(i), e))
 			delete(t.extra, id)
 		}
 	}
@@ -141,44 +207,62 @@ func (t *idTable) free() {
 		t.buf.Free()
 	}
 	t.idx.free()
-	t.buf, t.sorted = nil, nil
+	t.buf, t.sorted, t.wide = nil, nil, map[[16]byte]idEntry{}
 }
 
-// slot returns the fixed slot of id, or nil.
-func (t *idTable) slot(id [16]byte) *idSlot {
+// find returns the index of id's fixed slot, or -1.
+func (t *idTable) find(id [16]byte) int {
 	if len(t.sorted) == 0 {
-		return nil
+		return -1
 	}
 	lo, hi := t.idx.span(&id)
-	s := t.sorted[lo:hi]
-	for len(s) > 8 {
-		m := len(s) / 2
-		if bytes.Compare(s[m].id[:], id[:]) <= 0 {
-			s = s[m:]
+	// The last slot of the bucket with an id <= id.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareID(&t.sorted[m].id, &id) <= 0 {
+			lo = m + 1
 		} else {
-			s = s[:m]
+			hi = m
 		}
 	}
-	for i := range s {
-		if s[i].id == id {
-			return &s[i]
-		}
+	if lo > 0 && t.sorted[lo-1].id == id {
+		return lo - 1
 	}
-	return nil
+	return -1
+}
+
+// at returns the entry of fixed slot i.
+func (t *idTable) at(i int) idEntry {
+	if e, ok := t.pack.decode(t.sorted[i].v); ok {
+		return e
+	}
+	return t.wide[t.sorted[i].id]
+}
+
+// setAt sets the entry of fixed slot i.
+func (t *idTable) setAt(i int, e idEntry) {
+	s := &t.sorted[i]
+	v, ok := t.pack.encode(e)
+	if !ok {
+		t.wide[s.id] = e
+	} else if s.v&t.pack.wideMark() == t.pack.wideMark() {
+		delete(t.wide, s.id)
+	}
+	s.v = v
 }
 
 // get returns id's entry (zero when unknown).
 func (t *idTable) get(id [16]byte) idEntry {
-	if s := t.slot(id); s != nil {
-		return s.e
+	if i := t.find(id); i >= 0 {
+		return t.at(i)
 	}
 	return t.extra[id]
 }
 
 // put sets id's entry.
 func (t *idTable) put(id [16]byte, e idEntry) {
-	if s := t.slot(id); s != nil {
-		s.e = e
+	if i := t.find(id); i >= 0 {
+		t.setAt(i, e)
 		return
 	}
 	t.extra[id] = e
@@ -187,7 +271,7 @@ func (t *idTable) put(id [16]byte, e idEntry) {
 // each calls fn for every known id, the fixed ones first in id order.
 func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {
 	for i := range t.sorted {
-		if !fn(t.sorted[i].id, t.sorted[i].e) {
+		if !fn(t.sorted[i].id, t.at(i)) {
 			return
 		}
 	}
@@ -198,9 +282,17 @@ func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {
 	}
 }
 
-// sortSlots sorts slots by id, then by entry set (stable order for equal
-// ids).
-func sortSlots(slots []idSlot) {
-	sortByID(slots, func(s *idSlot) *[16]byte { return &s.id },
-		func(a, b *idSlot) int { return cmp.Compare(a.e.set, b.e.set) })
+// refSlot is a queue reference while the fixed part is built
+// (leanRefsBuilder): the id and the queue dir's ordinal, then the id and
+// 1 + its queue-name set. 20 bytes, so the references of a large store
+// take less than the table they become.
+type refSlot struct {
+	id [16]byte
+	q  int32
+}
+
+// sortRefs sorts refs by id, then by q.
+func sortRefs(refs []refSlot) {
+	sortByID(refs, func(s *refSlot) *[16]byte { return &s.id },
+		func(a, b *refSlot) int { return cmp.Compare(a.q, b.q) })
 }

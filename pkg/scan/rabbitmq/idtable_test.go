@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -50,12 +51,24 @@ func TestIDTableMatchesMap(t *testing.T) {
 				tab.put(fixed[0].id, seen)
 				model[fixed[0].id] = e
 			}
-			sortSlots(fixed)
-			buf := offheap.New[idSlot]()
+			slices.SortFunc(fixed, func(a, b idSlot) int { return compareID(&a.id, &b.id) })
+			// Narrow fields, so that sets, paths and offsets overflow
+			// into wide entries: set 7, paths past 31 and offsets past
+			// 4095 do not pack.
+			pack := idPack{setBits: 3, pathBits: 5, offBits: 12}
+			buf := offheap.New[pslot]()
+			var unpacked []idSlot
 			for _, sl := range fixed {
-				buf.Append(sl)
+				v, ok := pack.encode(sl.e)
+				buf.Append(pslot{id: sl.id, v: v})
+				if !ok {
+					unpacked = append(unpacked, sl)
+				}
 			}
-			tab.setSorted(buf)
+			tab.setSorted(buf, pack)
+			for _, sl := range unpacked {
+				tab.put(sl.id, mergeEntry(sl.e, model[sl.id]))
+			}
 			others := make([][16]byte, 0, 100)
 			for i := 0; i < 100; i++ {
 				others = append(others, mk())
@@ -115,7 +128,50 @@ func TestIDEntryBits(t *testing.T) {
 			}
 		}
 	}
-	if unsafe.Sizeof(idSlot{}) != 28 {
-		t.Errorf("idSlot is %d bytes, want 28", unsafe.Sizeof(idSlot{}))
+	if unsafe.Sizeof(pslot{}) != 24 || unsafe.Sizeof(refSlot{}) != 20 {
+		t.Errorf("pslot is %d bytes, refSlot %d; want 24 and 20", unsafe.Sizeof(pslot{}), unsafe.Sizeof(refSlot{}))
+	}
+}
+
+// TestIDPack: entries round-trip through every packing newIDPack makes,
+// up to each field's limit; one past a limit does not pack; and the
+// field widths always fit 60 bits with the set field able to hold every
+// set plus the wide mark.
+func TestIDPack(t *testing.T) {
+	for _, c := range []struct {
+		sets, files int
+		maxOff      int64
+	}{{0, 0, 0}, {3, 64, 16 << 20}, {5000, 100000, 1 << 30}, {1 << 29, 1 << 27, 1 << 40}, {1, 0, 16 << 20}, {2, 70, 0}} {
+		p := newIDPack(c.sets, c.files, c.maxOff)
+		if p.setBits+p.pathBits+p.offBits+4 > 64 || p.offBits < 18 || (c.sets < 1<<29 && uint64(c.sets) >= p.wideMark()) {
+			t.Errorf("%+v: widths %+v", c, p)
+			continue
+		}
+		maxSet := min(int64(p.wideMark())-1, int64(c.sets))
+		maxPath := min(int64(1)<<p.pathBits-1, maxPaths)
+		maxOff := min(int64(1)<<p.offBits-1, 1<<32-1)
+		for _, e := range []idEntry{{}, {set: int32(maxSet), first: uint32(maxPath) | 15<<riskShift, off: uint32(maxOff)}, {set: int32(min(1, maxSet)), off: 7}} {
+			v, ok := p.encode(e)
+			if got, ok2 := p.decode(v); !ok || !ok2 || got != e {
+				t.Errorf("%+v: %+v packs to %x (%v), unpacks to %+v (%v)", c, e, v, ok, got, ok2)
+			}
+		}
+		var over []idEntry
+		if maxPath < maxPaths {
+			e := idEntry{}
+			e.setPath(int32(maxPath + 1))
+			over = append(over, e)
+		}
+		if maxOff < 1<<32-1 {
+			over = append(over, idEntry{off: uint32(maxOff + 1)})
+		}
+		over = append(over, idEntry{set: int32(p.wideMark())}, idEntry{set: -1})
+		for _, e := range over {
+			if v, ok := p.encode(e); ok {
+				t.Errorf("%+v: %+v packed to %x", c, e, v)
+			} else if _, ok := p.decode(v); ok {
+				t.Errorf("%+v: %+v: the wide mark decodes", c, e)
+			}
+		}
 	}
 }

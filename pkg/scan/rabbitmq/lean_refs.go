@@ -30,8 +30,12 @@ type leanRefs struct {
 // concurrent use); build then makes the lean references.
 type leanRefsBuilder struct {
 	mu    sync.Mutex
-	slots *offheap.Buf[idSlot] // e.set: the queue dir's ordinal in ord until build
+	slots *offheap.Buf[refSlot] // q: the queue dir's ordinal in ord
 	ord   map[*rfmt.QueueDir]int32
+	// files and maxSize describe the persistent store's .rdq files, for
+	// the table's packing (newIDPack); 0 when unknown.
+	files   int
+	maxSize int64
 }
 
 func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
@@ -39,7 +43,7 @@ func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
 	defer b.mu.Unlock()
 	if b.ord == nil {
 		b.ord = map[*rfmt.QueueDir]int32{}
-		b.slots = offheap.New[idSlot]()
+		b.slots = offheap.New[refSlot]()
 	}
 	o, ok := b.ord[qd]
 	if !ok {
@@ -47,7 +51,7 @@ func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
 		b.ord[qd] = o
 	}
 	for _, r := range refs {
-		b.slots.Append(idSlot{id: r.ID, e: idEntry{set: o}})
+		b.slots.Append(refSlot{id: r.ID, q: o})
 	}
 }
 
@@ -66,14 +70,14 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 	}
 	buf := b.slots
 	if buf == nil { // no queue dir had a reference
-		buf = offheap.New[idSlot]()
+		buf = offheap.New[refSlot]()
 	}
 	slots := buf.Slice()
 	b.slots, b.ord = nil, nil
 	for i := range slots {
-		slots[i].e.set = index[slots[i].e.set]
+		slots[i].q = index[slots[i].q]
 	}
-	sortSlots(slots)
+	sortRefs(slots)
 	intern := map[string]int32{}
 	single := make([]int32, len(names)) // 1 + set of a queue's name alone
 	set := func(ns []string) int32 {
@@ -86,6 +90,7 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 		l.sets = append(l.sets, ns)
 		return i
 	}
+	// Each id once, with 1 + its set in q.
 	out := slots[:0]
 	for i := 0; i < len(slots); {
 		j := i + 1
@@ -93,7 +98,7 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 			j++
 		}
 		var si int32
-		if qi := slots[i].e.set; j == i+1 {
+		if qi := slots[i].q; j == i+1 {
 			if single[qi] == 0 {
 				single[qi] = set([]string{names[qi]}) + 1
 			}
@@ -101,17 +106,27 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 		} else {
 			ns := make([]string, 0, j-i)
 			for _, sl := range slots[i:j] {
-				ns = append(ns, names[sl.e.set])
+				ns = append(ns, names[sl.q])
 			}
 			sort.Strings(ns)
 			si = set(ns)
 		}
-		out = append(out, idSlot{id: slots[i].id, e: idEntry{set: si + 1}})
+		out = append(out, refSlot{id: slots[i].id, q: si + 1})
 		i = j
 	}
-	// The table lives for the whole scan: the pages past it go back.
-	buf.Truncate(len(out))
-	seen.setSorted(buf)
+	// Packed into the table's 24-byte slots, the references' pages given
+	// back as they are passed: the two are never both whole.
+	pack := newIDPack(len(l.sets), b.files, b.maxSize)
+	fixed := offheap.New[pslot]()
+	for i, r := range out {
+		v, _ := pack.encode(idEntry{set: r.q}) // set < 2^setBits by newIDPack
+		fixed.Append(pslot{id: r.id, v: v})
+		if i%(1<<14) == 0 {
+			buf.Discard(i)
+		}
+	}
+	buf.Free()
+	seen.setSorted(fixed, pack)
 	return l
 }
 

@@ -113,6 +113,26 @@ func listRDQ(dir string) ([]rdqFile, error) {
 	return out, nil
 }
 
+// rdqShape returns how many .rdq files dir holds and the largest one's
+// size (0, 0 when it cannot be listed): what the id table's packing needs
+// to know before the scan.
+func rdqShape(dir string) (files int, maxSize int64) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".rdq") {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			files++
+			maxSize = max(maxSize, info.Size())
+		}
+	}
+	return files, maxSize
+}
+
 func rdqNumber(name string) int64 {
 	s := strings.TrimSuffix(filepath.Base(name), ".rdq")
 	if s == "" || len(s) > 18 || strings.TrimLeft(s, "0123456789") != "" {
@@ -239,10 +259,10 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 		r.Status = StatusUnreferenced
 		return
 	}
-	slot := s.seen.slot(r.MsgID) // one search of the table for both get and put
+	slot := s.seen.find(r.MsgID) // one search of the table for both get and put
 	var e idEntry
-	if slot != nil {
-		e = slot.e
+	if slot >= 0 {
+		e = s.seen.at(slot)
 	} else {
 		e = s.seen.extra[r.MsgID]
 	}
@@ -285,8 +305,8 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	if s.cdig != nil && e.set > 0 {
 		s.cdig.record(s.nums[pi-1], r, len(s.lrefs.sets[e.set-1]))
 	}
-	if slot != nil {
-		slot.e = e
+	if slot >= 0 {
+		s.seen.setAt(slot, e)
 	} else {
 		s.seen.extra[r.MsgID] = e
 	}

@@ -32,6 +32,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 			defer close(qdone)
 			read := rfmt.ReadVHostQueues
 			var refs leanRefsBuilder
+			refs.files, refs.maxSize = rdqShape(filepath.Join(vhostDir, "msg_store_persistent"))
 			if o.lean {
 				// References become id slots as they are read, a .qi
 				// segment at a time: they are never all held as QueueRefs.
