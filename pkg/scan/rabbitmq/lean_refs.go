@@ -118,8 +118,12 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 	// back as they are passed: the two are never both whole.
 	pack := newIDPack(len(l.sets), b.files, b.maxSize)
 	fixed := offheap.New[pslot]()
+	var wide []refSlot // sets past 2^30: none in practice
 	for i, r := range out {
-		v, _ := pack.encode(idEntry{set: r.q}) // set < 2^setBits by newIDPack
+		v, ok := pack.encode(idEntry{set: r.q})
+		if !ok {
+			wide = append(wide, r)
+		}
 		fixed.Append(pslot{id: r.id, v: v})
 		if i%(1<<14) == 0 {
 			buf.Discard(i)
@@ -127,6 +131,9 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 	}
 	buf.Free()
 	seen.setSorted(fixed, pack)
+	for _, r := range wide { // after setSorted: keep what it merged from extra
+		seen.put(r.id, mergeEntry(idEntry{set: r.q}, seen.get(r.id)))
+	}
 	return l
 }
 
