@@ -189,6 +189,24 @@ func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 	return v.probe, reached, nil
 }
 
+// StreamFile opens path, hands its bytes to fn through Stream (fn calls
+// reached as it goes) under Guard, and closes it: the whole life of a
+// file read once front to back. A memory fault (the file shrank) is
+// ErrFault.
+func StreamFile(path string, fn func(b []byte, reached func(off int64)) error) (err error) {
+	v, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	defer Guard(&err)()
+	b, reached, err := v.Stream()
+	if err != nil {
+		return err
+	}
+	return fn(b, reached)
+}
+
 func (v *File) advance(off, n int64) {
 	if e := off + n; e > v.maxRead {
 		if v.Progress != nil {

@@ -2,6 +2,7 @@ package fileview
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -287,5 +288,30 @@ func TestStream(t *testing.T) {
 	}
 	if rss := mappedRss(t, w); rss < size/1024 {
 		t.Errorf("Whole: mapping holds %d KiB, want all %d", rss, size/1024)
+	}
+}
+
+// TestStreamFile: fn gets the file's bytes and reached; fn's error and an
+// open error (naming the file) come back.
+func TestStreamFile(t *testing.T) {
+	p, want := tempFile(t, 3<<20+5)
+	var got []byte
+	err := StreamFile(p, func(b []byte, reached func(int64)) error {
+		for off := 0; off < len(b); off += 1 << 16 {
+			got = append(got, b[off:min(off+1<<16, len(b))]...)
+			reached(int64(off))
+		}
+		return nil
+	})
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("StreamFile: %v, %d bytes read of %d, equal %v", err, len(got), len(want), bytes.Equal(got, want))
+	}
+	errFn := errors.New("from fn")
+	if err := StreamFile(p, func([]byte, func(int64)) error { return errFn }); err != errFn {
+		t.Errorf("fn's error: got %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	if err := StreamFile(missing, func([]byte, func(int64)) error { return nil }); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -93,17 +93,7 @@ func readLeanIndex(p string, dig *cleanDigest) (li *leanIndex, err error) {
 		lastPath: map[int64]string{}, wide: map[int32]entVals{}}
 	// The dump is read front to back and let go as it is (Stream), and
 	// unmapped before the sorts: its pages are not held with the entries.
-	err = func() (err error) {
-		v, err := fileview.Open(p)
-		if err != nil {
-			return err
-		}
-		defer v.Close()
-		defer fileview.Guard(&err)()
-		b, reached, err := v.Stream()
-		if err != nil {
-			return err
-		}
+	err = fileview.StreamFile(p, func(b []byte, reached func(int64)) error {
 		n := int32(0)
 		_ = eachIndexEntry(b, func(e IndexEntry, etsOff int64) {
 			if dig != nil && e.RefCount > 0 {
@@ -115,7 +105,7 @@ func readLeanIndex(p string, dig *cleanDigest) (li *leanIndex, err error) {
 			reached(etsOff)
 		})
 		return nil
-	}()
+	})
 	if err != nil {
 		li.ents.Free()
 		return nil, err

@@ -141,20 +141,10 @@ func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
 	}
 	var closed bool
 	var n int
-	err := func() (err error) {
-		v, err := fileview.Open(p)
-		if err != nil {
-			return err
-		}
-		defer v.Close()
-		defer fileview.Guard(&err)()
-		b, reached, err := v.Stream()
-		if err != nil {
-			return err
-		}
+	err := fileview.StreamFile(p, func(b []byte, reached func(int64)) (err error) {
 		closed, n, err = rfmt.CheckMsgStoreIndex(b, reached)
 		return err
-	}()
+	})
 	if err == nil && !closed {
 		err = errNotClosed()
 	}
