@@ -27,13 +27,7 @@ import (
 // its findings and layout as JSON.
 func scanFindings(t *testing.T, lean bool, root, dir string) string {
 	t.Helper()
-	old := scanLean
-	scanLean = lean
-	defer func() { scanLean = old }()
-	res, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}}, scan.Options{Jobs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scanWith(t, lean, root, dir, nil)
 	b, _ := json.Marshal([]any{res.Findings, res.Layout})
 	return string(b)
 }
