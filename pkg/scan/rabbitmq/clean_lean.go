@@ -156,19 +156,8 @@ func (li *leanIndex) placeOrder() *offheap.Buf[int32] {
 // (the dump's last entry with it), or nil.
 func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
 	ents := li.ents.Slice()
-	lo, hi := li.idx.span(&id)
-	// The last entry of the bucket with an id <= id, then back to it if
-	// equal: a bucket holds about 4 entries, so a short binary search.
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if compareID(&ents[m].id, &id) <= 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo > 0 && ents[lo-1].id == id {
-		return &ents[lo-1]
+	if i := li.idx.last(&id, func(i int) *[16]byte { return &ents[i].id }); i >= 0 {
+		return &ents[i]
 	}
 	return nil
 }

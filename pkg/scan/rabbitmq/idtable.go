@@ -46,12 +46,6 @@ func (e idEntry) risk() uint8 { return uint8(e.first >> riskShift) }
 
 func (e *idEntry) addRisk(bits uint8) { e.first |= uint32(bits) << riskShift }
 
-// idSlot is an id with its entry, unpacked.
-type idSlot struct {
-	id [16]byte
-	e  idEntry
-}
-
 // pslot is one fixed id with its entry packed (idPack).
 type pslot struct {
 	id [16]byte
@@ -177,6 +171,25 @@ func (x *idBuckets) span(id *[16]byte) (lo, hi int) {
 	return int(x.index[b]), int(x.index[b+1])
 }
 
+// last returns the index of the last id equal to id among the indexed
+// ones (idAt(i) is the i-th), or -1: a binary search of id's bucket for
+// the last id <= id, a few ids long.
+func (x *idBuckets) last(id *[16]byte, idAt func(i int) *[16]byte) int {
+	lo, hi := x.span(id)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareID(idAt(m), id) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo > 0 && *idAt(lo - 1) == *id {
+		return lo - 1
+	}
+	return -1
+}
+
 // setSorted installs buf's slots (ascending, unique ids, packed with
 // pack) as the fixed part; the table owns buf from then on. Ids already in
 // extra move into it.
@@ -212,23 +225,7 @@ func (t *idTable) free() {
 
 // find returns the index of id's fixed slot, or -1.
 func (t *idTable) find(id [16]byte) int {
-	if len(t.sorted) == 0 {
-		return -1
-	}
-	lo, hi := t.idx.span(&id)
-	// The last slot of the bucket with an id <= id.
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if compareID(&t.sorted[m].id, &id) <= 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo > 0 && t.sorted[lo-1].id == id {
-		return lo - 1
-	}
-	return -1
+	return t.idx.last(&id, func(i int) *[16]byte { return &t.sorted[i].id })
 }
 
 // at returns the entry of fixed slot i.

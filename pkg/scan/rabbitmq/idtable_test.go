@@ -9,6 +9,12 @@ import (
 	"github.com/storectl/storectl/internal/offheap"
 )
 
+// idSlot is an id with its entry, unpacked (the tests' fixed parts).
+type idSlot struct {
+	id [16]byte
+	e  idEntry
+}
+
 // TestIDTableMatchesMap drives idTable and a plain map with the same
 // operations (fixed ids installed after some puts, then puts and gets of
 // fixed and other ids) for random ids and for ids sharing their leading

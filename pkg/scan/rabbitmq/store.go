@@ -95,7 +95,7 @@ func listRDQ(dir string) ([]rdqFile, error) {
 	}
 	var out []rdqFile
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".rdq") {
+		if !isRDQ(e) {
 			continue
 		}
 		out = append(out, rdqFile{filepath.Join(dir, e.Name()), rdqNumber(e.Name())})
@@ -113,6 +113,11 @@ func listRDQ(dir string) ([]rdqFile, error) {
 	return out, nil
 }
 
+// isRDQ reports whether a store dir entry is a message store file.
+func isRDQ(e os.DirEntry) bool {
+	return e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".rdq")
+}
+
 // rdqShape returns how many .rdq files dir holds and the largest one's
 // size (0, 0 when it cannot be listed): what the id table's packing needs
 // to know before the scan.
@@ -122,7 +127,7 @@ func rdqShape(dir string) (files int, maxSize int64) {
 		return 0, 0
 	}
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".rdq") {
+		if !isRDQ(e) {
 			continue
 		}
 		if info, err := e.Info(); err == nil {
