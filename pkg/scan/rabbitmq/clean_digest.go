@@ -27,8 +27,6 @@ package rabbitmq
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"os"
-	"path/filepath"
 )
 
 // setDigest is a multiset digest: two independently keyed 64-bit hashes of
@@ -118,13 +116,9 @@ func (c *cleanDigest) agrees(seen *idTable, li *leanIndex) bool {
 // useCleanDigest reports whether a lean scan of the vhost can check its
 // clean-shutdown index by digest: nothing asks for each record's index
 // agreement (Records), the exact join was not asked for, and the queue
-// references will be known (the digests count them).
-func useCleanDigest(o VHostOptions, vhostDir string) bool {
-	if !o.lean || o.exactIndex || o.Options.Records != nil {
-		return false
-	}
-	st, err := os.Stat(filepath.Join(vhostDir, "queues"))
-	return err == nil && st.IsDir()
+// references will be known (the digests count them: hasQueues).
+func useCleanDigest(o VHostOptions, hasQueues bool) bool {
+	return o.lean && !o.exactIndex && o.Options.Records == nil && hasQueues
 }
 
 // leanIndexHolds reports whether the lean scan read all n objects of the

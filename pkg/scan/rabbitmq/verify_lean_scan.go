@@ -27,7 +27,9 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	// statuses wait for them (scanner.prepare).
 	var qerr error
 	qdone := make(chan struct{})
-	if _, err := os.Stat(filepath.Join(vhostDir, "queues")); err == nil {
+	_, statErr := os.Stat(filepath.Join(vhostDir, "queues"))
+	hasQueues := statErr == nil
+	if hasQueues {
 		go func() {
 			defer close(qdone)
 			read := rfmt.ReadVHostQueues
@@ -62,7 +64,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	s.ready = func() { <-qdone }
 	store := filepath.Join(vhostDir, "msg_store_persistent")
-	v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, vhostDir))
+	v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, hasQueues))
 	if err != nil {
 		<-qdone
 		return nil, nil, err
