@@ -62,6 +62,9 @@ type ApplyReport struct {
 // part-way, every dir and file already changed is put back from the backup
 // and the error wraps ErrApplyFailed; the report says what was rolled back.
 func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
+	if p.printOnly {
+		return nil, ErrPrintOnly
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

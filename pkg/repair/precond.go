@@ -268,6 +268,22 @@ func hashWhole(path string) (int64, string, error) {
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// sourceState is a staged source's size and, when hash is set, its hex
+// SHA-256 (hashWhole); without it the file need only be a regular file.
+func sourceState(path string, hash bool) (int64, string, error) {
+	if hash {
+		return hashWhole(path)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, "", err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, "", fmt.Errorf("%s is not a regular file", path)
+	}
+	return st.Size(), "", nil
+}
+
 // sumBytes is the hex SHA-256 of b.
 func sumBytes(b []byte) string {
 	s := sha256.Sum256(b)

@@ -16,7 +16,11 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // any write restore it exactly), with at most one size change per file,
 // remove/replace/remove-dir alone on their path, and paths that nest
 // consistently (validateDirs).
-func (p *Plan) Validate() error {
+func (p *Plan) Validate() error { return p.validate(false) }
+
+// validate is Validate; unpinned allows a staged source without its hash
+// (a PrintOnly plan while it is built).
+func (p *Plan) validate(unpinned bool) error {
 	if p.Schema != PlanSchema {
 		return fmt.Errorf("%w: schema %q, want %q", ErrInvalidPlan, p.Schema, PlanSchema)
 	}
@@ -31,7 +35,7 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("%w: action id %q is empty, malformed or repeated", ErrInvalidPlan, a.ID)
 		}
 		ids[a.ID] = true
-		if err := a.validate(); err != nil {
+		if err := a.validate(unpinned); err != nil {
 			return fmt.Errorf("%w: action %s (%s %s): %v", ErrInvalidPlan, a.ID, a.Op, a.Path, err)
 		}
 		byPath[a.Path] = append(byPath[a.Path], a)
@@ -47,7 +51,7 @@ func (p *Plan) Validate() error {
 	return nil
 }
 
-func (a *Action) validate() error {
+func (a *Action) validate(unpinned bool) error {
 	if !cleanRel(a.Path) {
 		return fmt.Errorf("path is not a clean relative path inside the data dir")
 	}
@@ -86,7 +90,7 @@ func (a *Action) validate() error {
 	default:
 		return fmt.Errorf("unknown op %q", a.Op)
 	}
-	if err := a.validateContent(); err != nil {
+	if err := a.validateContent(unpinned); err != nil {
 		return err
 	}
 	if r, ok := a.Changed(pre.Size); ok && pre.Exists && !hasRange(pre, r) {
@@ -97,7 +101,7 @@ func (a *Action) validate() error {
 
 // validateContent checks Data/Source: required (exactly one) for
 // write-range and replace-file, forbidden elsewhere.
-func (a *Action) validateContent() error {
+func (a *Action) validateContent(unpinned bool) error {
 	wants := a.Op == OpWriteRange || a.Op == OpReplaceFile
 	has := len(a.Data) > 0 || a.Source != ""
 	switch {
@@ -107,7 +111,7 @@ func (a *Action) validateContent() error {
 		return fmt.Errorf("inline data of %d bytes exceeds MaxInlineData; stage it in a file", len(a.Data))
 	case !wants && has:
 		return fmt.Errorf("op takes no content")
-	case a.Source != "" && (!filepath.IsAbs(a.Source) || a.SourceSHA256 == ""):
+	case a.Source != "" && (!filepath.IsAbs(a.Source) || (a.SourceSHA256 == "" && !unpinned)):
 		return fmt.Errorf("source must be an absolute path pinned by source_sha256")
 	case a.Op == OpWriteRange && !has:
 		return fmt.Errorf("write-range without content")

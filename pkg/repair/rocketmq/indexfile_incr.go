@@ -16,7 +16,8 @@ import (
 // header and slots remain to be written. It then prehashes every staged
 // file (repair.PrehashSource) while the consume queues are built and
 // compared: the index file's SHA-256 (420 MB at the broker's defaults,
-// mostly zeros) is off the plan's critical path.
+// mostly zeros) is off the plan's critical path. A plan that is only
+// printed (repair.Plan.PrintOnly) hashes nothing, so neither does it.
 //
 // The build is speculative: the records fed are those before the end of
 // the commitlog scan, not yet cut at the recovery end. When the cut drops
@@ -33,6 +34,7 @@ type idxbIncr struct {
 	done    chan struct{}
 	files   []*idxbFile // after done
 	err     error       // after done
+	prehash bool        // hash the files for the plan (repair.PrehashSource)
 }
 
 // idxbBatch is one commitlog file's records and their key hashes;
@@ -44,10 +46,11 @@ type idxbBatch struct {
 	keyBase uint32
 }
 
-// startIdxbIncr starts the builder goroutine, staging under stage/index.
-func startIdxbIncr(lay rmq.IndexLayout, stage string) *idxbIncr {
+// startIdxbIncr starts the builder goroutine, staging under stage/index;
+// prehash says whether the plan will hash the files.
+func startIdxbIncr(lay rmq.IndexLayout, stage string, prehash bool) *idxbIncr {
 	x := &idxbIncr{b: &idxbBuilder{lay: lay, stage: filepath.Join(stage, "index")},
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{}), prehash: prehash}
 	go x.run()
 	return x
 }
@@ -120,7 +123,7 @@ func (x *idxbIncr) run() {
 			}
 		}
 		// Files that filled up are closed: hash them while the scan goes on.
-		for err == nil && !x.aborted.Load() && hashed < len(b.files) && b.files[hashed] != b.cur {
+		for x.prehash && err == nil && !x.aborted.Load() && hashed < len(b.files) && b.files[hashed] != b.cur {
 			_ = repair.PrehashSource(b.files[hashed].path) // only a shortcut: Plan.Add hashes without it
 			hashed++
 		}
@@ -144,7 +147,9 @@ func (x *idxbIncr) run() {
 		return
 	}
 	for _, f := range b.files[hashed:] {
-		_ = repair.PrehashSource(f.path)
+		if x.prehash {
+			_ = repair.PrehashSource(f.path)
+		}
 	}
 	x.files = b.files
 }

@@ -118,7 +118,7 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	var incr *idxbIncr
 	var feed func(idxbBatch)
 	if !cfg.SkipIndex {
-		incr = startIdxbIncr(rep.IndexLayout, stage)
+		incr = startIdxbIncr(rep.IndexLayout, stage, cfg.KeepStage)
 		feed = incr.feed
 	}
 	d, err := rbCollect(ctx, scanrmq.Config{Root: cfg.DataDir, CommitLogDir: cfg.CommitLogDir,
@@ -140,6 +140,9 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 			incr.abort()
 		}
 		return nil, err
+	}
+	if !cfg.KeepStage {
+		plan.PrintOnly() // its staged files go when it has been printed
 	}
 	// The index files are finished (read-only on d, their own stage dir)
 	// while the consume queues are built and compared. When the recovery

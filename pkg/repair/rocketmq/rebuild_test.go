@@ -3,9 +3,11 @@ package rocketmq
 import (
 	"bytes"
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -142,4 +144,48 @@ func TestRebuildDryRunClean(t *testing.T) {
 			t.Logf("%d records up to recovery end %d: 0 actions", rep.Records, rep.RecoveryEnd)
 		})
 	}
+}
+
+// TestRebuildDryRunPrintOnly: a dry run that keeps no stage (no --apply,
+// no --plan-out) plans the same actions as one that does, but as a
+// print-only plan whose staged sources are not hashed: it cannot be saved
+// or applied, and its stage is gone when it returns.
+func TestRebuildDryRunPrintOnly(t *testing.T) {
+	store := rbFixture(t, cleanFixtures[0])
+	for _, sub := range []string{"index", "consumequeue"} {
+		if err := os.RemoveAll(filepath.Join(store, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := RebuildConfig{DataDir: store, CQFileSize: fxCQSize, IndexSlots: fxIndexSlots, IndexEntries: fxIndexEntries}
+	dry, _, err := PlanRebuildIndex(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbNoStageLeft(t, store)
+	if err := dry.Save(filepath.Join(t.TempDir(), "plan.json")); !errors.Is(err, repair.ErrPrintOnly) {
+		t.Errorf("Save of the dry-run plan: %v, want ErrPrintOnly", err)
+	}
+	kept, _ := rbTestPlan(t, cfg)
+	if len(dry.Actions) != len(kept.Actions) || len(dry.Actions) == 0 {
+		t.Fatalf("%d actions without a stage kept, %d with", len(dry.Actions), len(kept.Actions))
+	}
+	sources := 0
+	for i, d := range dry.Actions {
+		k := kept.Actions[i]
+		if d.Source != "" {
+			sources++
+			if d.SourceSHA256 != "" || k.SourceSHA256 == "" {
+				t.Errorf("%s: source sha %q without a stage, %q with", d.Path, d.SourceSHA256, k.SourceSHA256)
+			}
+		}
+		d.Source, d.SourceSHA256, k.Source, k.SourceSHA256 = "", "", "", ""
+		if !reflect.DeepEqual(d, k) {
+			t.Errorf("action %d differs:\n%+v\n%+v", i, d, k)
+		}
+	}
+	if sources == 0 {
+		t.Fatal("no action has a staged source")
+	}
+	t.Logf("%d actions, %d with staged sources, equal but for the sources' hashes", len(dry.Actions), sources)
 }
