@@ -262,16 +262,17 @@ func (v *File) drop(from, to, keepFrom, keepTo int64) {
 	flush(to)
 }
 
-// Close drops the pages the scan brought in, unmaps and closes the file.
+// Close unmaps the file, drops the pages the scan brought in and closes
+// it.
 func (v *File) Close() error {
 	if v.probe != nil {
+		_ = unix.Munmap(v.probe) // first: FADV_DONTNEED skips mapped pages
+		v.probe = nil
 		if !v.KeepCache && v.cold != nil {
 			// Every cold page, also what readahead brought in past the
 			// last window.
 			v.drop(0, int64(len(v.cold)), 0, 0)
 		}
-		_ = unix.Munmap(v.probe)
-		v.probe = nil
 	}
 	v.data, v.buf, v.cold = nil, nil, nil
 	return v.f.Close()
