@@ -16,7 +16,7 @@
 # also show rebuild-index's time less that cost.
 # Peak RSS of scan and verify must stay under 100 MiB and grow by at most
 # 20% from 1 GiB to 4 GiB; time must grow 4x (within 25%).
-# Every figure is the best (lowest) wall time of BENCH_REPS runs (default 3);
+# Every figure is the best (lowest) wall time of BENCH_REPS runs (default 5);
 # the page cache is warmed again before each run (kernels with proactive
 # reclaim, e.g. DAMON, drop idle file pages within seconds). The CPU column
 # (user+sys of that run) shows where the machine, not the code, was the
@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 SIZES=${BENCH_SIZES:-"1GiB 4GiB"}
 KINDS=${BENCH_KINDS:-"rocketmq rabbitmq rabbitmq-clean"}
-REPS=${BENCH_REPS:-3}
+REPS=${BENCH_REPS:-5}
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench-cli: $TIME (GNU time) is required" >&2; exit 2; }
 
