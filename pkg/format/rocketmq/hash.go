@@ -3,13 +3,13 @@ package rocketmq
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
+	"github.com/storectl/storectl/internal/crc32x"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // CRC32 is RocketMQ's UtilAll.crc32: IEEE CRC-32 masked to 31 bits.
-func CRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
+func CRC32(b []byte) int32 { return int32(crc32x.ChecksumIEEE(b) & 0x7FFFFFFF) }
 
 // JavaHashCode is Java's String.hashCode of the UTF-8 text b:
 // h = 31*h + c over UTF-16 code units with int32 wrap-around. Invalid
