@@ -138,27 +138,27 @@ func (q *cqbQueue) unitAt(idx int64) rmq.CQUnit {
 	return rmq.CQUnit{}
 }
 
-// write writes the queue's files, full size and zero after the last
-// unit, under stage. The zero tail (most of a queue's last file) is left
-// a hole: the staged file reads and hashes the same, and staging a
-// store's queues does not write megabytes of zeros per queue.
-func (q *cqbQueue) write(stage string, fileSize int64, buf []byte) error {
+// fileBytes appends to buf the units of the queue's fi-th file (the
+// file's bytes up to its last unit: the rest of the file is zeros).
+func (q *cqbQueue) fileBytes(fi int, fileSize int64, buf []byte) []byte {
 	perFile := fileSize / rmq.CQUnitSize
-	for fi, rel := range q.files(fileSize) {
-		b := buf[:0]
-		lo := int64(fi) * perFile
-		for _, u := range q.units[lo:min(lo+perFile, int64(len(q.units)))] {
-			b = rmq.AppendCQUnit(b, u)
-		}
-		p := filepath.Join(stage, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := writeSized(p, b, fileSize); err != nil {
-			return err
-		}
+	lo := int64(fi) * perFile
+	for _, u := range q.units[lo:min(lo+perFile, int64(len(q.units)))] {
+		buf = rmq.AppendCQUnit(buf, u)
 	}
-	return nil
+	return buf
+}
+
+// stageFile writes one of the queue's files, b then zeros up to fileSize,
+// at stage/rel. The zero tail (most of a queue's last file) is left a
+// hole: the staged file reads and hashes the same, and staging a store's
+// queues does not write megabytes of zeros per queue.
+func stageFile(stage, rel string, b []byte, fileSize int64) error {
+	p := filepath.Join(stage, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return writeSized(p, b, fileSize)
 }
 
 // writeSized creates path with b followed by zeros up to size bytes.

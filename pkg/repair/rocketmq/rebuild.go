@@ -171,13 +171,10 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 			return nil, err
 		}
 		rep.Warnings = append(rep.Warnings, warns...)
-		buf := make([]byte, 0, rep.CQFileSize)
-		for _, q := range qs {
-			if err := q.write(stage, rep.CQFileSize, buf); err != nil {
-				return nil, err
-			}
-		}
-		if err := rbCompareCQ(plan, cfg.DataDir, stage, qs, ex, rep); err != nil {
+		// Apply verifies the stage as a whole store (VerifyStaged), so it
+		// gets every rebuilt file; a plan only printed gets the files that
+		// differ, which its actions name.
+		if err := rbCompareCQ(plan, cfg.DataDir, stage, cfg.KeepStage, qs, ex, rep); err != nil {
 			return nil, err
 		}
 	}

@@ -83,8 +83,10 @@ func rbUnits(b []byte) []rmq.CQUnit {
 // differ from the store's (or that is missing; repair.Apply creates its
 // missing dirs), remove-file for every existing CQ file the rebuild does
 // not produce, remove-dir for the queue and topic dirs those removals
-// empty, and fills rep.Queues.
-func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbExisting, rep *RebuildReport) error {
+// empty, and fills rep.Queues. It stages the rebuilt files under stage:
+// all of them with stageAll, else those that differ. Each rebuilt file is
+// compared from memory; only the store's is read.
+func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqbQueue, ex *rbExisting, rep *RebuildReport) error {
 	want := map[string]bool{}
 	diffs := map[rbQueue]*QueueDiff{}
 	diffOf := func(k rbQueue) *QueueDiff {
@@ -110,24 +112,25 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, qs []*cqbQueue, ex *rbEx
 			d.Complete = false
 		}
 	}
-	var newBuf, oldBuf []byte
+	newBuf := make([]byte, 0, rep.CQFileSize)
+	var oldBuf []byte
 	for _, q := range qs {
 		d := diffOf(q.rbQueue)
 		d.Units = q.records
-		for _, rel := range q.files(rep.CQFileSize) {
+		for fi, rel := range q.files(rep.CQFileSize) {
 			want[rel] = true
-			newB, ok, err := rbReadInto(filepath.Join(stage, rel), &newBuf)
-			if err == nil && !ok {
-				err = fmt.Errorf("staged file %s is missing", rel)
-			}
-			if err != nil {
-				return err
-			}
+			newB := q.fileBytes(fi, rep.CQFileSize, newBuf[:0]) // then zeros to CQFileSize
 			oldB, exists, err := rbReadInto(filepath.Join(data, rel), &oldBuf)
 			if err != nil {
 				return err
 			}
-			if exists && bytes.Equal(oldB, newB) {
+			same := exists && int64(len(oldB)) == rep.CQFileSize && bytes.Equal(oldB[:len(newB)], newB) && allZero(oldB[len(newB):])
+			if stageAll || !same {
+				if err := stageFile(stage, rel, newB, rep.CQFileSize); err != nil {
+					return err
+				}
+			}
+			if same {
 				continue
 			}
 			rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
@@ -200,6 +203,21 @@ func rbUnitDiffs(rel string, oldB, newB []byte, fn func(UnitDiff)) {
 		}
 		fn(UnitDiff{Kind: kind, Index: (base + int64(off)) / rmq.CQUnitSize, File: filepath.ToSlash(rel), Offset: int64(off), Old: o, New: w})
 	}
+}
+
+// zeros is compared against to tell a run of zero bytes.
+var zeros [64 << 10]byte
+
+// allZero reports whether every byte of b is zero.
+func allZero(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeros))
+		if !bytes.Equal(b[:n], zeros[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 func rbUnitAt(b []byte, off int) rmq.CQUnit {

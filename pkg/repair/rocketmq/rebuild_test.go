@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/storectl/storectl/internal/testutil"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -188,4 +189,56 @@ func TestRebuildDryRunPrintOnly(t *testing.T) {
 		t.Fatal("no action has a staged source")
 	}
 	t.Logf("%d actions, %d with staged sources, equal but for the sources' hashes", len(dry.Actions), sources)
+}
+
+// TestRebuildStagesWhatDiffers: with one consume queue unit changed, a
+// plan only printed stages that one rebuilt file (its action's source),
+// while a plan kept for --apply stages every rebuilt file (VerifyStaged
+// checks the stage as a whole store). Both plan the same single action.
+func TestRebuildStagesWhatDiffers(t *testing.T) {
+	store := rbFixture(t, cleanFixtures[1])
+	cq := rbFiles(t, store, "consumequeue")
+	names := slices.Sorted(maps.Keys(cq))
+	bad := names[len(names)/2]
+	b := cq[bad]
+	b[8] ^= 0x40 // unit 0's size
+	if err := os.WriteFile(filepath.Join(store, filepath.FromSlash(bad)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{false, true} {
+		cfg := RebuildConfig{DataDir: store, CQFileSize: fxCQSize, IndexSlots: fxIndexSlots, IndexEntries: fxIndexEntries,
+			KeepStage: keep, SkipIndex: true, Location: time.Local, Now: time.Now(), StageDir: filepath.Join(t.TempDir(), "stage")}
+		ex, err := rbListExisting(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := &RebuildReport{DataDir: store}
+		if err := rbGeometry(&cfg, ex, rep); err != nil {
+			t.Fatal(err)
+		}
+		stage, err := rbMakeStage(&cfg, rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := rbPlan(context.Background(), &cfg, ex, stage, rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		staged := rbFiles(t, stage, "consumequeue")
+		var acts []string
+		for _, a := range plan.Actions {
+			acts = append(acts, filepath.ToSlash(a.Path))
+		}
+		want := []string{bad}
+		if keep {
+			want = names
+		}
+		if got := slices.Sorted(maps.Keys(staged)); !slices.Equal(got, want) {
+			t.Errorf("keep %v: staged %v, want %v", keep, got, want)
+		}
+		if !slices.Equal(acts, []string{bad}) {
+			t.Errorf("keep %v: actions on %v, want only %s", keep, acts, bad)
+		}
+		t.Logf("keep %v: %d of %d consume queue files staged, actions %v", keep, len(staged), len(names), acts)
+	}
 }
