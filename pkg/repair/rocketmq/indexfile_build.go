@@ -209,13 +209,30 @@ func (b *idxbBuilder) closeCur() error {
 	if err := f.w.Flush(); err != nil {
 		return err
 	}
-	head := make([]byte, rmq.IndexHeaderSize+len(f.slots)*rmq.IndexSlotSize)
-	idxbPutHeader(head, f.hdr)
+	// The header, then the slots (20 MB at the broker's defaults) a chunk
+	// at a time; a chunk of empty slots is left a hole (the file is cut
+	// to its full size below, so it reads as zeros).
+	chunk := make([]byte, rmq.IndexHeaderSize, idxbChunk)
+	idxbPutHeader(chunk, f.hdr)
+	at, used := int64(0), true
 	for i, v := range f.slots {
-		binary.BigEndian.PutUint32(head[rmq.IndexHeaderSize+i*rmq.IndexSlotSize:], uint32(v))
+		chunk = binary.BigEndian.AppendUint32(chunk, uint32(v))
+		used = used || v != 0
+		if len(chunk)+rmq.IndexSlotSize <= cap(chunk) && i < len(f.slots)-1 {
+			continue
+		}
+		if used {
+			if _, err := f.f.WriteAt(chunk, at); err != nil {
+				return err
+			}
+		}
+		at += int64(len(chunk))
+		chunk, used = chunk[:0], false
 	}
-	if _, err := f.f.WriteAt(head, 0); err != nil {
-		return err
+	if len(f.slots) == 0 {
+		if _, err := f.f.WriteAt(chunk, 0); err != nil {
+			return err
+		}
 	}
 	if err := f.f.Truncate(b.lay.Size()); err != nil {
 		return err
@@ -225,6 +242,10 @@ func (b *idxbBuilder) closeCur() error {
 	f.f = nil
 	return c.Close()
 }
+
+// idxbChunk is how many bytes of an index file's header and slots
+// closeCur writes at once.
+const idxbChunk = 64 << 10
 
 // idxbPutHeader encodes h into the first 40 bytes of b (IndexHeader.updateByteBuffer).
 func idxbPutHeader(b []byte, h rmq.IndexHeader) {
