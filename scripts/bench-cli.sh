@@ -12,7 +12,7 @@
 #   storectl verify                           target >= 0.25 x cat
 #   storectl rebuild-index (dry run, RocketMQ) target >= 1000 MB/s
 # and, once, rebuild-index on a 64 MiB RocketMQ store: its fixed cost
-# (staging the files the format preallocates), so the scaling table can
+# (building the files the format preallocates), so the scaling table can
 # also show rebuild-index's time less that cost.
 # Peak RSS of scan and verify must stay under 100 MiB and grow by at most
 # 20% from 1 GiB to 4 GiB; time must grow 4x (within 25%).
@@ -116,7 +116,7 @@ for size in $SIZES; do
 			run rebuild-index "$STORECTL" rebuild-index --progress none -o jsonl "$target"
 		fi
 		rm -rf "$dir"
-		# rebuild-index's fixed cost: whatever the store size it stages the
+		# rebuild-index's fixed cost: whatever the store size it builds the
 		# files the format preallocates (a 420 MB index file, a 5.7 MB file
 		# per consume queue) and reads the existing ones. A 64 MiB store with the same
 		# topics and queues measures it, so the scaling table can show the
