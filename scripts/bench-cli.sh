@@ -4,8 +4,8 @@
 # "rocketmq rabbitmq rabbitmq-clean": the last is the RabbitMQ store with
 # the files a clean stop leaves, genstore -clean) and size (BENCH_SIZES,
 # default "1GiB 4GiB") it generates a store with
-# internal/cmd/genstore, warms the page cache, and times with
-# /usr/bin/time -f '%e %M' (wall seconds, peak RSS):
+# internal/cmd/genstore, warms the page cache, and times (wall seconds
+# from the clock, peak RSS and CPU time from /usr/bin/time):
 #   cat of the store files to /dev/null      (the reference)
 #   storectl scan (default --jobs = CPUs)     target >= 0.5 x cat
 #   storectl scan --jobs 1                    target >= 0.3 x cat
@@ -16,8 +16,9 @@
 # also show rebuild-index's time less that cost.
 # Peak RSS of scan and verify must stay under 100 MiB and grow by at most
 # 20% from 1 GiB to 4 GiB; time must grow 4x (within 25%).
-# Every figure is the best (lowest) wall time of BENCH_REPS runs (default 5);
-# the page cache is warmed again before each run (kernels with proactive
+# Every figure is the best (lowest) wall time of BENCH_REPS runs (default 5),
+# taken in rounds that interleave the sizes (see the loop below); the page
+# cache is warmed again before each run (kernels with proactive
 # reclaim, e.g. DAMON, drop idle file pages within seconds). The CPU column
 # (user+sys of that run) shows where the machine, not the code, was the
 # limit (other load on the host inflates wall times but not CPU time).
@@ -55,93 +56,109 @@ harness_error=0
 # bytes of the files a list holds
 sum_bytes() { xargs -0 stat -c %s <"$1" | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 
-# best_of NAME CMD...: runs CMD REPS times under GNU time, each after
-# warming the page cache with $WARM; prints "seconds rss_kib cpu_seconds"
-# of the fastest run (RSS is the max over runs).
-best_of() {
+# one_run NAME CMD...: runs CMD once under GNU time after warming the page
+# cache with $WARM, and keeps for NAME the fastest wall time (BEST), the
+# CPU time of that run (CPU) and the largest peak RSS (PEAK).
+declare -A BEST CPU PEAK
+one_run() {
 	local name=$1; shift
-	local best="" rss=0 cpu=0 i t m u s rc t0 t1
-	for ((i = 0; i < REPS; i++)); do
-		warm "$WARM"
-		rc=0
-		# Wall time from the clock in ns (GNU time's %e has 10 ms steps,
-		# 5% of a 0.2 s run); RSS and CPU time from GNU time.
-		t0=$(date +%s%N)
-		"$TIME" -f '%e %M %U %S' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/$name.err" || rc=$?
-		t1=$(date +%s%N)
-		if [ "$rc" -ge 2 ]; then
-			echo "bench-cli: $name: exit code $rc: $*" >&2
-			tail -5 "$WORK/$name.err" >&2
-			harness_error=1
-			echo "nan 0 0"
-			return
-		fi
-		read -r t m u s < <(tail -n1 "$WORK/time.out")
-		t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
-		if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN{exit !(a<b)}'; then
-			best=$t
-			cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{print u+s}')
-		fi
-		[ "$m" -gt "$rss" ] && rss=$m
-	done
-	echo "$best $rss $cpu"
+	local t m u s rc t0 t1
+	[ "${BEST[$name]:-}" = nan ] && return
+	warm "$WARM"
+	rc=0
+	# Wall time from the clock in ns (GNU time's %e has 10 ms steps,
+	# 5% of a 0.2 s run); RSS and CPU time from GNU time.
+	t0=$(date +%s%N)
+	"$TIME" -f '%e %M %U %S' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/$name.err" || rc=$?
+	t1=$(date +%s%N)
+	if [ "$rc" -ge 2 ]; then
+		echo "bench-cli: $name: exit code $rc: $*" >&2
+		tail -5 "$WORK/$name.err" >&2
+		harness_error=1
+		BEST[$name]=nan PEAK[$name]=0 CPU[$name]=0
+		return
+	fi
+	read -r t m u s < <(tail -n1 "$WORK/time.out")
+	t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
+	if [ -z "${BEST[$name]:-}" ] || awk -v a="$t" -v b="${BEST[$name]}" 'BEGIN{exit !(a<b)}'; then
+		BEST[$name]=$t
+		CPU[$name]=$(awk -v u="$u" -v s="$s" 'BEGIN{print u+s}')
+	fi
+	[ "$m" -gt "${PEAK[$name]:-0}" ] && PEAK[$name]=$m
+	return 0
 }
 
 warm() { xargs -0 cat <"$1" >/dev/null; }
 
-for size in $SIZES; do
-	for kind in $KINDS; do
-		dir=$WORK/$kind-$size
-		echo "== generating $kind $size" >&2
-		gen=(-kind "$kind")
-		[ "$kind" = rabbitmq-clean ] && gen=(-kind rabbitmq -clean)
-		gen_out=$("$WORK/genstore" "${gen[@]}" -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
-		target=$(printf '%s' "$gen_out" | cut -f1)
-		# Write the new store back to disk now: otherwise the kernel writes
-		# back its gigabytes of dirty pages during the timings.
-		sync
-		list=$WORK/$kind-$size.files
+# gen NAME KIND SIZE: generates a store under $WORK/NAME, writes it back
+# to disk (else the kernel writes back its gigabytes of dirty pages during
+# the timings) and sets TARGET[NAME], FILES[NAME] (what cat reads),
+# ALL[NAME] (what the commands read: the page cache is warmed with it) and
+# BYTES[NAME].
+declare -A TARGET FILES ALL BYTES
+gen() {
+	local name=$1 kind=$2 size=$3 dir=$WORK/$1 out
+	local args=(-kind "$kind")
+	[ "$kind" = rabbitmq-clean ] && args=(-kind rabbitmq -clean)
+	echo "== generating $kind $size" >&2
+	out=$("$WORK/genstore" "${args[@]}" -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
+	sync
+	TARGET[$name]=$(printf '%s' "$out" | cut -f1)
+	FILES[$name]=$WORK/$name.files ALL[$name]=$WORK/$name.all
+	if [ "$kind" = rocketmq ]; then
+		find "$dir/commitlog" -type f -print0 | sort -z >"${FILES[$name]}"
+	else
+		find "$dir" -name '*.rdq' -type f -print0 | sort -z >"${FILES[$name]}"
+	fi
+	find "$dir" -type f -print0 >"${ALL[$name]}"
+	BYTES[$name]=$(sum_bytes "${FILES[$name]}")
+}
+
+# For each kind, every size's store is generated first, then the rounds
+# run: each round times every command once on every size, so the REPS
+# runs of one figure are spread over the whole timing of the kind, and a
+# slow spell of the host (other tenants, writeback) falls on both sizes of
+# a scaling ratio alike instead of on one of them.
+for kind in $KINDS; do
+	for size in $SIZES; do
+		gen "$kind-$size" "$kind" "$size"
+	done
+	# rebuild-index's fixed cost: whatever the store size it builds the
+	# files the format preallocates (a 420 MB index file, a 5.7 MB file
+	# per consume queue) and reads the existing ones. A 64 MiB store with
+	# the same topics and queues measures it, so the scaling table can
+	# show the time that grows with the store apart from it.
+	[ "$kind" = rocketmq ] && gen rocketmq-fixed rocketmq 64MiB
+	echo "== timing $kind: $SIZES, $REPS rounds" >&2
+	for ((round = 0; round < REPS; round++)); do
+		for size in $SIZES; do
+			n=$kind-$size t=${TARGET[$kind-$size]} WARM=${ALL[$kind-$size]}
+			one_run "$n-cat" sh -c 'xargs -0 cat <"$1" >/dev/null' sh "${FILES[$n]}"
+			one_run "$n-scan" "$STORECTL" scan --progress none -o jsonl "$t"
+			one_run "$n-scan-j1" "$STORECTL" scan --progress none -o jsonl --jobs 1 "$t"
+			one_run "$n-verify" "$STORECTL" verify --progress none -o jsonl "$t"
+			if [ "$kind" = rocketmq ]; then
+				one_run "$n-rebuild-index" "$STORECTL" rebuild-index --progress none -o jsonl "$t"
+			fi
+		done
 		if [ "$kind" = rocketmq ]; then
-			find "$dir/commitlog" -type f -print0 | sort -z >"$list"
-		else
-			find "$dir" -name '*.rdq' -type f -print0 | sort -z >"$list"
-		fi
-		bytes=$(sum_bytes "$list")
-		# Warm the page cache with everything the commands read.
-		WARM=$WORK/all.files
-		find "$dir" -type f -print0 >"$WARM"
-		echo "== timing $kind $size ($bytes bytes, best of $REPS)" >&2
-		run() { # name cmd...
-			local name=$1; shift
-			read -r s r c < <(best_of "$kind-$size-$name" "$@")
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" "$name" "$bytes" "$s" "$r" "$c" >>"$RESULTS"
-		}
-		run cat sh -c 'xargs -0 cat <"$1" >/dev/null' sh "$list"
-		run scan "$STORECTL" scan --progress none -o jsonl "$target"
-		run scan-j1 "$STORECTL" scan --progress none -o jsonl --jobs 1 "$target"
-		run verify "$STORECTL" verify --progress none -o jsonl "$target"
-		if [ "$kind" = rocketmq ]; then
-			run rebuild-index "$STORECTL" rebuild-index --progress none -o jsonl "$target"
-		fi
-		rm -rf "$dir"
-		# rebuild-index's fixed cost: whatever the store size it builds the
-		# files the format preallocates (a 420 MB index file, a 5.7 MB file
-		# per consume queue) and reads the existing ones. A 64 MiB store with the same
-		# topics and queues measures it, so the scaling table can show the
-		# time that grows with the store apart from it.
-		if [ "$kind" = rocketmq ] && [ "$size" = "${SIZES%% *}" ]; then
-			fdir=$WORK/rocketmq-fixed
-			fout=$("$WORK/genstore" -kind rocketmq -size 64MiB -out "$fdir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
-			sync
-			find "$fdir/commitlog" -type f -print0 | sort -z >"$WORK/fixed.files"
-			fbytes=$(sum_bytes "$WORK/fixed.files")
-			find "$fdir" -type f -print0 >"$WARM"
-			echo "== timing rebuild-index on a 64 MiB rocketmq store ($fbytes bytes, its fixed cost)" >&2
-			read -r s r c < <(best_of rebuild-fixed "$STORECTL" rebuild-index --progress none -o jsonl "$(printf '%s' "$fout" | cut -f1)")
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" rebuild-fixed "$fbytes" "$s" "$r" "$c" >>"$RESULTS"
-			rm -rf "$fdir"
+			WARM=${ALL[rocketmq-fixed]}
+			one_run rocketmq-fixed "$STORECTL" rebuild-index --progress none -o jsonl "${TARGET[rocketmq-fixed]}"
 		fi
 	done
+	for size in $SIZES; do
+		n=$kind-$size
+		cmds=(cat scan scan-j1 verify)
+		[ "$kind" = rocketmq ] && cmds+=(rebuild-index)
+		for c in "${cmds[@]}"; do
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" "$c" "${BYTES[$n]}" "${BEST[$n-$c]}" "${PEAK[$n-$c]}" "${CPU[$n-$c]}" >>"$RESULTS"
+		done
+		if [ "$kind" = rocketmq ] && [ "$size" = "${SIZES%% *}" ]; then
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" rebuild-fixed "${BYTES[rocketmq-fixed]}" "${BEST[rocketmq-fixed]}" "${PEAK[rocketmq-fixed]}" "${CPU[rocketmq-fixed]}" >>"$RESULTS"
+		fi
+		rm -rf "${WORK:?}/$n"
+	done
+	rm -rf "$WORK/rocketmq-fixed"
 done
 
 echo
