@@ -90,13 +90,14 @@ func (v *verifier) checkMissing(fileSize int64) {
 // unit of its queue points at (!isMatched), in phy order, skipping runs
 // of 64 matched records at once.
 func (v *verifier) eachUnmatched(fn func(i int, r *vrec)) {
+	var r vrec // one for the walk: fn's pointer would put one a record on the heap
 	for i := 0; i < v.nrecs; i++ {
 		if i%64 == 0 && i+64 <= v.nrecs && v.matched[i/64] == ^uint64(0) {
 			i += 63
 			continue
 		}
 		if !v.isMatched(i) {
-			r := v.tab.at(i)
+			r = v.tab.at(i)
 			fn(i, &r)
 		}
 	}
