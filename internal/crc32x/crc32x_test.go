@@ -3,6 +3,7 @@ package crc32x
 import (
 	"hash/crc32"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -72,25 +73,17 @@ func FuzzUpdate(f *testing.F) {
 func BenchmarkChecksum(b *testing.B) {
 	for _, n := range []int{64, 128, 256, 512, 4 << 10, 64 << 10} {
 		p := make([]byte, n)
-		b.Run("crc32x/"+itoa(n), func(b *testing.B) {
+		b.Run("crc32x/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				ChecksumIEEE(p)
 			}
 		})
-		b.Run("stdlib/"+itoa(n), func(b *testing.B) {
+		b.Run("stdlib/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				crc32.ChecksumIEEE(p)
 			}
 		})
 	}
-}
-
-func itoa(n int) string {
-	s := ""
-	for ; n > 0; n /= 10 {
-		s = string(rune('0'+n%10)) + s
-	}
-	return s
 }
