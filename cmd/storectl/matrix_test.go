@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +25,11 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 		Getenv: func(string) string { return "" }})
 	return code, out.String(), errOut.String()
 }
+
+// volatileJSON matches the fields of a JSONL report that differ from run
+// to run (durations and timestamps): tests that compare the reports of
+// two runs remove them first.
+var volatileJSON = regexp.MustCompile(`"(duration_ms|started|finished)":[^,}]*`)
 
 // runAsNobody runs storectl as uid/gid 65534 in a child process (the test
 // binary re-executed), so that permission bits bite even when the tests
