@@ -137,9 +137,7 @@ func (v *File) Whole() ([]byte, error) {
 		return v.View(0, int(min(v.size, MaxWindow)), 0)
 	}
 	v.track(0, v.size)
-	if err := unix.Madvise(v.probe, unix.MADV_POPULATE_READ); err != nil {
-		_ = unix.Madvise(v.probe, unix.MADV_WILLNEED)
-	}
+	populate(v.probe)
 	v.data, v.start, v.whole = v.probe, 0, true
 	v.advance(0, v.size)
 	return v.data, nil
@@ -175,9 +173,7 @@ func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 		last = off
 		if popTo < v.size && off+StreamWindow > popTo {
 			to := min(v.size, (off+2*StreamWindow)/pageSize*pageSize)
-			if err := unix.Madvise(v.probe[popTo:to], unix.MADV_POPULATE_READ); err != nil {
-				_ = unix.Madvise(v.probe[popTo:to], unix.MADV_WILLNEED)
-			}
+			populate(v.probe[popTo:to])
 			popTo = to
 		}
 		if d := (off - StreamWindow) / pageSize * pageSize; d > dropTo {
@@ -205,6 +201,14 @@ func StreamFile(path string, fn func(b []byte, reached func(off int64)) error) (
 		return err
 	}
 	return fn(b, reached)
+}
+
+// populate reads the pages of m in (MADV_POPULATE_READ), or where the
+// kernel can't (before Linux 5.14) asks it to read them ahead.
+func populate(m []byte) {
+	if err := unix.Madvise(m, unix.MADV_POPULATE_READ); err != nil {
+		_ = unix.Madvise(m, unix.MADV_WILLNEED)
+	}
 }
 
 func (v *File) advance(off, n int64) {
