@@ -52,7 +52,6 @@ type File struct {
 	data  []byte
 	start int64
 	buf   []byte // View's reusable buffer
-	whole bool   // data is probe, populated (Whole)
 	// cold[i] is true when page i was not in the page cache when the scan
 	// started (one mincore of the whole file at the first read: pages the
 	// kernel's readahead brings in for the scan count as cold too).
@@ -138,7 +137,7 @@ func (v *File) Whole() ([]byte, error) {
 	}
 	v.track(0, v.size)
 	populate(v.probe)
-	v.data, v.start, v.whole = v.probe, 0, true
+	v.data, v.start = v.probe, 0
 	v.advance(0, v.size)
 	return v.data, nil
 }
@@ -162,7 +161,7 @@ func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 		return b, func(int64) {}, err
 	}
 	v.track(0, v.size)
-	v.data, v.start, v.whole = v.probe, 0, true
+	v.data, v.start = v.probe, 0
 	v.advance(0, v.size)
 	var popTo, dropTo, last int64
 	reached = func(off int64) {
