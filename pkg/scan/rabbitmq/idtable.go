@@ -248,22 +248,33 @@ func (t *idTable) setAt(i int, e idEntry) {
 	s.v = v
 }
 
-// get returns id's entry (zero when unknown).
-func (t *idTable) get(id [16]byte) idEntry {
+// lookup returns id's entry (zero when unknown) and its fixed slot, -1
+// when id is not among the fixed ids: a caller that reads an entry and
+// then sets it (classify, once a record) searches the table once.
+func (t *idTable) lookup(id [16]byte) (slot int, e idEntry) {
 	if i := t.find(id); i >= 0 {
-		return t.at(i)
+		return i, t.at(i)
 	}
-	return t.extra[id]
+	return -1, t.extra[id]
 }
 
-// put sets id's entry.
-func (t *idTable) put(id [16]byte, e idEntry) {
-	if i := t.find(id); i >= 0 {
-		t.setAt(i, e)
+// store sets id's entry; slot is what lookup returned for id.
+func (t *idTable) store(slot int, id [16]byte, e idEntry) {
+	if slot >= 0 {
+		t.setAt(slot, e)
 		return
 	}
 	t.extra[id] = e
 }
+
+// get returns id's entry (zero when unknown).
+func (t *idTable) get(id [16]byte) idEntry {
+	_, e := t.lookup(id)
+	return e
+}
+
+// put sets id's entry.
+func (t *idTable) put(id [16]byte, e idEntry) { t.store(t.find(id), id, e) }
 
 // each calls fn for every known id, the fixed ones first in id order.
 func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {

@@ -264,13 +264,7 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 		r.Status = StatusUnreferenced
 		return
 	}
-	slot := s.seen.find(r.MsgID) // one search of the table for both get and put
-	var e idEntry
-	if slot >= 0 {
-		e = s.seen.at(slot)
-	} else {
-		e = s.seen.extra[r.MsgID]
-	}
+	slot, e := s.seen.lookup(r.MsgID) // one search of the table for the read and the store below
 	if s.lrefs != nil {
 		if e.set > 0 {
 			r.ReferencedBy = s.lrefs.sets[e.set-1]
@@ -310,11 +304,7 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 	if s.cdig != nil && e.set > 0 {
 		s.cdig.record(s.nums[pi-1], r, len(s.lrefs.sets[e.set-1]))
 	}
-	if slot >= 0 {
-		s.seen.setAt(slot, e)
-	} else {
-		s.seen.extra[r.MsgID] = e
-	}
+	s.seen.store(slot, r.MsgID, e)
 	switch {
 	case s.refs == nil:
 		r.Status = StatusUnknown
