@@ -69,7 +69,7 @@ one_run() {
 	# Wall time from the clock in ns (GNU time's %e has 10 ms steps,
 	# 5% of a 0.2 s run); RSS and CPU time from GNU time.
 	t0=$(date +%s%N)
-	"$TIME" -f '%e %M %U %S' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/$name.err" || rc=$?
+	"$TIME" -f '%M %U %S' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/$name.err" || rc=$?
 	t1=$(date +%s%N)
 	if [ "$rc" -ge 2 ]; then
 		echo "bench-cli: $name: exit code $rc: $*" >&2
@@ -78,7 +78,7 @@ one_run() {
 		BEST[$name]=nan PEAK[$name]=0 CPU[$name]=0
 		return
 	fi
-	read -r t m u s < <(tail -n1 "$WORK/time.out")
+	read -r m u s < <(tail -n1 "$WORK/time.out")
 	t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
 	if [ -z "${BEST[$name]:-}" ] || awk -v a="$t" -v b="${BEST[$name]}" 'BEGIN{exit !(a<b)}'; then
 		BEST[$name]=$t
