@@ -119,30 +119,31 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 		d.Units = q.records
 		for fi, rel := range q.files(rep.CQFileSize) {
 			want[rel] = true
-			newB := q.fileBytes(fi, rep.CQFileSize, newBuf[:0]) // then zeros to CQFileSize
+			// newBuf is zeros past the units: newBuf[:CQFileSize] is the whole file.
+			newB := q.fileBytes(fi, rep.CQFileSize, newBuf[:0])
 			oldB, exists, err := rbReadInto(filepath.Join(data, rel), &oldBuf)
 			if err != nil {
 				return err
 			}
-			same := exists && int64(len(oldB)) == rep.CQFileSize && bytes.Equal(oldB[:len(newB)], newB) && allZero(oldB[len(newB):])
+			same := exists && bytes.Equal(oldB, newBuf[:rep.CQFileSize])
 			if stageAll || !same {
 				if err := stageFile(stage, rel, newB, rep.CQFileSize); err != nil {
 					return err
 				}
 			}
-			if same {
-				continue
+			if !same {
+				rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
+				reason := ReasonCQBadUnit
+				if !exists {
+					reason = ReasonCQMissing
+				}
+				d.Files = append(d.Files, rel)
+				if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
+					Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
+					return err
+				}
 			}
-			rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
-			reason := ReasonCQBadUnit
-			if !exists {
-				reason = ReasonCQMissing
-			}
-			d.Files = append(d.Files, rel)
-			if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
-				Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
-				return err
-			}
+			clear(newB) // zeros again for the next file
 		}
 	}
 	extra := make([]string, 0)
@@ -203,21 +204,6 @@ func rbUnitDiffs(rel string, oldB, newB []byte, fn func(UnitDiff)) {
 		}
 		fn(UnitDiff{Kind: kind, Index: (base + int64(off)) / rmq.CQUnitSize, File: filepath.ToSlash(rel), Offset: int64(off), Old: o, New: w})
 	}
-}
-
-// zeros is compared against to tell a run of zero bytes.
-var zeros [64 << 10]byte
-
-// allZero reports whether every byte of b is zero.
-func allZero(b []byte) bool {
-	for len(b) > 0 {
-		n := min(len(b), len(zeros))
-		if !bytes.Equal(b[:n], zeros[:n]) {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
 }
 
 func rbUnitAt(b []byte, off int) rmq.CQUnit {
