@@ -102,15 +102,18 @@ func (c *cleanDigest) agrees(seen *idTable, li *leanIndex) bool {
 		ok = e.set == 0 || e.path() > 0
 		return ok
 	})
+	if !ok {
+		return false
+	}
 	// The entries held (ref count 0 or less) must not be a referenced
 	// id's: the digest's account of that id would not be its only entry.
-	for i := range li.ents.Slice() {
-		if !ok {
-			break
+	ents := li.ents.Slice()
+	for i := range ents {
+		if seen.get(ents[i].id).set != 0 {
+			return false
 		}
-		ok = seen.get(li.ents.Slice()[i].id).set == 0
 	}
-	return ok
+	return true
 }
 
 // useCleanDigest reports whether a lean scan of the vhost can check its
