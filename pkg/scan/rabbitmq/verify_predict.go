@@ -81,13 +81,11 @@ func startQueueFate(qd *rfmt.QueueDir, vhost string, all bool, n int) *QueueFate
 func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
 	keep func(EntryFate) bool) {
 	for _, e := range entries {
-		ef := fate(e, qf.OrphanWhy != "", clean, lookup, vic)
+		ef, id, idOK := fate(e, qf.OrphanWhy != "", clean, lookup, vic)
 		if keep == nil || keep(ef) {
 			qf.Entries = append(qf.Entries, ef)
 		}
 		qf.Queue.Entries++
-		// Once an entry: the id lists and the risk bits want the bytes.
-		id, idOK := decodeID(ef.MsgID)
 		if !ef.Keep {
 			qf.Drop++
 			if idOK {
@@ -118,20 +116,20 @@ func (qf *QueueFate) end() {
 	}
 }
 
-// fate decides one entry.
-func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) EntryFate {
-	ef := EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
+// fate decides one entry. id is ef.MsgID's bytes when idOK (decoded
+// once an entry: the lookup, the hazards' lost ids and add's id lists
+// want them).
+func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) (ef EntryFate, id [16]byte, idOK bool) {
+	ef = EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
+	id, idOK = decodeID(ef.MsgID)
 	shared := e.Location == rfmt.LocationSharedStore
-	var id [16]byte
-	if shared {
-		var ok bool
-		if id, ok = decodeID(e.MsgID); ok {
-			ef.Record = lookup(id)
-		}
+	// The store is looked up by the entry's own id, not one from a body.
+	if shared && idOK && e.MsgID != "" {
+		ef.Record = lookup(id)
 	}
-	drop := func(reason string) EntryFate {
+	drop := func(reason string) (EntryFate, [16]byte, bool) {
 		ef.Keep, ef.Reason = false, reason
-		return ef
+		return ef, id, idOK
 	}
 	switch {
 	case orphan:
@@ -139,7 +137,7 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 	case !e.Persistent:
 		return drop(rfmt.DropTransient)
 	case clean:
-		return ef
+		return ef, id, idOK
 	case e.Drop != "":
 		return drop(e.Drop)
 	case shared && ef.Record == nil:
@@ -150,7 +148,7 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 			return drop(DropScanner + code)
 		}
 	}
-	return ef
+	return ef, id, idOK
 }
 
 // entryMsgID is the entry's store msg id, or for a .qs or embedded
