@@ -102,9 +102,11 @@ func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileSta
 		if r.Offset < 0 || r.Length < 0 || r.End() > st.Size || r.End() < r.Offset {
 			return st, fmt.Errorf("%w: %s: range %d+%d outside file of %d bytes", ErrInvalidPlan, rel, r.Offset, r.Length, st.Size)
 		}
-		sum, err := hashRange(f, r)
-		if err != nil {
-			return st, err
+		sum := st.SHA256 // a range of the whole file (remove-file, replace-file) is hashed once
+		if sum == "" || r != (Range{0, st.Size}) {
+			if sum, err = hashRange(f, r); err != nil {
+				return st, err
+			}
 		}
 		st.Ranges = append(st.Ranges, RangeHash{r.Offset, r.Length, sum})
 	}
