@@ -10,6 +10,7 @@ package rabbitmq
 // (a bucket that holds them all is sorted as a whole).
 
 import (
+	"cmp"
 	"encoding/binary"
 	"sort"
 )
@@ -20,19 +21,10 @@ const radixMin = 64
 
 // compareID orders ids as bytes.Compare does, as two big-endian words.
 func compareID(a, b *[16]byte) int {
-	if x, y := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8]); x != y {
-		if x < y {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8])); c != 0 {
+		return c
 	}
-	if x, y := binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]); x != y {
-		if x < y {
-			return -1
-		}
-		return 1
-	}
-	return 0
+	return cmp.Compare(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
 }
 
 // sortByID sorts s ascending by id, and elements with equal ids by tie:
