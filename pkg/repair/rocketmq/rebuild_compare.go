@@ -113,14 +113,18 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 		}
 	}
 	newBuf := make([]byte, 0, rep.CQFileSize)
+	dirty := 0 // newBuf[:dirty] may hold the last file's units
 	var oldBuf []byte
 	for _, q := range qs {
 		d := diffOf(q.rbQueue)
 		d.Units = q.records
 		for fi, rel := range q.files(rep.CQFileSize) {
 			want[rel] = true
-			// newBuf is zeros past the units: newBuf[:CQFileSize] is the whole file.
 			newB := q.fileBytes(fi, rep.CQFileSize, newBuf[:0])
+			// Clear what is left of an earlier file's units past this
+			// file's: newBuf[:CQFileSize] is then the whole file.
+			clear(newBuf[len(newB):max(dirty, len(newB))])
+			dirty = len(newB)
 			oldB, exists, err := rbReadInto(filepath.Join(data, rel), &oldBuf)
 			if err != nil {
 				return err
@@ -131,19 +135,19 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 					return err
 				}
 			}
-			if !same {
-				rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
-				reason := ReasonCQBadUnit
-				if !exists {
-					reason = ReasonCQMissing
-				}
-				d.Files = append(d.Files, rel)
-				if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
-					Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
-					return err
-				}
+			if same {
+				continue
 			}
-			clear(newB) // zeros again for the next file
+			rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
+			reason := ReasonCQBadUnit
+			if !exists {
+				reason = ReasonCQMissing
+			}
+			d.Files = append(d.Files, rel)
+			if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
+				Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
+				return err
+			}
 		}
 	}
 	extra := make([]string, 0)
