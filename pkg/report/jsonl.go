@@ -29,7 +29,7 @@ func (e *jsonlEmitter) line(typ string, v any) error {
 		return err
 	}
 	if len(b) < 2 || b[0] != '{' {
-		return fmt.Errorf("report: %s does not marshal to an object", typ)
+		return errNotObject(typ)
 	}
 	fmt.Fprintf(e.w, `{"schema":%q,"type":%q`, Schema, typ)
 	rest := b[1:]
@@ -57,7 +57,17 @@ func (e *jsonlEmitter) Finding(f scan.Finding) error {
 	return err
 }
 
-func (e *jsonlEmitter) Queue(q any) error  { return e.line("queue", q) }
+// Queue writes q; a scan.Queue's id lists are streamed (queue.go).
+func (e *jsonlEmitter) Queue(q any) error {
+	if sq, ok := asQueue(q); ok {
+		return e.writeQueue(sq)
+	}
+	return e.line("queue", q)
+}
+
+func errNotObject(typ string) error {
+	return fmt.Errorf("report: %s does not marshal to an object", typ)
+}
 func (e *jsonlEmitter) Action(a any) error { return e.line("action", a) }
 func (e *jsonlEmitter) Done() bool         { return e.done }
 

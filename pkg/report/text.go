@@ -52,6 +52,9 @@ func (e *textEmitter) Finding(f scan.Finding) error { e.findings = append(e.find
 func (e *textEmitter) Done() bool                   { return e.done }
 
 func (e *textEmitter) Queue(q any) error {
+	if sq, ok := asQueue(q); ok {
+		q = queueCounts(sq) // the table shows counts: no id lists (queue.go)
+	}
 	m, err := toMap(q)
 	e.queues = append(e.queues, m)
 	return err

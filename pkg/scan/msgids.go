@@ -1,6 +1,9 @@
 package scan
 
-import "encoding/hex"
+import (
+	"encoding/hex"
+	"io"
+)
 
 // MsgIDs is a list of 16-byte message ids (RabbitMQ msg store ids). It is
 // kept as bytes, not strings (a queue can name hundreds of thousands), and
@@ -95,6 +98,42 @@ func (m MsgIDs) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, '"')
 	})
 	return append(b, ']'), err
+}
+
+// WriteJSON writes m as AppendJSON encodes it, a few KiB at a time: a
+// queue can name hundreds of thousands of ids (35 bytes each in JSON),
+// and a spilled list is read back chunk by chunk, so memory does not grow
+// with the list. The error is the first from reading back or writing.
+func (m MsgIDs) WriteJSON(w io.Writer) error {
+	const flushAt = 32 << 10 // a buffered writer's size: large writes, small memory
+	b := make([]byte, 0, flushAt+64)
+	b = append(b, '[')
+	first := true
+	var werr error
+	err := m.Each(func(id [16]byte) {
+		if werr != nil {
+			return
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = hex.AppendEncode(b, id[:])
+		b = append(b, '"')
+		if len(b) >= flushAt {
+			_, werr = w.Write(b)
+			b = b[:0]
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	_, err = w.Write(append(b, ']'))
+	return err
 }
 
 // MarshalJSON encodes m as AppendJSON does.

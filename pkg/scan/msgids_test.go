@@ -138,3 +138,67 @@ func TestMsgIDsSpoolFailures(t *testing.T) {
 		t.Fatal("closed spool: no error")
 	}
 }
+
+// maxWriter records the largest single write it was given.
+type maxWriter struct {
+	b   []byte
+	max int
+}
+
+func (w *maxWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	w.max = max(w.max, len(p))
+	return len(p), nil
+}
+
+type failWriter struct{}
+
+func (failWriter) Write(p []byte) (int, error) { return 0, errFail }
+
+var errFail = &json.UnsupportedValueError{Str: "write failed"}
+
+// TestMsgIDsWriteJSON: WriteJSON writes exactly what MarshalJSON returns,
+// for in-memory and spilled lists around its 32 KiB flush point (936 ids
+// of 35 bytes), in writes of at most 32 KiB plus one id whatever the
+// list's length; a failed write or read-back is its error.
+func TestMsgIDsWriteJSON(t *testing.T) {
+	sp := NewIDSpool(100)
+	for _, n := range []int{0, 1, 935, 936, 937, 5000} {
+		var mem, spilled MsgIDs
+		for i := range n {
+			mem.Append(testID(i))
+			spilled.AppendTo(sp, testID(i))
+		}
+		if n >= 100 && !spilled.Spilled() {
+			t.Fatalf("%d ids: nothing spilled", n)
+		}
+		for _, l := range []MsgIDs{mem, spilled} {
+			want, err := json.Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w maxWriter
+			if err := l.WriteJSON(&w); err != nil {
+				t.Fatal(err)
+			}
+			if string(w.b) != string(want) {
+				t.Fatalf("%d ids (spilled %v): WriteJSON gave %d bytes, MarshalJSON %d", n, l.Spilled(), len(w.b), len(want))
+			}
+			if w.max > 32<<10+40 {
+				t.Errorf("%d ids: a write of %d bytes", n, w.max)
+			}
+		}
+		if err := mem.WriteJSON(failWriter{}); err != errFail {
+			t.Errorf("%d ids: failed write gave %v", n, err)
+		}
+	}
+	var s MsgIDs
+	sp2 := NewIDSpool(2)
+	for i := range 5 {
+		s.AppendTo(sp2, testID(i))
+	}
+	sp2.file.f.Truncate(16)
+	if err := s.WriteJSON(&maxWriter{}); err == nil || !strings.Contains(err.Error(), "reading msg ids back") {
+		t.Fatalf("truncated spool: %v", err)
+	}
+}
