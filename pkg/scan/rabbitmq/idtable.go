@@ -11,7 +11,7 @@ package rabbitmq
 // the Go heap (internal/offheap), so it costs its own 24 bytes an id in
 // resident memory and not the collector's headroom on top. Ids no queue
 // references (garbage, or every id when the references are unknown) go to
-// an ordinary map, which stays small in a healthy store.
+// an idHash (idhash.go), which stays small in a healthy store.
 
 import (
 	"cmp"
@@ -112,11 +112,11 @@ type idTable struct {
 	idx    idBuckets           // over sorted
 	pack   idPack
 	wide   map[[16]byte]idEntry // fixed ids whose entries do not pack
-	extra  map[[16]byte]idEntry
+	extra  idHash               // the ids outside the fixed part
 }
 
 func newIDTable() *idTable {
-	return &idTable{extra: map[[16]byte]idEntry{}, wide: map[[16]byte]idEntry{}}
+	return &idTable{wide: map[[16]byte]idEntry{}}
 }
 
 // idBuckets indexes ids sorted ascending by their leading bits: index[b]
@@ -197,12 +197,20 @@ func (t *idTable) setSorted(buf *offheap.Buf[pslot], pack idPack) {
 	slots := buf.Slice()
 	t.buf, t.sorted, t.pack = buf, slots, pack
 	t.idx = newIDBuckets(len(slots), func(i int) *[16]byte { return &slots[i].id })
-	for id, e := range t.extra {
+	if t.extra.len() == 0 {
+		return
+	}
+	old := t.extra
+	t.extra = idHash{}
+	old.each(func(id [16]byte, e idEntry) bool {
 		if i := t.find(id); i >= 0 {
 			t.setAt(i, mergeEntry(t.at(i), e))
-			delete(t.extra, id)
+		} else {
+			t.extra.put(id, e)
 		}
-	}
+		return true
+	})
+	old.free()
 }
 
 func mergeEntry(fixed, found idEntry) idEntry {
@@ -220,6 +228,7 @@ func (t *idTable) free() {
 		t.buf.Free()
 	}
 	t.idx.free()
+	t.extra.free()
 	t.buf, t.sorted, t.wide = nil, nil, map[[16]byte]idEntry{}
 }
 
@@ -255,7 +264,8 @@ func (t *idTable) lookup(id [16]byte) (slot int, e idEntry) {
 	if i := t.find(id); i >= 0 {
 		return i, t.at(i)
 	}
-	return -1, t.extra[id]
+	e, _ = t.extra.get(id)
+	return -1, e
 }
 
 // store sets id's entry; slot is what lookup returned for id.
@@ -264,7 +274,7 @@ func (t *idTable) store(slot int, id [16]byte, e idEntry) {
 		t.setAt(slot, e)
 		return
 	}
-	t.extra[id] = e
+	t.extra.put(id, e)
 }
 
 // get returns id's entry (zero when unknown).
@@ -283,11 +293,7 @@ func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {
 			return
 		}
 	}
-	for id, e := range t.extra {
-		if !fn(id, e) {
-			return
-		}
-	}
+	t.extra.each(fn)
 }
 
 // refSlot is a queue reference while the fixed part is built

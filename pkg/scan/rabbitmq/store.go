@@ -51,6 +51,9 @@ type scanner struct {
 	// spill holds lean mode's long victim lists (victim_spill.go): its own
 	// object, since the findings that point into it outlive the scanner.
 	spill *victimSpill
+	// unrefs holds released files' unreferenced records (lean.go); like
+	// spill, the files' findings read it after the scan.
+	unrefs *unrefStore
 }
 
 // prepare waits for what classify needs (queue references).
@@ -62,7 +65,7 @@ func (s *scanner) prepare() {
 
 func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
 	return &scanner{root: root, ver: ver, opts: opts, seen: newIDTable(), termCnt: map[string]int{},
-		spill: &victimSpill{file: scan.Spill{Pattern: "storectl-victims-*"}}}
+		spill: &victimSpill{file: scan.Spill{Pattern: "storectl-victims-*"}}, unrefs: &unrefStore{}}
 }
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }

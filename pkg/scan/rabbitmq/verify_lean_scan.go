@@ -108,7 +108,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	n := 0
 	for _, f := range v.Files {
-		n += len(f.lean.pre) + len(f.lean.unref) + len(f.Hazards)
+		n += len(f.lean.pre) + f.lean.unrefN + len(f.Hazards)
 	}
 	v.Findings = make([]scan.Finding, 0, n) // sized once: findings can be most of the heap
 	for _, f := range v.Files {
