@@ -8,11 +8,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/storectl/storectl/pkg/format"
 )
@@ -186,6 +188,13 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		return nil, err
 	}
 	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg, refFn: refFn}
+	var sc *dirScratch
+	if refFn != nil {
+		// A segment's decoded entries and references are handed over and
+		// forgotten: decode into recycled scratch (dirScratches).
+		sc = dirScratches.Get().(*dirScratch)
+		q.qiScratch.Records, q.qiScratch.WalkerRefs, q.Refs = sc.records, sc.walkerRefs, sc.refs
+	}
 	var qi, qs, idx []uint64
 	hasJournal := false
 	for _, e := range ents {
@@ -237,6 +246,9 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		if len(q.Refs) > 0 { // v1 references (.idx, journal)
 			q.refFn(q, q.Refs)
 		}
+		*sc = dirScratch{records: clearAll(q.qiScratch.Records), walkerRefs: clearAll(q.qiScratch.WalkerRefs),
+			refs: clearAll(q.Refs)}
+		dirScratches.Put(sc)
 		q.Refs, q.refFn = nil, nil
 	}
 	q.seg = nil
@@ -272,6 +284,73 @@ func (q *QueueDir) read(name string) (b []byte, ok bool, err error) {
 	}
 	b, err = os.ReadFile(p)
 	return b, err == nil, err
+}
+
+// dirScratch is what reading one queue dir's references decodes into,
+// kept between dirs (dirScratches): a 4096-entry segment's records and
+// references are 1.5 MB, and a vhost has a dir per queue.
+type dirScratch struct {
+	records, walkerRefs []QIRecord
+	refs                []QueueRef
+}
+
+var dirScratches = sync.Pool{New: func() any { return new(dirScratch) }}
+
+// clearAll zeroes s up to its capacity (what it points to is not kept
+// alive from the pool) and returns it empty.
+func clearAll[T any](s []T) []T {
+	s = s[:cap(s)]
+	clear(s)
+	return s[:0]
+}
+
+// segBufs recycles the buffers ReadVHostQueuesRefs reads .qi and .qs
+// segments into. A 4 GiB store's queues have hundreds of 128 KiB
+// segments, and a new buffer for each was most of the garbage reading the
+// indexes made: the collector ran every few ms and the heap's high-water
+// mark, which stays resident for the rest of the scan, followed its pace.
+var segBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// readPooled reads name as read does, into a buffer from segBufs (grown
+// as needed); release gives the buffer back, after which b must not be
+// used. Only for callers that keep nothing that aliases b.
+func (q *QueueDir) readPooled(name string) (b []byte, ok bool, release func(), err error) {
+	p := filepath.Join(q.Dir, name)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, false, func() {}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, func() {}, err
+	}
+	if st.Size() > queuedirMaxFile {
+		q.anomaly(p, format.Corrupt(0, "file", format.ErrTooLarge), CodeFileTooLarge)
+		return nil, false, func() {}, nil
+	}
+	bp := segBufs.Get().(*[]byte)
+	release = func() { segBufs.Put(bp) }
+	b = (*bp)[:0]
+	if want := int(st.Size()) + 512; cap(b) < want { // room to see EOF in one more read
+		b = make([]byte, 0, want)
+	}
+	for {
+		if len(b) == cap(b) { // the file grew since Stat
+			b = append(b, 0)[:len(b)]
+		}
+		n, rerr := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			*bp = b
+			return nil, false, release, rerr
+		}
+	}
+	*bp = b
+	return b, true, release, nil
 }
 
 func (q *QueueDir) readName() error {
