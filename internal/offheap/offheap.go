@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -77,12 +78,14 @@ func (b *Buf[T]) Slice() []T { return b.s }
 // Append adds x at the end.
 func (b *Buf[T]) Append(x T) {
 	if len(b.s) == cap(b.s) {
-		b.grow()
+		b.grow(len(b.s) + 1)
 	}
 	b.s = append(b.s, x) // within cap: never reallocates a mapped Buf
 }
 
-func (b *Buf[T]) grow() {
+// grow makes room for at least need elements: twice the capacity, or
+// need if that is more.
+func (b *Buf[T]) grow(need int) {
 	size := int(unsafe.Sizeof(*new(T)))
 	if size == 0 {
 		b.s = append(b.s, *new(T))[:len(b.s)]
@@ -90,10 +93,10 @@ func (b *Buf[T]) grow() {
 	}
 	if b.m == nil && cap(b.s) > 0 {
 		// Heap fallback: ordinary append growth.
-		b.s = append(b.s, *new(T))[:len(b.s)]
+		b.s = slices.Grow(b.s, need-len(b.s))
 		return
 	}
-	want := max(minBytes, 2*cap(b.s)*size)
+	want := max(minBytes, 2*cap(b.s)*size, need*size)
 	want = (want + pageSize - 1) &^ (pageSize - 1)
 	var (
 		mem []byte
@@ -106,7 +109,7 @@ func (b *Buf[T]) grow() {
 	}
 	if err != nil {
 		b.toHeap()
-		b.s = append(b.s, *new(T))[:len(b.s)]
+		b.s = slices.Grow(b.s, need-len(b.s))
 		return
 	}
 	if b.m == nil {
@@ -128,6 +131,34 @@ func (b *Buf[T]) toHeap() {
 }
 
 var pageSize = unix.Getpagesize()
+
+// Extend appends n zero elements and returns them (a slice valid until
+// the next Append, Extend, Truncate or Free), for a table whose size is
+// known up front: one mapping of the right size, not growth step by step.
+func (b *Buf[T]) Extend(n int) []T {
+	if n < 0 {
+		panic(fmt.Sprintf("offheap: Extend(%d)", n))
+	}
+	if len(b.s)+n > cap(b.s) {
+		b.grow(len(b.s) + n)
+	}
+	from := len(b.s)
+	b.s = b.s[:from+n]
+	tail := b.s[from:]
+	if b.m == nil {
+		clear(tail)
+		return tail
+	}
+	// A mapping's pages past the elements in use read as zeros (never
+	// touched, or given back by Truncate) but for the rest of the page
+	// the last element ends in: clear only that, so the pages of a large
+	// Extend are not made resident before the caller writes them.
+	size := int(unsafe.Sizeof(*new(T)))
+	used := from * size
+	end := min((used+pageSize-1)&^(pageSize-1), (from+n)*size)
+	clear(b.m.b[used:end])
+	return tail
+}
 
 // Truncate keeps the first n elements (n <= Len) and gives the whole pages
 // past them back to the kernel.

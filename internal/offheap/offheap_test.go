@@ -195,3 +195,57 @@ func TestDiscard(t *testing.T) {
 	}()
 	b.Discard(n + 1)
 }
+
+// TestExtend: Extend appends zero elements (also after a Truncate left
+// stale bytes in the rest of a page, and on the heap fallback) and keeps
+// the elements before them; a 64 MB Extend of a mapped Buf takes one
+// mapping of the right size and raises RssAnon only as its pages are
+// written, not at once.
+func TestExtend(t *testing.T) {
+	b := New[rec]()
+	defer b.Free()
+	for i := range 1000 {
+		b.Append(mk(i))
+	}
+	b.Truncate(10) // elements 10.. of the first page keep their bytes
+	tail := b.Extend(5000)
+	if len(tail) != 5000 || b.Len() != 5010 {
+		t.Fatalf("Extend(5000): %d elements returned, Len %d", len(tail), b.Len())
+	}
+	for i, r := range b.Slice() {
+		if want := (rec{}); i >= 10 && r != want {
+			t.Fatalf("element %d after Truncate and Extend = %+v, want zero", i, r)
+		} else if i < 10 && r != mk(i) {
+			t.Fatalf("kept element %d = %+v", i, r)
+		}
+	}
+	h := New[rec]()
+	for i := range 100 {
+		h.Append(mk(i))
+	}
+	h.toHeap()
+	h.Truncate(50)
+	if got := h.Extend(100); len(got) != 100 || got[0] != (rec{}) || got[49] != (rec{}) || h.Len() != 150 || h.Slice()[49] != mk(49) {
+		t.Fatalf("heap Extend: %d returned, Len %d", len(got), h.Len())
+	}
+
+	big := New[rec]()
+	defer big.Free()
+	before := rssAnon(t)
+	s := big.Extend(64 << 20 / 24)
+	extended := rssAnon(t)
+	for i := range s {
+		s[i] = mk(i)
+	}
+	written := rssAnon(t)
+	t.Logf("RssAnon: before %d KiB, extended %d KiB, written %d KiB; mapping %d bytes", before, extended, written, len(big.m.b))
+	if extended-before > 8<<10 {
+		t.Errorf("a 64 MB Extend raised RssAnon by %d KiB before any write", extended-before)
+	}
+	if written-extended < 48<<10 {
+		t.Errorf("writing 64 MB raised RssAnon by only %d KiB", written-extended)
+	}
+	if len(big.m.b) > 64<<20+pageSize {
+		t.Errorf("mapping of %d bytes for 64 MB", len(big.m.b))
+	}
+}

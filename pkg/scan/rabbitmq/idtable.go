@@ -2,16 +2,18 @@ package rabbitmq
 
 // The scanner's id map. In lean mode (storectl scan and verify) every
 // referenced msg id is known before the first status is given, so those
-// ids live in one sorted, pointer-free slice built once and found through
-// a small bucket index on the id's leading bytes. Each slot is the id and
-// its entry packed into 8 bytes (idPack: the field widths are chosen per
-// scan from the number of queue-name sets and files and the largest file),
-// 24 bytes an id with no hash-table slack; an entry whose values do not
-// fit the widths goes to a small map instead. The slice is mapped outside
-// the Go heap (internal/offheap), so it costs its own 24 bytes an id in
-// resident memory and not the collector's headroom on top. Ids no queue
-// references (garbage, or every id when the references are unknown) go to
-// an idHash (idhash.go), which stays small in a healthy store.
+// ids live in one sorted, pointer-free table built once and found through
+// a small bucket index on the id's leading bytes (fixedIDs, idfixed.go):
+// each slot is the id less the bytes its bucket implies and its entry
+// packed into as few bytes as the scan's shape needs (idPack: the field
+// widths are chosen per scan from the number of queue-name sets and files
+// and the largest file), 20 bytes an id for the bench stores, with no
+// hash-table slack; an entry whose values do not fit the widths goes to a
+// small map instead. The table is mapped outside the Go heap
+// (internal/offheap), so it costs its own bytes in resident memory and
+// not the collector's headroom on top. Ids no queue references (garbage,
+// or every id when the references are unknown) go to an idHash
+// (idhash.go), which stays small in a healthy store.
 
 import (
 	"cmp"
@@ -46,13 +48,7 @@ func (e idEntry) risk() uint8 { return uint8(e.first >> riskShift) }
 
 func (e *idEntry) addRisk(bits uint8) { e.first |= uint32(bits) << riskShift }
 
-// pslot is one fixed id with its entry packed (idPack).
-type pslot struct {
-	id [16]byte
-	v  uint64
-}
-
-// idPack says how an entry packs into a pslot's 64 bits, low bits first:
+// idPack says how an entry packs into at most 60 bits, low bits first:
 // set (setBits), path (pathBits), the 4 risk bits, offset (offBits). A set
 // field of all ones marks an entry held in idTable.wide instead.
 type idPack struct{ setBits, pathBits, offBits uint }
@@ -60,23 +56,24 @@ type idPack struct{ setBits, pathBits, offBits uint }
 // newIDPack fits sets queue-name sets (idEntry.set up to sets), files
 // files and offsets below maxOff into 60 bits (files or maxOff 0:
 // unknown, then up to maxPaths files and 32-bit offsets). Each field gets
-// what it needs while they fit; else the path field, then the offset one,
-// get less, and a value past its field makes a wide entry (correct, only
-// larger).
+// what it needs (the offset at least 18 bits) while they fit, and no
+// more: the packed entry's bytes are part of every fixed slot. Else the
+// path field, then the offset one, get less, and a value past its field
+// makes a wide entry (correct, only larger).
 func newIDPack(sets, files int, maxOff int64) idPack {
 	set, path, off := min(bits.Len(uint(sets+1)), 30), 28, 32
 	if files > 0 {
 		path = bits.Len(uint(files + 1))
 	}
 	if maxOff > 0 {
-		off = bits.Len64(uint64(maxOff))
+		off = max(bits.Len64(uint64(maxOff-1)), 18) // offsets are below maxOff
 	}
 	const room = 60 - 4 // the risk bits take 4
 	if set+path+off > room {
 		path = max(room-set-off, min(path, 8))
+		off = room - set - path // what is left (at least 18 bits)
 	}
-	// What is left goes to the offset (at least 18 bits).
-	return idPack{setBits: uint(set), pathBits: uint(path), offBits: uint(room - set - path)}
+	return idPack{setBits: uint(set), pathBits: uint(path), offBits: uint(off)}
 }
 
 func (p idPack) wideMark() uint64 { return 1<<p.setBits - 1 }
@@ -107,12 +104,10 @@ func (p idPack) decode(v uint64) (idEntry, bool) {
 // idTable maps msg ids to entries. It is not safe for concurrent use
 // (concurrent gets are).
 type idTable struct {
-	buf    *offheap.Buf[pslot] // holds sorted; the table owns it
-	sorted []pslot             // ascending by id, unique; fixed after setSorted
-	idx    idBuckets           // over sorted
-	pack   idPack
-	wide   map[[16]byte]idEntry // fixed ids whose entries do not pack
-	extra  idHash               // the ids outside the fixed part
+	fixed *fixedIDs // the fixed part (idfixed.go); nil before setFixed
+	pack  idPack
+	wide  map[[16]byte]idEntry // fixed ids whose entries do not pack
+	extra idHash               // the ids outside the fixed part
 }
 
 func newIDTable() *idTable {
@@ -127,27 +122,46 @@ type idBuckets struct {
 	buf   *offheap.Buf[int32] // holds index: off the heap, like the ids it indexes
 	index []int32
 	shift uint
+	next  int // while adding: the first bucket not yet started
 }
 
 // newIDBuckets indexes n ascending ids; id(i) is the i-th.
 func newIDBuckets(n int, id func(i int) *[16]byte) idBuckets {
+	x := newIDBucketsFor(n)
+	for i := range n {
+		x.add(i, id(i))
+	}
+	x.finish(n)
+	return x
+}
+
+// newIDBucketsFor starts an index of n ascending ids, given to add one by
+// one and then finish.
+func newIDBucketsFor(n int) idBuckets {
 	nb := 4
 	for nb < 1<<20 && nb*4 < n {
 		nb <<= 1
 	}
-	x := idBuckets{shift: uint(32 - bits.TrailingZeros(uint(nb))), buf: offheap.New[int32]()}
-	b := 0
-	for i := range n {
-		for k := x.of(id(i)); b <= k; b++ {
-			x.buf.Append(int32(i))
-		}
+	return idBuckets{shift: uint(32 - bits.TrailingZeros(uint(nb))), buf: offheap.New[int32]()}
+}
+
+// add indexes id as the i-th (ids come in ascending order).
+func (x *idBuckets) add(i int, id *[16]byte) {
+	for k := x.of(id); x.next <= k; x.next++ {
+		x.buf.Append(int32(i))
 	}
-	for ; b <= nb; b++ {
+}
+
+// finish closes the index after the n-th id.
+func (x *idBuckets) finish(n int) {
+	for nb := 1 << (32 - x.shift); x.next <= nb; x.next++ {
 		x.buf.Append(int32(n))
 	}
 	x.index = x.buf.Slice()
-	return x
 }
+
+// impliedBytes returns how many leading bytes of an id its bucket says.
+func (x *idBuckets) impliedBytes() int { return int(32-x.shift) / 8 }
 
 // free gives back the index's memory; x is empty afterwards.
 func (x *idBuckets) free() {
@@ -190,13 +204,11 @@ func (x *idBuckets) last(id *[16]byte, idAt func(i int) *[16]byte) int {
 	return -1
 }
 
-// setSorted installs buf's slots (ascending, unique ids, packed with
-// pack) as the fixed part; the table owns buf from then on. Ids already in
-// extra move into it.
-func (t *idTable) setSorted(buf *offheap.Buf[pslot], pack idPack) {
-	slots := buf.Slice()
-	t.buf, t.sorted, t.pack = buf, slots, pack
-	t.idx = newIDBuckets(len(slots), func(i int) *[16]byte { return &slots[i].id })
+// setFixed installs f (complete: done was called; its entries packed
+// with pack) as the fixed part; the table owns f from then on. Ids
+// already in extra move into it.
+func (t *idTable) setFixed(f *fixedIDs, pack idPack) {
+	t.fixed, t.pack = f, pack
 	if t.extra.len() == 0 {
 		return
 	}
@@ -204,7 +216,7 @@ func (t *idTable) setSorted(buf *offheap.Buf[pslot], pack idPack) {
 	t.extra = idHash{}
 	old.each(func(id [16]byte, e idEntry) bool {
 		if i := t.find(id); i >= 0 {
-			t.setAt(i, mergeEntry(t.at(i), e))
+			t.setAt(i, &id, mergeEntry(t.at(i, &id), e))
 		} else {
 			t.extra.put(id, e)
 		}
@@ -224,37 +236,38 @@ func mergeEntry(fixed, found idEntry) idEntry {
 
 // free gives back the fixed part's memory; the table is empty afterwards.
 func (t *idTable) free() {
-	if t.buf != nil {
-		t.buf.Free()
+	if t.fixed != nil {
+		t.fixed.free()
 	}
-	t.idx.free()
 	t.extra.free()
-	t.buf, t.sorted, t.wide = nil, nil, map[[16]byte]idEntry{}
+	t.fixed, t.wide = nil, map[[16]byte]idEntry{}
 }
 
 // find returns the index of id's fixed slot, or -1.
 func (t *idTable) find(id [16]byte) int {
-	return t.idx.last(&id, func(i int) *[16]byte { return &t.sorted[i].id })
+	if t.fixed == nil {
+		return -1
+	}
+	return t.fixed.find(&id)
 }
 
-// at returns the entry of fixed slot i.
-func (t *idTable) at(i int) idEntry {
-	if e, ok := t.pack.decode(t.sorted[i].v); ok {
+// at returns the entry of fixed slot i, which holds id.
+func (t *idTable) at(i int, id *[16]byte) idEntry {
+	if e, ok := t.pack.decode(t.fixed.val(i)); ok {
 		return e
 	}
-	return t.wide[t.sorted[i].id]
+	return t.wide[*id]
 }
 
-// setAt sets the entry of fixed slot i.
-func (t *idTable) setAt(i int, e idEntry) {
-	s := &t.sorted[i]
+// setAt sets the entry of fixed slot i, which holds id.
+func (t *idTable) setAt(i int, id *[16]byte, e idEntry) {
 	v, ok := t.pack.encode(e)
 	if !ok {
-		t.wide[s.id] = e
-	} else if s.v&t.pack.wideMark() == t.pack.wideMark() {
-		delete(t.wide, s.id)
+		t.wide[*id] = e
+	} else if t.fixed.val(i)&t.pack.wideMark() == t.pack.wideMark() {
+		delete(t.wide, *id)
 	}
-	s.v = v
+	t.fixed.setVal(i, v)
 }
 
 // lookup returns id's entry (zero when unknown) and its fixed slot, -1
@@ -262,7 +275,7 @@ func (t *idTable) setAt(i int, e idEntry) {
 // then sets it (classify, once a record) searches the table once.
 func (t *idTable) lookup(id [16]byte) (slot int, e idEntry) {
 	if i := t.find(id); i >= 0 {
-		return i, t.at(i)
+		return i, t.at(i, &id)
 	}
 	e, _ = t.extra.get(id)
 	return -1, e
@@ -271,7 +284,7 @@ func (t *idTable) lookup(id [16]byte) (slot int, e idEntry) {
 // store sets id's entry; slot is what lookup returned for id.
 func (t *idTable) store(slot int, id [16]byte, e idEntry) {
 	if slot >= 0 {
-		t.setAt(slot, e)
+		t.setAt(slot, &id, e)
 		return
 	}
 	t.extra.put(id, e)
@@ -288,10 +301,8 @@ func (t *idTable) put(id [16]byte, e idEntry) { t.store(t.find(id), id, e) }
 
 // each calls fn for every known id, the fixed ones first in id order.
 func (t *idTable) each(fn func(id [16]byte, e idEntry) bool) {
-	for i := range t.sorted {
-		if !fn(t.sorted[i].id, t.at(i)) {
-			return
-		}
+	if t.fixed != nil && !t.fixed.each(func(i int, id [16]byte) bool { return fn(id, t.at(i, &id)) }) {
+		return
 	}
 	t.extra.each(fn)
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
-
-	"github.com/storectl/storectl/internal/offheap"
 )
 
 // idSlot is an id with its entry, unpacked (the tests' fixed parts).
@@ -24,7 +22,9 @@ func TestIDTableMatchesMap(t *testing.T) {
 		name   string
 		n      int
 		prefix bool
-	}{{"empty", 0, false}, {"few", 5, false}, {"random", 5000, false}, {"one-bucket", 3000, true}} {
+		skip   int // leading bytes the buckets imply (-1: any)
+	}{{"empty", 0, false, 0}, {"few", 5, false, 0}, {"random", 5000, false, 1}, {"one-bucket", 3000, true, 1},
+		{"two implied bytes", 270000, false, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.n), 7))
 			mk := func() (id [16]byte) {
@@ -62,16 +62,20 @@ func TestIDTableMatchesMap(t *testing.T) {
 			// into wide entries: set 7, paths past 31 and offsets past
 			// 4095 do not pack.
 			pack := idPack{setBits: 3, pathBits: 5, offBits: 12}
-			buf := offheap.New[pslot]()
+			fx := newFixedIDs(len(fixed), pack)
 			var unpacked []idSlot
 			for _, sl := range fixed {
 				v, ok := pack.encode(sl.e)
-				buf.Append(pslot{id: sl.id, v: v})
+				fx.add(&sl.id, v)
 				if !ok {
 					unpacked = append(unpacked, sl)
 				}
 			}
-			tab.setSorted(buf, pack)
+			fx.done()
+			if tc.skip >= 0 && fx.skip != tc.skip {
+				t.Fatalf("%d ids: %d implied bytes, want %d", len(fixed), fx.skip, tc.skip)
+			}
+			tab.setFixed(fx, pack)
 			for _, sl := range unpacked {
 				tab.put(sl.id, mergeEntry(sl.e, model[sl.id]))
 			}
@@ -134,8 +138,28 @@ func TestIDEntryBits(t *testing.T) {
 			}
 		}
 	}
-	if unsafe.Sizeof(pslot{}) != 24 || unsafe.Sizeof(refSlot{}) != 20 {
-		t.Errorf("pslot is %d bytes, refSlot %d; want 24 and 20", unsafe.Sizeof(pslot{}), unsafe.Sizeof(refSlot{}))
+	if unsafe.Sizeof(refSlot{}) != 20 {
+		t.Errorf("refSlot is %d bytes, want 20", unsafe.Sizeof(refSlot{}))
+	}
+}
+
+// TestFixedSlotBytes: the bytes a referenced id costs in the fixed part,
+// for the shapes of the bench's 1 and 4 GiB stores (83,092 and 332,368
+// ids, 64 and 256 files of 16 MiB, a few queue-name sets) and a store of
+// small messages (2.5M ids), and a small one whose buckets imply no
+// byte (100 ids); 24 before slots were packed to what the shape
+// needs.
+func TestFixedSlotBytes(t *testing.T) {
+	for _, c := range []struct {
+		ids, sets, files int
+		want             int
+	}{{83092, 15, 64, 20}, {332368, 15, 256, 20}, {2500000, 15, 256, 20}, {100, 3, 4, 21}} {
+		f := newFixedIDs(c.ids, newIDPack(c.sets, c.files, 16<<20))
+		if f.stride != c.want {
+			t.Errorf("%d ids, %d files: %d bytes a slot (%d implied, %d entry), want %d",
+				c.ids, c.files, f.stride, f.skip, f.vbytes, c.want)
+		}
+		f.free()
 	}
 }
 
@@ -179,5 +203,50 @@ func TestIDPack(t *testing.T) {
 				t.Errorf("%+v: %+v: the wide mark decodes", c, e)
 			}
 		}
+	}
+}
+
+// BenchmarkIDTableLookup looks up ids of a 332,368-id fixed part (the 4 GiB
+// bench store's referenced ids), half present, half not, as classify does
+// once a record.
+func BenchmarkIDTableLookup(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([][16]byte, 332368)
+	for i := range ids {
+		for k := range ids[i] {
+			ids[i][k] = byte(rng.UintN(256))
+		}
+	}
+	slices.SortFunc(ids, func(a, b [16]byte) int { return compareID(&a, &b) })
+	ids = slices.Compact(ids)
+	pack := newIDPack(15, 256, 16<<20)
+	fx := newFixedIDs(len(ids), pack)
+	for i := range ids {
+		v, _ := pack.encode(idEntry{set: int32(i%15) + 1})
+		fx.add(&ids[i], v)
+	}
+	fx.done()
+	tab := newIDTable()
+	tab.setFixed(fx, pack)
+	defer tab.free()
+	probes := make([][16]byte, 1<<16)
+	for i := range probes {
+		if i%2 == 0 {
+			probes[i] = ids[rng.IntN(len(ids))]
+		} else {
+			for k := range probes[i] {
+				probes[i][k] = byte(rng.UintN(256))
+			}
+		}
+	}
+	b.ResetTimer()
+	found := 0
+	for i := range b.N {
+		if slot, _ := tab.lookup(probes[i&(len(probes)-1)]); slot >= 0 {
+			found++
+		}
+	}
+	if b.N >= len(probes) && found < b.N/3 {
+		b.Fatalf("%d of %d found", found, b.N)
 	}
 }

@@ -114,24 +114,26 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 		out = append(out, refSlot{id: slots[i].id, q: si + 1})
 		i = j
 	}
-	// Packed into the table's 24-byte slots, the references' pages given
-	// back as they are passed: the two are never both whole.
+	// Packed into the table's slots (idfixed.go), the references' pages
+	// given back as they are passed.
 	pack := newIDPack(len(l.sets), b.files, b.maxSize)
-	fixed := offheap.New[pslot]()
+	fixed := newFixedIDs(len(out), pack)
 	var wide []refSlot // sets past 2^30: none in practice
-	for i, r := range out {
+	for i := range out {
+		r := &out[i]
 		v, ok := pack.encode(idEntry{set: r.q})
 		if !ok {
-			wide = append(wide, r)
+			wide = append(wide, *r)
 		}
-		fixed.Append(pslot{id: r.id, v: v})
+		fixed.add(&r.id, v)
 		if i%(1<<14) == 0 {
 			buf.Discard(i)
 		}
 	}
+	fixed.done()
 	buf.Free()
-	seen.setSorted(fixed, pack)
-	for _, r := range wide { // after setSorted: keep what it merged from extra
+	seen.setFixed(fixed, pack)
+	for _, r := range wide { // after setFixed: keep what it merged from extra
 		seen.put(r.id, mergeEntry(idEntry{set: r.q}, seen.get(r.id)))
 	}
 	return l
