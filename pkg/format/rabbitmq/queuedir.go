@@ -61,7 +61,12 @@ type QueueEntry struct {
 	// MsgID is the store msg id, 32 lowercase hex digits. v2 slots of
 	// location 0 and 2 carry no id: it is empty there (for location 2 it
 	// is inside Body, as the id annotation of the message).
-	MsgID       string
+	MsgID string
+	// ID is the store msg id as bytes, and HasID says it is set: on every
+	// entry whose id the index holds (v1 publishes, v2 shared-store
+	// slots), whether or not MsgID is also given.
+	ID          [16]byte
+	HasID       bool
 	Persistent  bool
 	Location    EntryLocation
 	StoreOffset uint64 // LocationQueueStore: entry offset in StorePath
@@ -104,6 +109,9 @@ type QueueDir struct {
 	// refsOnly (ReadVHostQueuesRefs) skips collecting Entries: the .qs
 	// entries are still checked, for their anomalies.
 	refsOnly bool
+	// binaryIDs (ReadQueueDirSegmentsIDs) leaves MsgID empty where ID
+	// holds the id: no hex string per entry.
+	binaryIDs bool
 	// seg, when set (ReadQueueDirSegments), gets a v2-only queue's entries
 	// one .qi segment at a time instead of Entries; segMax is the largest
 	// seq id handed over so far (segAny: any was).
@@ -175,11 +183,11 @@ func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
 }
 
 func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir, error) {
-	return readQueueDirWith(dir, v1SegmentEntryCount, refsOnly, nil, nil)
+	return readQueueDirWith(dir, v1SegmentEntryCount, refsOnly, nil, nil, false)
 }
 
 func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg func(*QueueDir, []QueueEntry) error,
-	refFn func(*QueueDir, []QueueRef)) (*QueueDir, error) {
+	refFn func(*QueueDir, []QueueRef), binaryIDs bool) (*QueueDir, error) {
 	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
 		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
 	}
@@ -187,7 +195,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	if err != nil {
 		return nil, err
 	}
-	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg, refFn: refFn}
+	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg, refFn: refFn, binaryIDs: binaryIDs}
 	var sc *dirScratch
 	if refFn != nil {
 		// A segment's decoded entries and references are handed over and

@@ -17,5 +17,13 @@ var ErrSegmentOrder = errors.New("queue index segments overlap in seq ids")
 // returned has no Entries and no Refs; its Anomalies are complete. An
 // error from fn stops the read and is returned.
 func ReadQueueDirSegments(dir string, v1SegmentEntryCount int, fn func(q *QueueDir, entries []QueueEntry) error) (*QueueDir, error) {
-	return readQueueDirWith(dir, v1SegmentEntryCount, false, fn, nil)
+	return readQueueDirWith(dir, v1SegmentEntryCount, false, fn, nil, false)
+}
+
+// ReadQueueDirSegmentsIDs is ReadQueueDirSegments for a caller that
+// wants ids as bytes: an entry whose id the index holds has it in ID
+// (HasID) and an empty MsgID, so reading a queue makes no string per
+// entry (a queue can hold millions).
+func ReadQueueDirSegmentsIDs(dir string, v1SegmentEntryCount int, fn func(q *QueueDir, entries []QueueEntry) error) (*QueueDir, error) {
+	return readQueueDirWith(dir, v1SegmentEntryCount, false, fn, nil, true)
 }

@@ -55,9 +55,12 @@ func (q *QueueDir) readV1(idx []uint64, hasJournal bool, segCount int) ([]QueueE
 	var out []QueueEntry
 	for _, l := range r.live() {
 		p := l.pub
-		e := QueueEntry{SeqID: l.seq, MsgID: queuedirHex(p.msgID), Persistent: p.persistent,
+		e := QueueEntry{SeqID: l.seq, ID: p.msgID, HasID: true, Persistent: p.persistent,
 			Size: p.size, Expiry: p.expiry, Delivered: l.delivered, IndexVersion: 1,
 			Path: p.path, Offset: p.offset}
+		if !q.binaryIDs {
+			e.MsgID = queuedirHex(p.msgID)
+		}
 		if len(p.embedded) > 0 {
 			e.Location, e.Body = LocationEmbedded, p.embedded
 		} else {

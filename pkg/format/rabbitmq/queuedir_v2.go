@@ -112,7 +112,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	first := len(q.Refs)
 	for _, r := range f.WalkerRefs {
 		ref := QueueRef{Path: path, Slot: r.Slot, SeqID: base + uint64(r.Slot), ID: r.MsgID}
-		if !q.refsOnly {
+		if !q.refsOnly && !q.binaryIDs {
 			ref.MsgID = queuedirHex(r.MsgID)
 		}
 		q.Refs = append(q.Refs, ref)
@@ -153,7 +153,10 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 			e.Drop = DropOther
 		case QILocSharedStore:
 			e.Location = LocationSharedStore
-			e.MsgID = refs.hex(r.Slot, r.MsgID)
+			e.ID, e.HasID = r.MsgID, true
+			if !q.binaryIDs {
+				e.MsgID = refs.hex(r.Slot, r.MsgID)
+			}
 		case QILocQueueStore:
 			e.Location = LocationQueueStore
 			e.StoreOffset, e.StoreSize, e.StorePath = r.StoreOffset, r.StoreSize, qsPath

@@ -114,7 +114,7 @@ func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []Queu
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					qs[i], errs[i] = readQueueDirWith(dirs[i], v.SegmentEntryCount, true, nil, take)
+					qs[i], errs[i] = readQueueDirWith(dirs[i], v.SegmentEntryCount, true, nil, take, false)
 				}
 			}()
 		}

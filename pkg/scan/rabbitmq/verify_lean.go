@@ -247,7 +247,7 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	// One .qi segment at a time: memory does not grow with the queue.
 	var qf *QueueFate
 	n := 0
-	qd, err := rfmt.ReadQueueDirSegments(dir, segEntries, func(q *rfmt.QueueDir, es []rfmt.QueueEntry) error {
+	qd, err := rfmt.ReadQueueDirSegmentsIDs(dir, segEntries, func(q *rfmt.QueueDir, es []rfmt.QueueEntry) error {
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
 			qf.spool = lp.spool

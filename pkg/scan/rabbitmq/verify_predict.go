@@ -83,6 +83,10 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 	for _, e := range entries {
 		ef, id, idOK := fate(e, qf.OrphanWhy != "", clean, lookup, vic)
 		if keep == nil || keep(ef) {
+			if ef.MsgID == "" && e.HasID { // kept: its findings name the id
+				ef.MsgID = hexID(id)
+				ef.Entry.MsgID = ef.MsgID
+			}
 			qf.Entries = append(qf.Entries, ef)
 		}
 		qf.Queue.Entries++
@@ -116,15 +120,23 @@ func (qf *QueueFate) end() {
 	}
 }
 
-// fate decides one entry. id is ef.MsgID's bytes when idOK (decoded
-// once an entry: the lookup, the hazards' lost ids and add's id lists
-// want them).
+// fate decides one entry. id is the entry's msg id as bytes when idOK
+// (the lookup, the hazards' lost ids and add's id lists want them). An
+// index id comes as bytes (e.HasID) and its hex is left to add, for the
+// entries it keeps: a queue's other entries make no string.
 func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) (ef EntryFate, id [16]byte, idOK bool) {
-	ef = EntryFate{Entry: e, MsgID: entryMsgID(e), Keep: true}
-	id, idOK = decodeID(ef.MsgID)
+	ef = EntryFate{Entry: e, Keep: true}
+	own := e.HasID || e.MsgID != "" // the entry's own id, not one from a body
+	if e.HasID {
+		id, idOK = e.ID, true
+		ef.MsgID = e.MsgID
+	} else {
+		ef.MsgID = entryMsgID(e)
+		id, idOK = decodeID(ef.MsgID)
+	}
 	shared := e.Location == rfmt.LocationSharedStore
 	// The store is looked up by the entry's own id, not one from a body.
-	if shared && idOK && e.MsgID != "" {
+	if shared && idOK && own {
 		ef.Record = lookup(id)
 	}
 	drop := func(reason string) (EntryFate, [16]byte, bool) {
