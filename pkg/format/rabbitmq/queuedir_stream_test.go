@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -123,7 +124,11 @@ func qiTestFile(from, span uint64, n int) []byte {
 // FuzzQueueDirSegments: for any two .qi segments (and a .qs for the
 // first), reading segment by segment either hands over exactly the
 // entries and anomalies of the whole-dir read, in order, or says
-// ErrSegmentOrder; neither panics.
+// ErrSegmentOrder; neither panics. The lean readers agree too: the
+// references handed over from recycled buffers (ReadVHostQueuesRefsFunc's
+// reader) are the ones a references-only read keeps, and
+// ReadQueueDirSegmentsIDs's entries are the segment reader's with ids as
+// bytes.
 func FuzzQueueDirSegments(f *testing.F) {
 	qis := qxFixtureFiles(f, ".qi")
 	qss := qxFixtureFiles(f, ".qs")
@@ -146,7 +151,35 @@ func FuzzQueueDirSegments(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var handed []QueueRef
+		hq, herr := readQueueDirWith(dir, LegacySegmentEntryCount, true, nil,
+			func(_ *QueueDir, r []QueueRef) { handed = append(handed, r...) }, false)
+		kept, kerr := readQueueDir(dir, LegacySegmentEntryCount, true)
+		if (herr == nil) != (kerr == nil) {
+			t.Fatalf("references handed over: %v; kept: %v", herr, kerr)
+		}
+		if herr == nil && (len(handed) != len(kept.Refs) || (len(handed) > 0 && !reflect.DeepEqual(handed, kept.Refs)) ||
+			!reflect.DeepEqual(hq.Anomalies, kept.Anomalies)) {
+			t.Fatalf("%d references handed over, %d kept (or they or the anomalies differ)", len(handed), len(kept.Refs))
+		}
+		var byID []QueueEntry
+		_, ierr := ReadQueueDirSegmentsIDs(dir, LegacySegmentEntryCount, func(_ *QueueDir, es []QueueEntry) error {
+			byID = append(byID, es...)
+			return nil
+		})
 		got, _, q, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+		if (ierr == nil) != (err == nil) || len(byID) != len(got) {
+			t.Fatalf("ids as bytes: %d entries (%v); hex: %d (%v)", len(byID), ierr, len(got), err)
+		}
+		for i := range byID {
+			e := byID[i]
+			if e.HasID {
+				e.MsgID = hex.EncodeToString(e.ID[:])
+			}
+			if !reflect.DeepEqual(e, got[i]) {
+				t.Fatalf("entry %d: ids as bytes %+v, hex %+v", i, byID[i], got[i])
+			}
+		}
 		if errors.Is(err, ErrSegmentOrder) {
 			return
 		}
