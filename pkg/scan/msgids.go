@@ -87,17 +87,22 @@ func (m MsgIDs) Strings() []string {
 // AppendJSON appends m as a JSON array of hex strings.
 func (m MsgIDs) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, '[')
-	first := true
+	n := 0
 	err := m.Each(func(id [16]byte) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '"')
-		b = hex.AppendEncode(b, id[:])
-		b = append(b, '"')
+		b = appendIDJSON(b, id, n)
+		n++
 	})
 	return append(b, ']'), err
+}
+
+// appendIDJSON appends id as a JSON string, the i-th of an array.
+func appendIDJSON(b []byte, id [16]byte, i int) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = hex.AppendEncode(b, id[:])
+	return append(b, '"')
 }
 
 // WriteJSON writes m as AppendJSON encodes it, a few KiB at a time: a
@@ -108,19 +113,14 @@ func (m MsgIDs) WriteJSON(w io.Writer) error {
 	const flushAt = 32 << 10 // a buffered writer's size: large writes, small memory
 	b := make([]byte, 0, flushAt+64)
 	b = append(b, '[')
-	first := true
+	n := 0
 	var werr error
 	err := m.Each(func(id [16]byte) {
 		if werr != nil {
 			return
 		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '"')
-		b = hex.AppendEncode(b, id[:])
-		b = append(b, '"')
+		b = appendIDJSON(b, id, n)
+		n++
 		if len(b) >= flushAt {
 			_, werr = w.Write(b)
 			b = b[:0]
