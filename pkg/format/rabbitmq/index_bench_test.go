@@ -128,6 +128,9 @@ func BenchmarkQuickMsgLocation(b *testing.B) {
 // segment read allocated the file's size (128 KiB for 4096 entries) and
 // each queue dir 1.5 MB of decode scratch plus its references' growth.
 func TestRefsFuncAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops buffers at random")
+	}
 	sum, err := gen.Generate(t.TempDir(), gen.Config{Seed: 5, Kind: gen.MC, TotalBytes: 64 << 20, Queues: 1})
 	if err != nil {
 		t.Fatal(err)
