@@ -2,8 +2,11 @@ package rocketmq
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -86,6 +89,12 @@ func (c *cqCursor) skipZeros(scratch []byte) bool {
 		}
 		c.pos = c.bufPos + c.bufN
 		for c.pos < c.end && len(scratch) > 0 {
+			if next := nextData(c.fh, c.pos); next >= c.end {
+				c.pos = c.end
+				break
+			} else if next > c.pos {
+				c.pos = next / rmq.CQUnitSize * rmq.CQUnitSize
+			}
 			n := min(int64(len(scratch)), c.end-c.pos)
 			if c.err = readFull(c.fh, scratch[:n], c.pos); c.err != nil {
 				return false
@@ -98,6 +107,25 @@ func (c *cqCursor) skipZeros(scratch []byte) bool {
 		}
 	}
 	return false
+}
+
+// nextData returns where the next bytes at or after pos that are not a
+// hole start (SEEK_DATA; what follows pos when the file system cannot
+// tell, and the file's end when only a hole follows). The broker creates
+// consume queue files at their full size (FileChannel.map extends them),
+// so most of a queue's last file is a hole: reading it would make the
+// kernel zero-fill megabytes for each queue.
+func nextData(f *os.File, pos int64) int64 {
+	next, err := unix.Seek(int(f.Fd()), pos, unix.SEEK_DATA)
+	switch {
+	case err == nil:
+		return next
+	case errors.Is(err, unix.ENXIO): // a hole up to the end, or pos at the end
+		if st, err := f.Stat(); err == nil {
+			return max(pos, st.Size())
+		}
+	}
+	return pos
 }
 
 // cqScratch is skipZeros' read size: 13107 units (256 KiB), one buffer
