@@ -114,7 +114,7 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 	}
 	newBuf := make([]byte, 0, rep.CQFileSize)
 	dirty := 0 // newBuf[:dirty] may hold the last file's units
-	var oldBuf []byte
+	var oldBuf, chunk []byte
 	for _, q := range qs {
 		d := diffOf(q.rbQueue)
 		d.Units = q.records
@@ -125,11 +125,20 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 			// file's: newBuf[:CQFileSize] is then the whole file.
 			clear(newBuf[len(newB):max(dirty, len(newB))])
 			dirty = len(newB)
-			oldB, exists, err := rbReadInto(filepath.Join(data, rel), &oldBuf)
+			// Only the store's data is read (its holes compare as zeros);
+			// a file that differs is read whole for its unit diffs.
+			path := filepath.Join(data, rel)
+			same, exists, ok, err := rbSameSparse(path, newBuf[:rep.CQFileSize], len(newB), &chunk)
 			if err != nil {
 				return err
 			}
-			same := exists && bytes.Equal(oldB, newBuf[:rep.CQFileSize])
+			var oldB []byte
+			if !ok || (exists && !same) {
+				if oldB, exists, err = rbReadInto(path, &oldBuf); err != nil {
+					return err
+				}
+				same = exists && bytes.Equal(oldB, newBuf[:rep.CQFileSize])
+			}
 			if stageAll || !same {
 				if err := stageFile(stage, rel, newB, rep.CQFileSize); err != nil {
 					return err

@@ -7,69 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rocketmq"
+	"github.com/storectl/storectl/internal/testutil"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
-
-// readBytes returns the bytes this process has had read(2) and pread(2)
-// return so far (/proc/self/io rchar).
-func readBytes(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		t.Skipf("no /proc/self/io: %v", err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Skip("no rchar in /proc/self/io")
-	return 0
-}
-
-// sparsify rewrites the consume queue file p with its zero tail as a hole
-// (as the broker's FileChannel.map leaves it) and returns the hole's size;
-// the test skips when the file system keeps no holes.
-func sparsify(t *testing.T, p string) int64 {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keep := len(b)
-	for keep > 0 && b[keep-1] == 0 {
-		keep--
-	}
-	keep = (keep + 4095) &^ 4095
-	if keep >= len(b) {
-		return 0
-	}
-	if err := os.WriteFile(p, b[:keep], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(p, int64(len(b))); err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, ok := st.Sys().(*syscall.Stat_t); !ok || s.Blocks*512 > int64(keep)+64<<10 {
-		t.Skip("the file system keeps no holes")
-	}
-	return int64(len(b) - keep)
-}
 
 // TestVerifySparseQueueTails: with every consume queue file's zero tail a
 // hole (one with a stray unit megabytes past its queue's end, as in
@@ -95,7 +39,7 @@ func TestVerifySparseQueueTails(t *testing.T) {
 	files := 0
 	err := filepath.WalkDir(filepath.Join(roots[1], "consumequeue"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
-			holes += sparsify(t, p)
+			holes += testutil.HoleTail(t, p)
 			files++
 		}
 		return err
@@ -106,9 +50,9 @@ func TestVerifySparseQueueTails(t *testing.T) {
 	var res [2]*scan.Result
 	var read [2]int64
 	for i, root := range roots {
-		before := readBytes(t)
+		before := testutil.ReadBytes(t)
 		r, err := Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{})
-		read[i] = readBytes(t) - before
+		read[i] = testutil.ReadBytes(t) - before
 		if err != nil || r.Incomplete {
 			t.Fatalf("verify: %v %v", err, r.Errors)
 		}
