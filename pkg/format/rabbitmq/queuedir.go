@@ -319,27 +319,28 @@ func clearAll[T any](s []T) []T {
 // mark, which stays resident for the rest of the scan, followed its pace.
 var segBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// readPooled reads name as read does, into a buffer from segBufs (grown
-// as needed); release gives the buffer back, after which b must not be
-// used. Only for callers that keep nothing that aliases b.
-func (q *QueueDir) readPooled(name string) (b []byte, ok bool, release func(), err error) {
+// readInto reads name as read does, into *buf (grown as needed, and
+// kept there for the next read; nil: a new buffer). Only for callers
+// that keep nothing that aliases b past the next use of *buf.
+func (q *QueueDir) readInto(name string, buf *[]byte) (b []byte, ok bool, err error) {
+	if buf == nil {
+		return q.read(name)
+	}
 	p := filepath.Join(q.Dir, name)
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, false, func() {}, err
+		return nil, false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, false, func() {}, err
+		return nil, false, err
 	}
 	if st.Size() > queuedirMaxFile {
 		q.anomaly(p, format.Corrupt(0, "file", format.ErrTooLarge), CodeFileTooLarge)
-		return nil, false, func() {}, nil
+		return nil, false, nil
 	}
-	bp := segBufs.Get().(*[]byte)
-	release = func() { segBufs.Put(bp) }
-	b = (*bp)[:0]
+	b = (*buf)[:0]
 	if want := int(st.Size()) + 512; cap(b) < want { // room to see EOF in one more read
 		b = make([]byte, 0, want)
 	}
@@ -353,12 +354,12 @@ func (q *QueueDir) readPooled(name string) (b []byte, ok bool, release func(), e
 			break
 		}
 		if rerr != nil {
-			*bp = b
-			return nil, false, release, rerr
+			*buf = b
+			return nil, false, rerr
 		}
 	}
-	*bp = b
-	return b, true, release, nil
+	*buf = b
+	return b, true, nil
 }
 
 func (q *QueueDir) readName() error {

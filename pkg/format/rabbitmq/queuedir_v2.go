@@ -64,24 +64,16 @@ func (q *QueueDir) handSegment(es []QueueEntry) error {
 func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	name := strconv.FormatUint(seg, 10) + ".qi"
 	path := filepath.Join(q.Dir, name)
-	read := q.read
+	var qiBuf, qsBuf *[]byte // nil: read into new buffers
 	if q.refsOnly {
 		// Nothing kept aliases the files' bytes: read them into recycled
 		// buffers, given back on return. (A kept entry's Body aliases its
 		// .qs, so the other modes do not.)
-		var releases []func()
-		read = func(name string) ([]byte, bool, error) {
-			b, ok, release, err := q.readPooled(name)
-			releases = append(releases, release)
-			return b, ok, err
-		}
-		defer func() {
-			for _, r := range releases {
-				r()
-			}
-		}()
+		qiBuf, qsBuf = segBufs.Get().(*[]byte), segBufs.Get().(*[]byte)
+		defer segBufs.Put(qiBuf)
+		defer segBufs.Put(qsBuf)
 	}
-	b, ok, err := read(name)
+	b, ok, err := q.readInto(name, qiBuf)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -126,7 +118,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	var qsFile []byte
 	qsPath := filepath.Join(q.Dir, strconv.FormatUint(seg, 10)+".qs")
 	if hasQS {
-		if qsFile, ok, err = read(filepath.Base(qsPath)); err != nil {
+		if qsFile, ok, err = q.readInto(filepath.Base(qsPath), qsBuf); err != nil {
 			return nil, err
 		} else if !ok {
 			hasQS = false
