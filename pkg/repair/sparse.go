@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -15,11 +16,41 @@ import (
 // zeroBlock feeds the holes of sparse files to a hash.
 var zeroBlock [1 << 16]byte
 
+// DataExtents calls fn, in file order, for each extent [off, end) of the
+// first size bytes of f that may hold data; the bytes between them (and
+// after the last) are holes, which read as zeros. A file system that does
+// not report holes (SEEK_DATA/SEEK_HOLE fail other than with ENXIO) gives
+// what is left as one extent: it is then read, never assumed zero. It
+// returns fn's first error.
+func DataExtents(f *os.File, size int64, fn func(off, end int64) error) error {
+	fd := int(f.Fd())
+	for pos := int64(0); pos < size; {
+		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		switch {
+		case errors.Is(err, unix.ENXIO): // a hole up to EOF
+			return nil
+		case err != nil: // EINVAL: holes not reported
+			return fn(pos, size)
+		case data >= size:
+			return nil
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			hole = size
+		}
+		hole = min(hole, size)
+		if err := fn(data, hole); err != nil {
+			return err
+		}
+		pos = hole
+	}
+	return nil
+}
+
 // hashSparse writes the bytes of f to h and returns how many. Holes
-// (SEEK_DATA/SEEK_HOLE: a staged RocketMQ index file is mostly a sparse run
-// of zeros, 420 MB at the broker's defaults) are fed from a zero buffer
-// instead of being read, which spares the kernel zero-filling them; a
-// filesystem without hole support is read whole.
+// (DataExtents: a staged RocketMQ index file is mostly a sparse run of
+// zeros, 420 MB at the broker's defaults) are fed from a zero buffer
+// instead of being read, which spares the kernel zero-filling them.
 func hashSparse(h io.Writer, f *os.File) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -37,36 +68,27 @@ func hashSparse(h io.Writer, f *os.File) (int64, error) {
 			n -= k
 		}
 	}
-	for pos := int64(0); pos < size; {
-		data, err := unix.Seek(int(f.Fd()), pos, unix.SEEK_DATA)
-		if err != nil { // ENXIO: only a hole up to EOF; EINVAL: no hole support
-			if errors.Is(err, unix.ENXIO) {
-				zeros(size - pos)
-				return size, nil
-			}
-			n, err := io.CopyBuffer(h, io.NewSectionReader(f, pos, size-pos), buf)
-			return pos + n, err
-		}
+	pos := int64(0)
+	err = DataExtents(f, size, func(data, end int64) error {
 		zeros(data - pos)
-		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return 0, err
-		}
-		hole = min(hole, size)
-		for p := data; p < hole; {
-			k := min(int64(len(buf)), hole-p)
-			got, err := f.ReadAt(buf[:k], p)
+		for pos = data; pos < end; {
+			k := min(int64(len(buf)), end-pos)
+			got, err := f.ReadAt(buf[:k], pos)
 			h.Write(buf[:got])
-			p += int64(got)
+			pos += int64(got)
 			if int64(got) < k {
 				if err == nil || err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}
-				return 0, err
+				return fmt.Errorf("%s at %d: %w", f.Name(), pos, err)
 			}
 		}
-		pos = hole
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
+	zeros(size - pos)
 	return size, nil
 }
 

@@ -11,11 +11,12 @@ package rocketmq
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/storectl/storectl/pkg/repair"
 )
 
 // rbCompareChunk is how much of a data extent rbSameSparse reads at a time.
@@ -23,11 +24,12 @@ const rbCompareChunk = 256 << 10
 
 // rbSameSparse reports whether the file at p holds exactly want, where
 // want[zeroFrom:] is known to be zero: data extents are read (in chunks
-// into *buf) and compared, holes compare as zeros without a read. exists
-// is false for a missing file. ok is false when it cannot tell that way
-// (the file system does not report holes, the file is not a regular file
-// of len(want) bytes, or it changed under the read): the caller then reads
-// the file whole.
+// into *buf) and compared, holes (repair.DataExtents; on a file system
+// that does not report them, the whole file is data) compare as zeros
+// without a read. exists is false for a missing file. ok is false when it
+// cannot tell that way (the file is not a regular file of len(want)
+// bytes, or it shrank under the read): the caller then reads the file
+// whole.
 func rbSameSparse(p string, want []byte, zeroFrom int, buf *[]byte) (same, exists, ok bool, err error) {
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -48,44 +50,46 @@ func rbSameSparse(p string, want []byte, zeroFrom int, buf *[]byte) (same, exist
 	if len(*buf) < rbCompareChunk {
 		*buf = make([]byte, rbCompareChunk)
 	}
-	fd := int(f.Fd())
-	for pos := int64(0); pos < size; {
-		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
-		switch {
-		case errors.Is(err, unix.ENXIO): // a hole up to the end
-			data = size
-		case err != nil: // EINVAL: holes are not reported
-			return false, true, false, nil
-		}
-		data = min(data, size)
+	pos := int64(0)
+	err = repair.DataExtents(f, size, func(data, hole int64) error {
 		if !zeroPast(want, pos, data, int64(zeroFrom)) {
-			return false, true, true, nil // a hole where want has units
+			return errDiffers // a hole where want has units
 		}
-		if data == size {
-			break
-		}
-		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
-		if err != nil {
-			return false, true, false, nil
-		}
-		hole = min(hole, size)
 		for off := data; off < hole; {
 			n := min(int64(len(*buf)), hole-off)
 			if k, err := f.ReadAt((*buf)[:n], off); int64(k) < n {
 				if err == nil || errors.Is(err, io.EOF) {
-					return false, true, false, nil // shrank under the read
+					return errShrank
 				}
-				return false, true, false, err
+				return fmt.Errorf("%s at %d: %w", p, off+int64(k), err)
 			}
 			if !bytes.Equal((*buf)[:n], want[off:off+n]) {
-				return false, true, true, nil
+				return errDiffers
 			}
 			off += n
 		}
 		pos = hole
+		return nil
+	})
+	switch {
+	case err == errDiffers:
+		return false, true, true, nil
+	case err == errShrank:
+		return false, true, false, nil // shrank under the read
+	case err != nil:
+		return false, true, false, err
+	case !zeroPast(want, pos, size, int64(zeroFrom)):
+		return false, true, true, nil // a hole up to the end where want has units
 	}
 	return true, true, true, nil
 }
+
+// errDiffers and errShrank end rbSameSparse's walk early; neither leaves
+// it.
+var (
+	errDiffers = errors.New("differs")
+	errShrank  = errors.New("shrank")
+)
 
 // zeroPast reports whether want[from:to] is all zeros, knowing that
 // want[zeroFrom:] is.
