@@ -3,9 +3,10 @@ package rocketmq
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/storectl/storectl/internal/crc32x"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/storectl/storectl/internal/crc32x"
 )
 
 // CRC32 is RocketMQ's UtilAll.crc32: IEEE CRC-32 masked to 31 bits.
