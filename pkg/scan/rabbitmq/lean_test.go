@@ -150,3 +150,28 @@ func TestLeanScanCleanIndexDamage(t *testing.T) {
 	}
 	t.Logf("%d findings compared, %d index.mismatch at the files (%d warnings)", n, len(actual), warn)
 }
+
+// TestLeanUnrefRowsFreed: the unreferenced records a lean scan keeps off
+// the heap until the end (unrefStore) become findings, and their mapping
+// is given back once they have, not left to the collector's cleanup.
+func TestLeanUnrefRowsFreed(t *testing.T) {
+	root, dir := genDeletedFile(t)
+	v, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{lean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.free()
+	unref := 0
+	for _, f := range v.Findings {
+		if f.Code == CodeUnreferenced {
+			unref++
+		}
+	}
+	if unref == 0 {
+		t.Fatal("no unreferenced-record finding: the store has no rows to keep")
+	}
+	if s.unrefs.buf != nil {
+		t.Errorf("unrefStore still holds %d rows after the findings were made", s.unrefs.buf.Len())
+	}
+	t.Logf("%d unreferenced-record findings", unref)
+}

@@ -75,6 +75,7 @@ func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 // The scanner must not be used afterwards.
 func (s *scanner) free() {
 	s.seen.free()
+	s.unrefs.free()
 	if s.lidx != nil {
 		s.lidx.ents.Free()
 		s.lidx.byPlace.Free()

@@ -114,6 +114,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	for _, f := range v.Files {
 		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
 	}
+	s.unrefs.free() // every released file's rows were read back just above
 	v.Findings = append(v.Findings, s.missing(v)...)
 	v.Findings = append(v.Findings, s.indexFindings(v)...)
 	v.Findings = append(v.Findings, queueFindings(root, v.Queues)...)
