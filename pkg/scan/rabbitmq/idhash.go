@@ -80,10 +80,7 @@ func (h *idHash) grow() {
 	}
 	size := max(idHashMin, 2*len(old))
 	h.buf = offheap.New[hslot]()
-	for range size {
-		h.buf.Append(hslot{})
-	}
-	h.slots, h.n = h.buf.Slice(), 0
+	h.slots, h.n = h.buf.Extend(size), 0
 	for i := range old {
 		if old[i].used != 0 {
 			h.put(old[i].id, old[i].e)
