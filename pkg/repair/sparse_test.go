@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -94,5 +95,47 @@ func TestPrehashSource(t *testing.T) {
 	s := sha256.Sum256(b)
 	if n, got, err := hashWhole(renamed); err != nil || n != int64(len(b)) || got != hex.EncodeToString(s[:]) {
 		t.Fatalf("after a change: hashWhole = %d %s %v; want %d %x", n, got, err, len(b), s)
+	}
+}
+
+// TestDataExtents: the extents are in order, inside the file and apart;
+// the file's bytes outside them are zeros (os.ReadFile is the oracle), and
+// where the file system reports holes they leave out most of the 3 MiB.
+func TestDataExtents(t *testing.T) {
+	p, _ := sparseFixture(t)
+	whole, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size := int64(len(whole))
+	rebuilt := make([]byte, size)
+	var last, inData int64
+	err = DataExtents(f, size, func(off, end int64) error {
+		if off < last || end <= off || end > size {
+			t.Fatalf("extent [%d, %d) after %d in a file of %d bytes", off, end, last, size)
+		}
+		if _, err := f.ReadAt(rebuilt[off:end], off); err != nil {
+			return err
+		}
+		last, inData = end, inData+end-off
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rebuilt, whole) {
+		t.Fatal("the file's bytes outside the extents are not all zeros")
+	}
+	t.Logf("%d of %d bytes in data extents", inData, size)
+	if inData == size {
+		t.Skip("the file system reports no holes")
+	}
+	if inData > size/2 {
+		t.Errorf("%d of %d bytes in data extents: the holes were not skipped", inData, size)
 	}
 }
