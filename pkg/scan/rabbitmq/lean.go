@@ -64,9 +64,7 @@ func (u *unrefStore) add(recs []unrefRecord) int {
 		u.buf = offheap.New[unrefRecord]()
 	}
 	from := u.buf.Len()
-	for _, r := range recs {
-		u.buf.Append(r)
-	}
+	copy(u.buf.Extend(len(recs)), recs)
 	return from
 }
 
