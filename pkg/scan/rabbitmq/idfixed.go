@@ -4,7 +4,7 @@ package rabbitmq
 // packed entry (idPack), found through a bucket index on the id's leading
 // bits (idBuckets). A slot holds the id without the leading bytes its
 // bucket already says (1 byte from 256 buckets on, 2 from 65,536: at
-// about four ids a bucket, from 1,024 and 262,144 ids on), then the entry
+// two to four ids a bucket, from 513 and 131,073 ids on), then the entry
 // in as many bytes as the packing needs: 20 bytes an id for the bench's
 // 1 and 4 GiB stores (15 + 5 and 14 + 6) where a [16]byte id and a uint64
 // took 24. Referenced ids are the one part of lean mode's memory that
@@ -14,7 +14,6 @@ package rabbitmq
 import (
 	"bytes"
 	"encoding/binary"
-	"sort"
 
 	"github.com/storectl/storectl/internal/offheap"
 )
@@ -24,8 +23,7 @@ import (
 // reads are safe; a write is not safe with anything else on the same slot.
 type fixedIDs struct {
 	buf    *offheap.Buf[byte]
-	b      []byte // n slots of stride bytes, then 8 spare bytes (word loads)
-	n      int
+	b      []byte // the slots, stride bytes each, then 8 spare bytes (word loads)
 	idx    idBuckets
 	skip   int // leading id bytes the bucket implies
 	vbytes int // bytes of a packed entry
@@ -36,7 +34,7 @@ type fixedIDs struct {
 
 // newFixedIDs makes room for n ids whose entries pack with pack.
 func newFixedIDs(n int, pack idPack) *fixedIDs {
-	f := &fixedIDs{n: n, idx: newIDBucketsFor(n), buf: offheap.New[byte]()}
+	f := &fixedIDs{idx: newIDBucketsFor(n), buf: offheap.New[byte]()}
 	f.skip = f.idx.impliedBytes()
 	f.vbytes = (int(pack.setBits+pack.pathBits+pack.offBits) + 4 + 7) / 8
 	f.vmask = ^uint64(0) >> (64 - 8*f.vbytes)
@@ -94,14 +92,6 @@ func (f *fixedIDs) find(id *[16]byte) int {
 		}
 	}
 	return -1
-}
-
-// id returns slot i's id, its leading bytes from its bucket: a search of
-// the bucket index (the wide entries' rare path; each walks buckets).
-func (f *fixedIDs) id(i int) [16]byte {
-	ix := f.idx.index
-	k := sort.Search(len(ix)-1, func(k int) bool { return int(ix[k+1]) > i })
-	return f.idOf(k, i)
 }
 
 // idOf returns slot i's id, bucket k holding it.
