@@ -31,7 +31,7 @@ const minBytes = 64 << 10
 // Buf is a growable slice of T outside the Go heap. T must hold no
 // pointers (New panics otherwise): the collector does not see what a Buf
 // holds. A Buf is not safe for concurrent use, and a slice from Slice is
-// valid only until the next Append, Truncate or Free.
+// valid only until the next Append, Extend, Truncate or Free.
 type Buf[T any] struct {
 	m *mapping // nil: heap fallback (or nothing allocated yet)
 	s []T      // len: elements in use; cap: what m holds
@@ -87,12 +87,8 @@ func (b *Buf[T]) Append(x T) {
 // need if that is more.
 func (b *Buf[T]) grow(need int) {
 	size := int(unsafe.Sizeof(*new(T)))
-	if size == 0 {
-		b.s = append(b.s, *new(T))[:len(b.s)]
-		return
-	}
-	if b.m == nil && cap(b.s) > 0 {
-		// Heap fallback: ordinary append growth.
+	if size == 0 || b.m == nil && cap(b.s) > 0 {
+		// Nothing to map, or the heap fallback: ordinary append growth.
 		b.s = slices.Grow(b.s, need-len(b.s))
 		return
 	}

@@ -249,3 +249,15 @@ func TestExtend(t *testing.T) {
 		t.Errorf("mapping of %d bytes for 64 MB", len(big.m.b))
 	}
 }
+
+// TestExtendZeroSize: Extend of a zero-size element type gives n
+// elements, as for any other type (grow ignored need for it, so an Extend
+// of more than one panicked slicing past the capacity).
+func TestExtendZeroSize(t *testing.T) {
+	b := New[struct{}]()
+	defer b.Free()
+	b.Append(struct{}{})
+	if got := b.Extend(5); len(got) != 5 || b.Len() != 6 {
+		t.Fatalf("Extend(5) of struct{}: %d returned, Len %d", len(got), b.Len())
+	}
+}
