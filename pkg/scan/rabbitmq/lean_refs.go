@@ -115,7 +115,9 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 		i = j
 	}
 	// Packed into the table's slots (idfixed.go), the references' pages
-	// given back as they are passed.
+	// given back as they are passed; those past the unique ids (an id's
+	// second and later references) at once.
+	buf.Truncate(len(out))
 	pack := newIDPack(len(l.sets), b.files, b.maxSize)
 	fixed := newFixedIDs(len(out), pack)
 	var wide []refSlot // sets past 2^30: none in practice
