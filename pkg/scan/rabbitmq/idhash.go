@@ -5,10 +5,10 @@ package rabbitmq
 // records or more), or every id when the references are unknown. A Go
 // map of them cost 60 bytes an id on the heap, and the collector's
 // headroom on top; this one is open addressing with linear probing over
-// 32-byte slots mapped outside the heap (internal/offheap), at most 3/4
-// full: 32-43 bytes an id, and nothing for the collector. Slots are found
-// by a seeded hash (hash/maphash), so ids chosen to collide (a hostile
-// store) cannot make probes long.
+// 32-byte slots mapped outside the heap (internal/offheap), 3/8 to 3/4
+// full (it doubles past 3/4): 43-85 bytes an id, and nothing for the
+// collector. Slots are found by a seeded hash (hash/maphash), so ids
+// chosen to collide (a hostile store) cannot make probes long.
 
 import (
 	"hash/maphash"
