@@ -281,17 +281,7 @@ func queuedirOffset(err error) int64 {
 // read reads a file of the dir; ok is false (with an anomaly) when it is
 // larger than queuedirMaxFile.
 func (q *QueueDir) read(name string) (b []byte, ok bool, err error) {
-	p := filepath.Join(q.Dir, name)
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, false, err
-	}
-	if st.Size() > queuedirMaxFile {
-		q.anomaly(p, format.Corrupt(0, "file", format.ErrTooLarge), CodeFileTooLarge)
-		return nil, false, nil
-	}
-	b, err = os.ReadFile(p)
-	return b, err == nil, err
+	return q.readInto(name, nil)
 }
 
 // dirScratch is what reading one queue dir's references decodes into,
@@ -320,11 +310,11 @@ func clearAll[T any](s []T) []T {
 var segBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // readInto reads name as read does, into *buf (grown as needed, and
-// kept there for the next read; nil: a new buffer). Only for callers
-// that keep nothing that aliases b past the next use of *buf.
+// kept there for the next read; nil: a new buffer). A caller reusing
+// *buf keeps nothing that aliases b past its next use.
 func (q *QueueDir) readInto(name string, buf *[]byte) (b []byte, ok bool, err error) {
 	if buf == nil {
-		return q.read(name)
+		buf = new([]byte)
 	}
 	p := filepath.Join(q.Dir, name)
 	f, err := os.Open(p)
