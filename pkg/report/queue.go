@@ -11,6 +11,7 @@ package report
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 
 	"github.com/storectl/storectl/pkg/scan"
@@ -40,13 +41,7 @@ func queueCounts(q *scan.Queue) scan.Queue {
 // an error with nothing written, as it is for a marshalled line.
 func (e *jsonlEmitter) writeQueue(q *scan.Queue) error {
 	lists := []scan.MsgIDs{q.DropMsgIDs}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range q.AtRiskMsgIDs {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	keys := slices.Sorted(maps.Keys(q.AtRiskMsgIDs))
 	for _, k := range keys {
 		lists = append(lists, q.AtRiskMsgIDs[k])
 	}
