@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 
@@ -24,20 +25,30 @@ func newJSONL(w io.Writer) *jsonlEmitter {
 // line marshals v (which must marshal to a JSON object) and writes it
 // with {"schema":…,"type":…} spliced in front of its fields.
 func (e *jsonlEmitter) line(typ string, v any) error {
+	if err := e.begin(typ, v); err != nil {
+		return err
+	}
+	_, err := e.w.WriteString("}\n")
+	return err
+}
+
+// begin writes line's first part: {"schema":…,"type":… and v's fields,
+// without the closing "}\n", for a caller that appends more fields.
+func (e *jsonlEmitter) begin(typ string, v any) error {
 	b, err := e.fe.marshal(v)
 	if err != nil {
 		return err
 	}
-	if len(b) < 2 || b[0] != '{' {
-		return errNotObject(typ)
+	fields, ok := bytes.CutSuffix(b, []byte("}\n")) // Encode ends each value in a newline
+	if !ok || len(fields) == 0 || fields[0] != '{' {
+		return fmt.Errorf("report: %s does not marshal to an object", typ)
 	}
 	fmt.Fprintf(e.w, `{"schema":%q,"type":%q`, Schema, typ)
-	rest := b[1:]
-	if rest[0] != '}' {
+	if fields = fields[1:]; len(fields) > 0 {
 		e.w.WriteByte(',')
+		e.w.Write(fields)
 	}
-	_, err = e.w.Write(rest) // includes the newline from Encode
-	return err
+	return nil
 }
 
 func (e *jsonlEmitter) Run(r Run) error        { return e.line("run", r) }
@@ -65,9 +76,6 @@ func (e *jsonlEmitter) Queue(q any) error {
 	return e.line("queue", q)
 }
 
-func errNotObject(typ string) error {
-	return fmt.Errorf("report: %s does not marshal to an object", typ)
-}
 func (e *jsonlEmitter) Action(a any) error { return e.line("action", a) }
 func (e *jsonlEmitter) Done() bool         { return e.done }
 

@@ -10,7 +10,6 @@ package report
 // the counts, leaves them out (queueCounts).
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 
@@ -50,18 +49,11 @@ func (e *jsonlEmitter) writeQueue(q *scan.Queue) error {
 			return err
 		}
 	}
-	// The counts marshal to {…,"at_risk":{…}}\n: both lists come last in
-	// scan.Queue and are omitted when empty, so they go before the "}".
-	b, err := e.fe.marshal(queueCounts(q))
-	if err != nil {
+	// Both lists come last in scan.Queue and are omitted when empty, so
+	// they follow the counts' fields.
+	if err := e.begin("queue", queueCounts(q)); err != nil {
 		return err
 	}
-	head, ok := bytes.CutSuffix(b, []byte("}\n"))
-	if !ok || len(head) < 2 || head[0] != '{' {
-		return errNotObject("queue")
-	}
-	e.w.WriteString(`{"schema":"` + Schema + `","type":"queue",`)
-	e.w.Write(head[1:])
 	if !q.DropMsgIDs.IsZero() {
 		e.w.WriteString(`,"drop_msg_ids":`)
 		if err := q.DropMsgIDs.WriteJSON(e.w); err != nil {
@@ -81,6 +73,6 @@ func (e *jsonlEmitter) writeQueue(q *scan.Queue) error {
 		}
 		e.w.WriteByte('}')
 	}
-	_, err = e.w.WriteString("}\n")
+	_, err := e.w.WriteString("}\n")
 	return err
 }
