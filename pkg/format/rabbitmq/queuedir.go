@@ -264,6 +264,11 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	return q, nil
 }
 
+// hexIDs says MsgID is filled in (entries and references): not for
+// ReadVHostQueuesRefs (refsOnly) nor ReadQueueDirSegmentsIDs (binaryIDs),
+// whose callers use the ids' bytes.
+func (q *QueueDir) hexIDs() bool { return !q.refsOnly && !q.binaryIDs }
+
 func (q *QueueDir) anomaly(path string, err error, code string) {
 	err = format.WithPath(err, path)
 	q.Anomalies = append(q.Anomalies, IndexAnomaly{Path: path, Offset: queuedirOffset(err), Code: code, Err: err})

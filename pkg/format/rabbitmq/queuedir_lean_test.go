@@ -40,6 +40,13 @@ func TestRefsFuncRecycledSameAsKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, wq := range want.Queues {
+			for _, r := range wq.Refs {
+				if r.MsgID != "" { // v1 (.idx, journal) and v2 alike: the ids are in ID
+					t.Fatalf("%s %s: reference %s@%d has a hex MsgID", ds.name, filepath.Base(wq.Dir), r.Path, r.SeqID)
+				}
+			}
+		}
 		for round := range 3 {
 			got, v := refsByDir(t, vdir)
 			for i, wq := range want.Queues {

@@ -58,7 +58,7 @@ func (q *QueueDir) readV1(idx []uint64, hasJournal bool, segCount int) ([]QueueE
 		e := QueueEntry{SeqID: l.seq, ID: p.msgID, HasID: true, Persistent: p.persistent,
 			Size: p.size, Expiry: p.expiry, Delivered: l.delivered, IndexVersion: 1,
 			Path: p.path, Offset: p.offset}
-		if !q.binaryIDs {
+		if q.hexIDs() {
 			e.MsgID = queuedirHex(p.msgID)
 		}
 		if len(p.embedded) > 0 {
@@ -72,7 +72,9 @@ func (q *QueueDir) readV1(idx []uint64, hasJournal bool, segCount int) ([]QueueE
 		if !p.persistent {
 			e.Drop = DropTransient
 		}
-		out = append(out, e)
+		if !q.refsOnly { // references only: no entry is kept
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }

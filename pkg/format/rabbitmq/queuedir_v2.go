@@ -104,7 +104,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	first := len(q.Refs)
 	for _, r := range f.WalkerRefs {
 		ref := QueueRef{Path: path, Slot: r.Slot, SeqID: base + uint64(r.Slot), ID: r.MsgID}
-		if !q.refsOnly && !q.binaryIDs {
+		if q.hexIDs() {
 			ref.MsgID = queuedirHex(r.MsgID)
 		}
 		q.Refs = append(q.Refs, ref)
@@ -146,7 +146,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 		case QILocSharedStore:
 			e.Location = LocationSharedStore
 			e.ID, e.HasID = r.MsgID, true
-			if !q.binaryIDs {
+			if q.hexIDs() {
 				e.MsgID = refs.hex(r.Slot, r.MsgID)
 			}
 		case QILocQueueStore:
