@@ -19,7 +19,6 @@ package fileview
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
@@ -82,6 +81,7 @@ func Open(path string) (*File, error) {
 	if v.size > 0 && v.size <= 1<<40 {
 		if m, err := unix.Mmap(int(f.Fd()), 0, int(v.size), unix.PROT_READ, unix.MAP_SHARED); err == nil {
 			v.probe = m
+			register(m, path) // a fault in it names the file (fault.go)
 		}
 	}
 	return v, nil
@@ -269,6 +269,7 @@ func (v *File) drop(from, to, keepFrom, keepTo int64) {
 // it.
 func (v *File) Close() error {
 	if v.probe != nil {
+		unregister(v.probe)
 		_ = unix.Munmap(v.probe) // first: FADV_DONTNEED skips mapped pages
 		v.probe = nil
 		if !v.KeepCache && v.cold != nil {
@@ -294,7 +295,8 @@ func mincore(m, vec []byte) error {
 }
 
 // Guard turns a memory fault of a mapped file (SIGBUS when a file shrinks
-// under the scan) into ErrFault in *errp. Use it in the goroutine that
+// under the scan) into an error in *errp: a *FaultError naming the file
+// and offset (it wraps ErrFault). Use it in the goroutine that
 // scans, as
 //
 //	defer fileview.Guard(&err)()
@@ -304,7 +306,7 @@ func Guard(errp *error) func() {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
 			if f, ok := r.(interface{ Addr() uintptr }); ok {
-				*errp = fmt.Errorf("%w (address %#x)", ErrFault, f.Addr())
+				*errp = locate(f.Addr()) // the file and offset (fault.go)
 				return
 			}
 			panic(r)

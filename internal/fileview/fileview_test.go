@@ -117,28 +117,43 @@ func TestWhole(t *testing.T) {
 var sink byte
 
 // TestGuard: a fault on a mapped page past the end of a truncated file
-// becomes ErrFault instead of killing the process.
+// becomes an error instead of killing the process: a *FaultError (wrapping
+// ErrFault) naming the file and the offset read, also when the caller's
+// deferred Close ran before its deferred Guard recovered.
 func TestGuard(t *testing.T) {
-	p, _ := tempFile(t, 1<<20)
-	v, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	b, err := v.Whole()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(p, 0); err != nil {
-		t.Fatal(err)
-	}
-	var ferr error
-	func() {
-		defer Guard(&ferr)()
-		sink = b[len(b)-1]
-	}()
-	if ferr == nil {
-		t.Fatal("no error after reading a truncated mapping")
+	for _, closeFirst := range []bool{false, true} {
+		p, _ := tempFile(t, 1<<20)
+		v, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := v.Whole()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, 0); err != nil {
+			t.Fatal(err)
+		}
+		const at = 1<<20 - 12345
+		var ferr error
+		func() {
+			defer Guard(&ferr)()
+			if closeFirst {
+				// Keep the mapping (Close would unmap it): only its
+				// registration goes, as when a deferred Close unwinds first.
+				unregister(v.probe)
+			}
+			sink = b[at]
+		}()
+		var fe *FaultError
+		if !errors.Is(ferr, ErrFault) || !errors.As(ferr, &fe) || fe.Path != p || fe.Offset != at {
+			t.Fatalf("close first %v: error %v (%+v), want a fault at %s offset %d", closeFirst, ferr, fe, p, at)
+		}
+		if off, ok := FaultOffset(fmt.Errorf("wrapped: %w", ferr)); !ok || off != at {
+			t.Errorf("FaultOffset of a wrapped fault: %d %v", off, ok)
+		}
+		t.Logf("close first %v: %v", closeFirst, ferr)
+		v.Close()
 	}
 }
 

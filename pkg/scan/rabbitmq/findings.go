@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -42,7 +43,8 @@ func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bo
 		out = append(out, f)
 	}
 	if fs.Err != nil {
-		add(scan.Finding{Code: CodeFileError, Severity: scan.Error, Message: fs.Err.Error()})
+		off, _ := fileview.FaultOffset(fs.Err) // where the file ended under a mapped read
+		add(scan.Finding{Code: CodeFileError, Severity: scan.Error, Offset: off, Message: fs.Err.Error()})
 		return out
 	}
 	if fs.Transient {

@@ -149,7 +149,8 @@ func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
 		err = errNotClosed()
 	}
 	if err != nil {
-		cs.unreadable(root, p, 0, err)
+		off, _ := fileview.FaultOffset(err) // 0 unless the dump shrank under the read
+		cs.unreadable(root, p, off, err)
 		return false
 	}
 	cs.indexPath, cs.leanIndex, cs.indexObjects = scan.Rel(root, p), true, n
