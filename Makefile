@@ -7,6 +7,9 @@ FUZZTIME  ?= 30s
 # (14 runs in 45 s on FuzzQueueDirSegments); 10 tries each keeps them running.
 FUZZMINIMIZE ?= 10x
 DEMO      := demo
+# make test pipes go test through testreport; pipefail keeps go's own exit code.
+SHELL     := bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: all build test bench bench-go bench-cli fuzz demo lint fmt vet clean
 
@@ -15,10 +18,13 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/storectl
 
-## test: vet + every unit, fixture, fuzz-seed and CLI script test (what CI runs)
+## test: vet + every unit, fixture, fuzz-seed and CLI script test (what CI runs).
+## Prints one line per package, then every skipped test with its reason.
+## STORECTL_REQUIRE_REAL=1 (set by .ci/run) makes a missing real broker a failure.
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) build -o bin/testreport ./internal/cmd/testreport
+	$(GO) test -count=1 -timeout 20m -json $(PKGS) | bin/testreport
 
 ## bench: Go benchmarks (MB/s via b.SetBytes) and the whole-process CLI benchmark vs cat
 bench: bench-go bench-cli

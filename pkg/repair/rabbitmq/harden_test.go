@@ -164,12 +164,8 @@ type oracleLine struct {
 func checkOracle310(t *testing.T, files []oracleFile) {
 	t.Helper()
 	script := testutil.Testdata("rabbitmq-oracle", "rdq_oracle.escript")
-	if _, err := exec.LookPath("escript"); err != nil {
-		t.Skip("escript not installed: the 3.10 scanner oracle check is skipped")
-	}
-	if _, err := os.Stat("/usr/lib/rabbitmq"); err != nil {
-		t.Skip("/usr/lib/rabbitmq missing (rabbitmq-server not installed): the 3.10 scanner oracle check is skipped")
-	}
+	testutil.RequireEscript(t)
+	testutil.RequireRabbitMQ(t)
 	dir := filepath.Join(t.TempDir(), "x")
 	out := filepath.Join(t.TempDir(), "out")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

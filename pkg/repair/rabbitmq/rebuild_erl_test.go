@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storectl/storectl/internal/testutil"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -81,10 +82,7 @@ func rbW(t rfmt.Term) string {
 // and sees exactly the objects of the broker's own dumps, which it also
 // loads. Skipped without escript (Debian erlang-base; .ci/run installs it).
 func TestRebuildLoadsInErlang(t *testing.T) {
-	escript, err := exec.LookPath("escript")
-	if err != nil {
-		t.Skip("escript not found: install erlang-base to load the rebuilt .ets files with ets:file2tab")
-	}
+	escript := testutil.RequireEscript(t)
 	script := filepath.Join(t.TempDir(), "load.escript")
 	if err := os.WriteFile(script, []byte(rbLoadEscript), 0o755); err != nil {
 		t.Fatal(err)
