@@ -11,12 +11,40 @@ DEMO      := demo
 SHELL     := bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test bench bench-go bench-cli fuzz demo lint fmt vet clean
+.PHONY: all build test bench bench-go bench-cli fuzz demo lint fmt vet clean man install
 
 all: build
 
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/storectl
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/storectl
+
+## man: one man page per command (cobra's doc generator) into $(GENDIR)/man
+## install: binary, man pages and bash/zsh/fish completions under $(DESTDIR)$(PREFIX)
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+GENDIR    ?= bin/gen
+BINDIR    := $(DESTDIR)$(PREFIX)/bin
+MANDIR    := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR   := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR    := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR   := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+
+man: build
+	@rm -rf $(GENDIR)/man
+	$(BIN) gen-docs --man $(GENDIR)/man
+	@echo "$$(ls $(GENDIR)/man | wc -l) man pages in $(GENDIR)/man (man -l $(GENDIR)/man/storectl.1)"
+
+install: man
+	@rm -rf $(GENDIR)/completions
+	$(BIN) gen-docs --completions $(GENDIR)/completions
+	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	install -m 0755 $(BIN) $(BINDIR)/storectl
+	install -m 0644 $(GENDIR)/man/*.1 $(MANDIR)/
+	install -m 0644 $(GENDIR)/completions/storectl.bash $(BASHDIR)/storectl
+	install -m 0644 $(GENDIR)/completions/_storectl $(ZSHDIR)/_storectl
+	install -m 0644 $(GENDIR)/completions/storectl.fish $(FISHDIR)/storectl.fish
 
 ## test: vet + every unit, fixture, fuzz-seed and CLI script test (what CI runs).
 ## Prints one line per package, then every skipped test with its reason.

@@ -36,6 +36,8 @@ type Env struct {
 	Config  *viper.Viper
 	// session is the report of the running command, once it started one.
 	session *session
+	// cmd is the command being run (set before it runs).
+	cmd *cobra.Command
 }
 
 func newEnv(s Streams) *Env {

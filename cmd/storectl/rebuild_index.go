@@ -50,11 +50,7 @@ with the same checks as verify before anything is swapped in.
 		}
 		return rocketRebuildWriter(env, t, wo), nil
 	})
-	f := cmd.Flags()
-	f.Int64("mapped-file-size", 0, "commitlog file size (mappedFileSizeCommitLog); 0 infers it")
-	f.Int64("cq-file-size", 0, "consume queue file size (mappedFileSizeConsumeQueue); 0: existing files, else 300000*20")
-	f.Int64("index-slots", 0, "index hash slots (maxHashSlotNum); 0: existing files, else 5000000")
-	f.Int64("index-entries", 0, "index entries per file (maxIndexNum); 0: existing files, else 20000000")
+	addRocketLayoutFlags(cmd, true)
 	return cmd
 }
 

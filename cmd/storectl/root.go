@@ -4,6 +4,8 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
+
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -30,6 +32,7 @@ and reports what the broker's own recovery would lose or misread.
 		SilenceUsage:  true, // a corrupt file is not a usage mistake
 		SilenceErrors: true, // run() prints errors exactly once
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			env.cmd = cmd
 			if err := env.bindConfig(cmd); err != nil {
 				return err
 			}
@@ -37,7 +40,7 @@ and reports what the broker's own recovery would lose or misread.
 		},
 	}
 	root.SetIn(env.Streams.In)
-	root.SetOut(env.Streams.ErrOut) // help and usage text are not the report
+	root.SetOut(env.Streams.Out) // help, --version and completion scripts: what was asked for
 	root.SetErr(env.Streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef(err) })
 	pf := root.PersistentFlags()
@@ -52,7 +55,10 @@ and reports what the broker's own recovery would lose or misread.
 	pf.Float64("io-limit", 0, "read store files at most this many MB/s (10^6 bytes), for busy hosts; 0 = no limit")
 	pf.String("broker-version", "", "RabbitMQ: the broker version that will read the files (e.g. 3.13.7, 4.0.2); hazards that version does not have are info only")
 	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")
+	markStore(pf, scan.RabbitMQ, "broker-version")
+	markStore(pf, scan.RocketMQ, "broker-config")
 	root.AddCommand(newScanCmd(env), newVerifyCmd(env), newTruncateCmd(env), newRebuildIndexCmd(env), newSalvageCmd(env), newHardenCmd(env), newUndoCmd(env), newVersionCmd(env))
+	setupCLI(root)
 	for _, c := range root.Commands() {
 		c.Args = usageArgs(c.Args)
 	}

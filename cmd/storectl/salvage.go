@@ -74,6 +74,8 @@ decoded or a message was not confirmed.
 	f.StringVar(&out, "out", "", "directory the export is written to (created; must not be inside the data dir)")
 	f.StringVar(&sel, "select", "all", "which messages: all, lost, at-risk, unreferenced, after-corruption (comma-separated)")
 	f.StringVar(&publish, "publish", "", "RabbitMQ: re-publish the export to this AMQP URL with publisher confirms")
+	markStore(f, scan.RabbitMQ, "publish")
+	addRocketLayoutFlags(cmd, false)
 	return cmd
 }
 

@@ -44,14 +44,14 @@ misreads, torn tails, checksum failures. It opens files read-only.
 			return runScan(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.Bool("records", false, "emit one record per decoded message")
-	f.Int("max-message-size", 0, "RocketMQ: largest record accepted, in bytes (default: the broker's 4 MiB body limit + 64 KiB)")
-	f.Int64("mapped-file-size", 0, "RocketMQ: commitlog file size (mappedFileSizeCommitLog); 0 infers it from the files")
+	addRecordsFlag(cmd)
+	addRocketLayoutFlags(cmd, false)
 	return cmd
 }
 
-func detectAll(paths []string, store string) ([]scan.Target, error) {
+// detectAll detects every path's store (one kind at a time) and refuses
+// command-line flags of the other kind.
+func detectAll(env *Env, paths []string, store string) ([]scan.Target, error) {
 	var ts []scan.Target
 	for _, p := range paths {
 		t, err := scan.Detect(p, store)
@@ -63,12 +63,15 @@ func detectAll(paths []string, store string) ([]scan.Target, error) {
 		}
 		ts = append(ts, t)
 	}
+	if err := env.checkStoreFlags(ts[0].Store); err != nil {
+		return nil, err
+	}
 	return ts, nil
 }
 
 func runScan(ctx context.Context, opts *scanOptions) error {
 	env := opts.Env
-	targets, err := detectAll(opts.Paths, opts.Store)
+	targets, err := detectAll(env, opts.Paths, opts.Store)
 	if err != nil {
 		return err
 	}

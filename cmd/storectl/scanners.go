@@ -17,6 +17,12 @@ import (
 // config file and --broker-config (flag > env > config > broker.conf >
 // inferred from the files).
 func rocketConfig(env *Env, t scan.Target, maxMsg int, mapped int64) (rmqscan.Config, error) {
+	if maxMsg == 0 { // every command that reads a commitlog has --max-message-size
+		maxMsg = env.Config.GetInt("max-message-size")
+	}
+	if mapped == 0 {
+		mapped = env.Config.GetInt64("mapped-file-size")
+	}
 	cfg := rmqscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, Files: t.Files, MaxMessageSize: maxMsg, MappedFileSize: mapped}
 	if cfg.MappedFileSize == 0 {
 		cfg.MappedFileSize = env.Config.GetInt64("mappedFileSizeCommitLog")

@@ -36,7 +36,7 @@ changes to the backup dir, writes through fsynced staging files, and re-verifies
 
 ` + exitCodesHelp,
 	}, func(t scan.Target, _ *writerOptions) (*writer, error) { return truncateWriter(env, t) })
-	cmd.Flags().Int64("mapped-file-size", 0, "RocketMQ: commitlog file size (mappedFileSizeCommitLog); 0 infers it")
+	addRocketLayoutFlags(cmd, false)
 	return cmd
 }
 

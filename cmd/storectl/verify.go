@@ -36,15 +36,13 @@ func newVerifyCmd(env *Env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.String("metrics-file", "", "also write a Prometheus textfile-collector file (for node_exporter) here")
-	f.Int64("mapped-file-size", 0, "RocketMQ: commitlog file size (mappedFileSizeCommitLog); 0 infers it")
-	f.Int64("cq-file-size", 0, "RocketMQ: consume queue file size (mappedFileSizeConsumeQueue); 0 infers it")
-	f.Int("index-slots", 0, "RocketMQ: index hash slots (maxHashSlotNum); 0 infers it")
-	f.Int("index-entries", 0, "RocketMQ: index entries (maxIndexNum); 0 infers it")
+	addRecordsFlag(cmd)
+	addRocketLayoutFlags(cmd, true)
 	return cmd
 }
 
 func runVerify(ctx context.Context, env *Env, dir string) error {
-	t, err := detectAll([]string{dir}, env.Config.GetString("store"))
+	t, err := detectAll(env, []string{dir}, env.Config.GetString("store"))
 	if err != nil {
 		return err
 	}
@@ -58,6 +56,9 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	}
 	prog := env.newProgress(treeSize(tg.Path))
 	so := scan.Options{Jobs: env.Config.GetInt("jobs"), Progress: prog.add}
+	if env.Config.GetBool("records") {
+		so.Records = s.record
+	}
 	res, err := verifyTarget(ctx, env, tg, so)
 	prog.finish()
 	if res == nil {

@@ -257,7 +257,7 @@ func confirm(env *Env, prompt string) bool {
 // dataDirTarget detects the data dir a writing command (or salvage)
 // works on: the whole data dir, not a single file (needDataDir).
 func dataDirTarget(env *Env, args []string) (scan.Target, error) {
-	ts, err := detectAll(args, env.Config.GetString("store"))
+	ts, err := detectAll(env, args, env.Config.GetString("store"))
 	if err != nil {
 		return scan.Target{}, err
 	}
