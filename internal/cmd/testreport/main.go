@@ -21,9 +21,9 @@ type event struct {
 	Action     string
 	Package    string
 	ImportPath string // build-output and build-fail events name the package here
-	Test    string
-	Output  string
-	Elapsed float64
+	Test       string
+	Output     string
+	Elapsed    float64
 }
 
 type key struct{ pkg, test string }
@@ -123,4 +123,6 @@ func reason(b *strings.Builder) string {
 	return strings.Join(keep, " ")
 }
 
-func dur(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String() }
+func dur(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+}
