@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -153,7 +155,7 @@ func rescueQS(e *rfmt.QueueEntry) []byte {
 
 // firstTerm returns the first complete term of b (b itself when none).
 func firstTerm(b []byte) []byte {
-	if n, err := rfmt.SkipTerm(b); err == nil && n > 0 && n <= len(b) {
+	if n, err := etf.SkipTerm(b); err == nil && n > 0 && n <= len(b) {
 		return b[:n]
 	}
 	return b

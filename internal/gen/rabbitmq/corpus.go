@@ -17,6 +17,8 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -198,7 +200,7 @@ func ResizedRecord(rec []byte, plen int, s uint64, fill, last byte, n int) (*Cor
 	if old := SetID(v, id); old == id {
 		return nil, fmt.Errorf("corpus record %d: id unchanged", n)
 	}
-	if !rfmt.IsExactTerm(v[24 : len(v)-1]) {
+	if !etf.IsExactTerm(v[24 : len(v)-1]) {
 		return nil, fmt.Errorf("corpus record %d: resized record is not one ETF term", n)
 	}
 	off, err := PayloadOffset(v, nplen)

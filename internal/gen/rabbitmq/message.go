@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // TermKind selects the body term of a record.
@@ -60,24 +60,24 @@ func amqpProps(messageID string) []byte {
 // Body returns term_to_binary of the message in the given shape (OTP 26+
 // atoms: SMALL_ATOM_UTF8_EXT), encoded by pkg/format/rabbitmq.
 func Body(kind TermKind, m *Message) []byte {
-	content := rfmt.Tuple{rfmt.Atom("content"), int64(60), rfmt.Atom("none"), rfmt.Binary(amqpProps(m.MessageID)),
-		rfmt.Atom("rabbit_framing_amqp_0_9_1"), rfmt.List{Elems: []rfmt.Term{rfmt.Binary(m.Payload)}}}
-	routingKeys := rfmt.List{Elems: []rfmt.Term{rfmt.Binary(m.RoutingKey)}}
-	var t rfmt.Term
+	content := etf.Tuple{etf.Atom("content"), int64(60), etf.Atom("none"), etf.Binary(amqpProps(m.MessageID)),
+		etf.Atom("rabbit_framing_amqp_0_9_1"), etf.List{Elems: []etf.Term{etf.Binary(m.Payload)}}}
+	routingKeys := etf.List{Elems: []etf.Term{etf.Binary(m.RoutingKey)}}
+	var t etf.Term
 	switch kind {
 	case BasicMessage:
-		t = rfmt.Tuple{rfmt.Atom("basic_message"),
-			rfmt.Tuple{rfmt.Atom("resource"), rfmt.Binary("/"), rfmt.Atom("exchange"), rfmt.Binary(m.Exchange)},
-			routingKeys, content, rfmt.Binary(m.ID[:]), rfmt.Atom("true")}
+		t = etf.Tuple{etf.Atom("basic_message"),
+			etf.Tuple{etf.Atom("resource"), etf.Binary("/"), etf.Atom("exchange"), etf.Binary(m.Exchange)},
+			routingKeys, content, etf.Binary(m.ID[:]), etf.Atom("true")}
 	default:
-		t = rfmt.Tuple{rfmt.Atom("mc"), rfmt.Atom("mc_amqpl"), content, rfmt.Map{
-			{Key: rfmt.Atom("id"), Value: rfmt.Binary(m.ID[:])},
-			{Key: rfmt.Atom("x"), Value: rfmt.Binary(m.Exchange)},
-			{Key: rfmt.Atom("rk"), Value: routingKeys},
-			{Key: rfmt.Atom("rts"), Value: m.Timestamp},
+		t = etf.Tuple{etf.Atom("mc"), etf.Atom("mc_amqpl"), content, etf.Map{
+			{Key: etf.Atom("id"), Value: etf.Binary(m.ID[:])},
+			{Key: etf.Atom("x"), Value: etf.Binary(m.Exchange)},
+			{Key: etf.Atom("rk"), Value: routingKeys},
+			{Key: etf.Atom("rts"), Value: m.Timestamp},
 		}}
 	}
-	b, err := rfmt.EncodeTerm(t, rfmt.AtomsUTF8)
+	b, err := etf.EncodeTerm(t, etf.AtomsUTF8)
 	if err != nil {
 		// Only a bad atom or a term nested past MaxTermDepth fails, and
 		// every atom and the depth above are fixed.

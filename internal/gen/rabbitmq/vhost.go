@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -173,7 +175,7 @@ func writeCleanShutdown(store string, rng *rand.Rand, clients int, locs []rfmt.M
 			dot.ClientRefs[i][j] = byte(rng.IntN(256))
 		}
 	}
-	opts := rfmt.ETSEncodeOptions{Atoms: rfmt.AtomsUTF8}
+	opts := rfmt.ETSEncodeOptions{Atoms: etf.AtomsUTF8}
 	idx, err := rfmt.EncodeMsgStoreIndex(locs, opts)
 	if err != nil {
 		return err

@@ -15,13 +15,14 @@ import (
 	"strings"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // CleanDot is the content of a clean.dot file.
 type CleanDot struct {
 	ClientRefs  [][16]byte // client_refs: one 16-byte ref per queue with a persistent store client
 	IndexModule string     // index_module, "" when absent (4.0+ may omit it)
-	Terms       []Term     // every term in file order
+	Terms       []etf.Term // every term in file order
 }
 
 // EncodeCleanDot writes cd's client_refs and, when set, its index_module
@@ -69,25 +70,25 @@ func ParseCleanDot(b []byte) (CleanDot, error) {
 			return cd, p.err
 		}
 		cd.Terms = append(cd.Terms, t)
-		kv, ok := t.(Tuple)
+		kv, ok := t.(etf.Tuple)
 		if !ok || len(kv) != 2 {
 			continue
 		}
 		switch kv[0] {
-		case Atom("client_refs"):
+		case etf.Atom("client_refs"):
 			elems, ok := messageList(kv[1])
 			if !ok {
 				return cd, format.Corrupt(int64(at), "client_refs", format.ErrInvalid)
 			}
 			for _, e := range elems {
-				ref, ok := e.(Binary)
+				ref, ok := e.(etf.Binary)
 				if !ok || len(ref) != 16 {
 					return cd, format.Corrupt(int64(at), "client_refs", format.ErrInvalid)
 				}
 				cd.ClientRefs = append(cd.ClientRefs, [16]byte(ref))
 			}
-		case Atom("index_module"):
-			m, ok := kv[1].(Atom)
+		case etf.Atom("index_module"):
+			m, ok := kv[1].(etf.Atom)
 			if !ok {
 				return cd, format.Corrupt(int64(at), "index_module", format.ErrInvalid)
 			}
@@ -148,12 +149,12 @@ func (p *cleanParser) expect(c byte) {
 }
 
 // term parses one term; depth bounds nesting like MaxTermDepth for ETF.
-func (p *cleanParser) term(depth int) Term {
+func (p *cleanParser) term(depth int) etf.Term {
 	p.space()
 	if p.err != nil {
 		return nil
 	}
-	if depth > MaxTermDepth {
+	if depth > etf.MaxTermDepth {
 		p.fail("depth", format.ErrTooLarge)
 		return nil
 	}
@@ -161,21 +162,21 @@ func (p *cleanParser) term(depth int) Term {
 	switch {
 	case c == '{':
 		p.pos++
-		return Tuple(p.seq('}', depth))
+		return etf.Tuple(p.seq('}', depth))
 	case c == '[':
 		p.pos++
 		elems := p.seq(']', depth)
 		if len(elems) == 0 {
-			return Nil{}
+			return etf.Nil{}
 		}
-		return List{Elems: elems, Tail: Nil{}}
+		return etf.List{Elems: elems, Tail: etf.Nil{}}
 	case c == '<' && p.pos+1 < len(p.b) && p.b[p.pos+1] == '<':
 		p.pos += 2
 		return p.binary()
 	case c == '"':
-		return String(p.quoted('"'))
+		return etf.String(p.quoted('"'))
 	case c == '\'':
-		return Atom(p.quoted('\''))
+		return etf.Atom(p.quoted('\''))
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.integer()
 	case c >= 'a' && c <= 'z':
@@ -183,7 +184,7 @@ func (p *cleanParser) term(depth int) Term {
 		for p.pos < len(p.b) && cleanAtomChar(p.b[p.pos]) {
 			p.pos++
 		}
-		return Atom(p.b[start:p.pos])
+		return etf.Atom(p.b[start:p.pos])
 	case p.pos == len(p.b):
 		p.fail("term", format.ErrShort)
 	default:
@@ -197,8 +198,8 @@ func cleanAtomChar(c byte) bool {
 }
 
 // seq parses comma-separated terms up to the closing byte.
-func (p *cleanParser) seq(end byte, depth int) []Term {
-	var out []Term
+func (p *cleanParser) seq(end byte, depth int) []etf.Term {
+	var out []etf.Term
 	p.space()
 	if p.peek() == end {
 		p.pos++
@@ -218,8 +219,8 @@ func (p *cleanParser) seq(end byte, depth int) []Term {
 }
 
 // binary parses the rest of <<...>>: byte integers or one "string".
-func (p *cleanParser) binary() Term {
-	var out Binary = []byte{}
+func (p *cleanParser) binary() etf.Term {
+	var out etf.Binary = []byte{}
 	p.space()
 	for p.err == nil && p.peek() != '>' {
 		if p.peek() == '"' {
@@ -244,7 +245,7 @@ func (p *cleanParser) binary() Term {
 	return out
 }
 
-func (p *cleanParser) integer() Term {
+func (p *cleanParser) integer() etf.Term {
 	start := p.pos
 	if p.peek() == '-' {
 		p.pos++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // TestCleanDotFixtures parses both clean-shutdown clean.dot files and
@@ -52,7 +53,7 @@ func TestCleanDotSyntax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tuple{Atom("other"), Atom("Quoted"), int64(-5), String("s"), Nil{}}
+	want := etf.Tuple{etf.Atom("other"), etf.Atom("Quoted"), int64(-5), etf.String("s"), etf.Nil{}}
 	if len(cd.ClientRefs) != 1 || string(cd.ClientRefs[0][:]) != "abcdefghijklmnop" || !reflect.DeepEqual(cd.Terms[1], want) {
 		t.Fatalf("%+v", cd)
 	}
@@ -67,7 +68,7 @@ func TestCleanDotSyntax(t *testing.T) {
 		{"{a,<<256>>}.", "binary", 5, format.ErrInvalid},
 		{"{a,#}.", "term", 3, format.ErrInvalid},
 		{"{index_module,<<>>}.", "index_module", 0, format.ErrInvalid},
-		{strings.Repeat("{", MaxTermDepth+2), "depth", MaxTermDepth + 1, format.ErrTooLarge},
+		{strings.Repeat("{", etf.MaxTermDepth+2), "depth", etf.MaxTermDepth + 1, format.ErrTooLarge},
 	}
 	for _, tt := range tests {
 		_, err := ParseCleanDot([]byte(tt.in))

@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // disk_log magic numbers.
@@ -28,7 +29,7 @@ var (
 	etsOpened    = []byte{6, 7, 8, 9}
 	etsBigMagic  = []byte{0x62, 0x57, 0x4C, 0x41}
 	etsOldMagic  = []byte{0x0C, 0x21, 0x2C, 0x37}
-	etsEndOfData = Atom("$end_of_table")
+	etsEndOfData = etf.Atom("$end_of_table")
 )
 
 const (
@@ -48,22 +49,22 @@ const MaxETSItemSize = 64 << 20
 type ETSFile struct {
 	Closed  bool   // status word says the log was closed properly
 	InfoRaw []byte // ETF bytes of item 1, the table info proplist
-	Info    Term
-	Objects []Term  // table objects in file order
-	ObjOffs []int64 // file offset of each object's ETF bytes
-	Count   int64   // count from the end-of-table marker, -1 if absent
+	Info    etf.Term
+	Objects []etf.Term // table objects in file order
+	ObjOffs []int64    // file offset of each object's ETF bytes
+	Count   int64      // count from the end-of-table marker, -1 if absent
 }
 
 // InfoValue returns the value of key in the info tuple (tab2file writes
 // the proplist as a tuple of {Key, Value} pairs), or nil.
-func (f *ETSFile) InfoValue(key string) Term {
-	elems, ok := f.Info.(Tuple)
+func (f *ETSFile) InfoValue(key string) etf.Term {
+	elems, ok := f.Info.(etf.Tuple)
 	if !ok {
 		l, _ := messageList(f.Info)
 		elems = l
 	}
 	for _, e := range elems {
-		if t, ok := e.(Tuple); ok && len(t) == 2 && t[0] == Atom(key) {
+		if t, ok := e.(etf.Tuple); ok && len(t) == 2 && t[0] == etf.Atom(key) {
 			return t[1]
 		}
 	}
@@ -144,7 +145,7 @@ func etsEachItem(b []byte, fn func(etsItem)) (closed bool, err error) {
 // end-of-table count. Error offsets are absolute within b.
 func ReadETSFile(b []byte) (*ETSFile, error) {
 	f := &ETSFile{}
-	w, err := etsWalk(b, nil, func(t Term, base int64) {
+	w, err := etsWalk(b, nil, func(t etf.Term, base int64) {
 		f.Objects = append(f.Objects, t)
 		f.ObjOffs = append(f.ObjOffs, base)
 	}, nil)
@@ -161,7 +162,7 @@ func ReadETSFile(b []byte) (*ETSFile, error) {
 // etsWalked is what etsWalk saw of a dump besides its objects.
 type etsWalked struct {
 	closed  bool
-	info    Term
+	info    etf.Term
 	infoRaw []byte
 	count   int64 // the end-of-table count; -1 when absent
 	objects int
@@ -175,7 +176,7 @@ type etsWalked struct {
 // is then not called for it); obj gets every other object. The count is
 // left to the caller to check against the objects. reached, when set, is
 // told each item's offset in both passes.
-func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64), reached func(off int64)) (w etsWalked, err error) {
+func etsWalk(b []byte, quick func(it []byte) bool, obj func(t etf.Term, base int64), reached func(off int64)) (w etsWalked, err error) {
 	if reached == nil {
 		reached = func(int64) {}
 	}
@@ -199,7 +200,7 @@ func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64),
 			i++
 			return
 		}
-		t, n, derr := etfDecodeAt(it, base, true)
+		t, n, derr := etf.DecodeAt(it, base)
 		if derr == nil && n != len(it) {
 			derr = format.Corrupt(base+int64(n), "item", format.ErrInvalid)
 		}
@@ -225,16 +226,16 @@ func etsWalk(b []byte, quick func(it []byte) bool, obj func(t Term, base int64),
 	return w, nil
 }
 
-func etsIsEnd(t Term) bool {
-	l, ok := t.(List)
+func etsIsEnd(t etf.Term) bool {
+	l, ok := t.(etf.List)
 	return ok && len(l.Elems) == 2 && l.Elems[0] == etsEndOfData
 }
 
 // etsEndCount reads N from ['$end_of_table', [{count, N}]]; -1 if absent.
-func etsEndCount(t Term) int64 {
-	props, _ := messageList(t.(List).Elems[1])
+func etsEndCount(t etf.Term) int64 {
+	props, _ := messageList(t.(etf.List).Elems[1])
 	for _, p := range props {
-		if tup, ok := p.(Tuple); ok && len(tup) == 2 && tup[0] == Atom("count") {
+		if tup, ok := p.(etf.Tuple); ok && len(tup) == 2 && tup[0] == etf.Atom("count") {
 			if n, ok := tup[1].(int64); ok {
 				return n
 			}

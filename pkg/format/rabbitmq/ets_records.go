@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // Table names in the info proplist.
@@ -31,10 +32,10 @@ type MsgLocation struct {
 type FileSummary struct {
 	File           int64
 	ValidTotalSize int64
-	Left, Right    Term
+	Left, Right    etf.Term
 	FileSize       int64
 	Locked         bool
-	Readers        Term
+	Readers        etf.Term
 }
 
 // ReadMsgStoreIndex decodes msg_store_index.ets.
@@ -55,12 +56,12 @@ func ReadMsgStoreIndex(b []byte) ([]MsgLocation, error) {
 }
 
 // msgLocation decodes one msg_store_index.ets object.
-func msgLocation(o Term) (MsgLocation, bool) {
-	t, ok := o.(Tuple)
+func msgLocation(o etf.Term) (MsgLocation, bool) {
+	t, ok := o.(etf.Tuple)
 	var l MsgLocation
-	var id Binary
-	if ok && len(t) == 6 && t[0] == Atom("msg_location") {
-		id, ok = t[1].(Binary)
+	var id etf.Binary
+	if ok && len(t) == 6 && t[0] == etf.Atom("msg_location") {
+		id, ok = t[1].(etf.Binary)
 		ok = ok && len(id) == 16
 		ok = etsInts(t[2:], &l.RefCount, &l.File, &l.Offset, &l.TotalSize) && ok
 	} else {
@@ -83,7 +84,7 @@ func CheckMsgStoreIndex(b []byte, reached func(off int64)) (closed bool, objects
 	var shapeErr error
 	w, err := etsWalk(b,
 		func(it []byte) bool { _, ok := QuickMsgLocation(it); return ok }, // an object of the usual shape
-		func(t Term, base int64) {
+		func(t etf.Term, base int64) {
 			if _, ok := msgLocation(t); !ok && shapeErr == nil {
 				shapeErr = format.Corrupt(base, "msg_location", format.ErrInvalid)
 			}
@@ -95,7 +96,7 @@ func CheckMsgStoreIndex(b []byte, reached func(off int64)) (closed bool, objects
 		return false, 0, format.Corrupt(int64(len(b)), "count", format.ErrInvalid)
 	}
 	f := &ETSFile{Info: w.info}
-	if n := f.InfoValue("name"); n != nil && n != Atom(MsgStoreIndexTable) {
+	if n := f.InfoValue("name"); n != nil && n != etf.Atom(MsgStoreIndexTable) {
 		return false, 0, format.Corrupt(etsHeaderLen+etsItemHead, "name", format.ErrInvalid)
 	}
 	if shapeErr != nil {
@@ -112,12 +113,12 @@ func ReadFileSummary(b []byte) ([]FileSummary, error) {
 	}
 	out := make([]FileSummary, 0, len(f.Objects))
 	for i, o := range f.Objects {
-		t, ok := o.(Tuple)
+		t, ok := o.(etf.Tuple)
 		var s FileSummary
-		if ok && len(t) == 8 && t[0] == Atom("file_summary") {
-			ok = etsInts([]Term{t[1], t[2], t[5]}, &s.File, &s.ValidTotalSize, &s.FileSize)
-			ok = ok && (t[6] == Atom("true") || t[6] == Atom("false"))
-			s.Left, s.Right, s.Locked, s.Readers = t[3], t[4], t[6] == Atom("true"), t[7]
+		if ok && len(t) == 8 && t[0] == etf.Atom("file_summary") {
+			ok = etsInts([]etf.Term{t[1], t[2], t[5]}, &s.File, &s.ValidTotalSize, &s.FileSize)
+			ok = ok && (t[6] == etf.Atom("true") || t[6] == etf.Atom("false"))
+			s.Left, s.Right, s.Locked, s.Readers = t[3], t[4], t[6] == etf.Atom("true"), t[7]
 		}
 		if !ok {
 			return nil, format.Corrupt(f.ObjOffs[i], "file_summary", format.ErrInvalid)
@@ -133,14 +134,14 @@ func etsReadTable(b []byte, name string) (*ETSFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := f.InfoValue("name"); n != nil && n != Atom(name) {
+	if n := f.InfoValue("name"); n != nil && n != etf.Atom(name) {
 		return nil, format.Corrupt(etsHeaderLen+etsItemHead, "name", format.ErrInvalid)
 	}
 	return f, nil
 }
 
 // etsInts stores each term into its int64 destination.
-func etsInts(ts []Term, dst ...*int64) bool {
+func etsInts(ts []etf.Term, dst ...*int64) bool {
 	for i, t := range ts {
 		v, ok := t.(int64)
 		if !ok {
@@ -156,20 +157,20 @@ type ETSEncodeOptions struct {
 	// Info is the info tuple to write (e.g. ETSFile.Info of the dump being
 	// replaced); its size entry is set to the object count. Nil builds one
 	// with the same keys and order as OTP 25/27 tab2file writes.
-	Info Term
+	Info etf.Term
 	// Node names the node for a built info (node, and the node of the
 	// placeholder id reference and owner pid). Default "rabbit@localhost".
 	Node string
 	// Atoms is the atom encoding: AtomsLatin1 for OTP ≤25 (RabbitMQ ≤3.12),
 	// AtomsUTF8 for OTP 26+.
-	Atoms AtomEncoding
+	Atoms etf.AtomEncoding
 }
 
 // EncodeMsgStoreIndex writes a closed msg_store_index.ets.
 func EncodeMsgStoreIndex(locs []MsgLocation, o ETSEncodeOptions) ([]byte, error) {
-	objs := make([]Term, 0, len(locs))
+	objs := make([]etf.Term, 0, len(locs))
 	for _, l := range locs {
-		objs = append(objs, Tuple{Atom("msg_location"), Binary(l.MsgID[:]), l.RefCount, l.File, l.Offset, l.TotalSize})
+		objs = append(objs, etf.Tuple{etf.Atom("msg_location"), etf.Binary(l.MsgID[:]), l.RefCount, l.File, l.Offset, l.TotalSize})
 	}
 	return etsEncode(MsgStoreIndexTable, "set", objs, o)
 }
@@ -177,21 +178,21 @@ func EncodeMsgStoreIndex(locs []MsgLocation, o ETSEncodeOptions) ([]byte, error)
 // EncodeFileSummary writes a closed file_summary.ets. The table is an
 // ordered_set, so callers should pass summaries sorted by File.
 func EncodeFileSummary(sums []FileSummary, o ETSEncodeOptions) ([]byte, error) {
-	objs := make([]Term, 0, len(sums))
+	objs := make([]etf.Term, 0, len(sums))
 	for _, s := range sums {
-		locked := Atom("false")
+		locked := etf.Atom("false")
 		if s.Locked {
 			locked = "true"
 		}
-		objs = append(objs, Tuple{Atom("file_summary"), s.File, s.ValidTotalSize, etsUndef(s.Left), etsUndef(s.Right),
+		objs = append(objs, etf.Tuple{etf.Atom("file_summary"), s.File, s.ValidTotalSize, etsUndef(s.Left), etsUndef(s.Right),
 			s.FileSize, locked, etsUndef(s.Readers)})
 	}
 	return etsEncode(FileSummaryTable, "ordered_set", objs, o)
 }
 
-func etsUndef(t Term) Term {
+func etsUndef(t etf.Term) etf.Term {
 	if t == nil {
-		return Atom("undefined")
+		return etf.Atom("undefined")
 	}
 	return t
 }
@@ -204,15 +205,15 @@ func etsUndef(t Term) Term {
 // which the full decoder (DecodeTerm) must then judge: whenever ok is
 // true, the full decoder gives the same location (FuzzQuickMsgLocation).
 func QuickMsgLocation(b []byte) (l MsgLocation, ok bool) {
-	if len(b) < 3 || b[0] != etfVersion || b[1] != etfSmallTuple || b[2] != 6 {
+	if len(b) < 3 || b[0] != etf.Version || b[1] != etf.TagSmallTuple || b[2] != 6 {
 		return l, false
 	}
 	p := 3
 	const name = "msg_location"
 	switch {
-	case p+2 <= len(b) && (b[p] == etfSmallAtom || b[p] == etfSmallAtomUTF8) && int(b[p+1]) == len(name):
+	case p+2 <= len(b) && (b[p] == etf.TagSmallAtom || b[p] == etf.TagSmallAtomUTF8) && int(b[p+1]) == len(name):
 		p += 2
-	case p+3 <= len(b) && (b[p] == etfAtom || b[p] == etfAtomUTF8) && b[p+1] == 0 && int(b[p+2]) == len(name):
+	case p+3 <= len(b) && (b[p] == etf.TagAtom || b[p] == etf.TagAtomUTF8) && b[p+1] == 0 && int(b[p+2]) == len(name):
 		p += 3
 	default:
 		return l, false
@@ -221,17 +222,17 @@ func QuickMsgLocation(b []byte) (l MsgLocation, ok bool) {
 		return l, false
 	}
 	p += len(name)
-	if p+5+16 > len(b) || b[p] != etfBinary || binary.BigEndian.Uint32(b[p+1:]) != 16 {
+	if p+5+16 > len(b) || b[p] != etf.TagBinary || binary.BigEndian.Uint32(b[p+1:]) != 16 {
 		return l, false
 	}
 	copy(l.MsgID[:], b[p+5:p+21])
 	p += 21
 	for _, dst := range []*int64{&l.RefCount, &l.File, &l.Offset, &l.TotalSize} {
 		switch {
-		case p+2 <= len(b) && b[p] == etfSmallInteger:
+		case p+2 <= len(b) && b[p] == etf.TagSmallInteger:
 			*dst = int64(b[p+1])
 			p += 2
-		case p+5 <= len(b) && b[p] == etfInteger:
+		case p+5 <= len(b) && b[p] == etf.TagInteger:
 			*dst = int64(int32(binary.BigEndian.Uint32(b[p+1:])))
 			p += 5
 		default:

@@ -13,16 +13,17 @@ import (
 
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // etsFixtures are the clean-shutdown datasets that hold .ets dumps.
 var etsFixtures = []struct {
 	fixture, node string
-	atoms         AtomEncoding
+	atoms         etf.AtomEncoding
 	index, files  int // object counts, from the README / tar listing
 }{
-	{"rabbitmq", "rmqfix@localhost", AtomsLatin1, 176, 29},
-	{"rabbitmq-4.0", "rmq40@localhost", AtomsUTF8, 423, 45},
+	{"rabbitmq", "rmqfix@localhost", etf.AtomsLatin1, 176, 29},
+	{"rabbitmq-4.0", "rmq40@localhost", etf.AtomsUTF8, 423, 45},
 }
 
 func etsStoreDir(t *testing.T, fixture, node string) string {
@@ -138,12 +139,12 @@ func TestETSRoundTrip(t *testing.T) {
 				}
 			}
 			g, _ := ReadETSFile(rebuilt)
-			if reflect.TypeOf(g.Info) != reflect.TypeOf(f.Info) || len(g.Info.(Tuple)) != len(f.Info.(Tuple)) {
+			if reflect.TypeOf(g.Info) != reflect.TypeOf(f.Info) || len(g.Info.(etf.Tuple)) != len(f.Info.(etf.Tuple)) {
 				t.Errorf("%s/%s: built info has another shape", fx.fixture, name)
 			}
-			for i, kv := range f.Info.(Tuple) {
-				if kv.(Tuple)[0] != g.Info.(Tuple)[i].(Tuple)[0] {
-					t.Errorf("%s/%s: info key %d = %v, want %v", fx.fixture, name, i, g.Info.(Tuple)[i].(Tuple)[0], kv.(Tuple)[0])
+			for i, kv := range f.Info.(etf.Tuple) {
+				if kv.(etf.Tuple)[0] != g.Info.(etf.Tuple)[i].(etf.Tuple)[0] {
+					t.Errorf("%s/%s: info key %d = %v, want %v", fx.fixture, name, i, g.Info.(etf.Tuple)[i].(etf.Tuple)[0], kv.(etf.Tuple)[0])
 				}
 			}
 		}
@@ -203,7 +204,7 @@ func FuzzDiskLog(f *testing.F) {
 	}
 	small, _ := EncodeFileSummary([]FileSummary{{File: 1, ValidTotalSize: 10, FileSize: 20}}, ETSEncodeOptions{})
 	f.Add(small)
-	idx, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}}, ETSEncodeOptions{Atoms: AtomsUTF8})
+	idx, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}}, ETSEncodeOptions{Atoms: etf.AtomsUTF8})
 	f.Add(idx)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, fn := range []func([]byte) error{
@@ -222,7 +223,7 @@ func FuzzDiskLog(f *testing.F) {
 
 // etsFuzzSeed re-encodes the dump with its own info tuple and only its
 // first 4 objects (a valid file with every item kind).
-func etsFuzzSeed(b []byte, atoms AtomEncoding) []byte {
+func etsFuzzSeed(b []byte, atoms etf.AtomEncoding) []byte {
 	f, err := ReadETSFile(b)
 	if err != nil {
 		return b
@@ -283,7 +284,7 @@ func TestCheckMsgStoreIndex(t *testing.T) {
 	locs := []MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}, {MsgID: [16]byte{2}, RefCount: 2, File: 4, Offset: 7, TotalSize: 30}}
 	good, _ := EncodeMsgStoreIndex(locs, ETSEncodeOptions{})
 	summary, _ := EncodeFileSummary([]FileSummary{{File: 1, ValidTotalSize: 10, FileSize: 20}}, ETSEncodeOptions{})
-	named, _ := EncodeMsgStoreIndex(locs, ETSEncodeOptions{Info: Tuple{Tuple{Atom("name"), Atom("other_table")}}})
+	named, _ := EncodeMsgStoreIndex(locs, ETSEncodeOptions{Info: etf.Tuple{etf.Tuple{etf.Atom("name"), etf.Atom("other_table")}}})
 	// An index whose second object is a file_summary: the shape error.
 	mixed := append([]byte(nil), good[:8]...)
 	items, _, _ := ReadETSItems(good)
@@ -325,7 +326,7 @@ func FuzzCheckMsgStoreIndex(f *testing.F) {
 		}
 		f.Add(etsFuzzSeed(b, fx.atoms))
 	}
-	idx, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}}, ETSEncodeOptions{Atoms: AtomsUTF8})
+	idx, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, File: 3, TotalSize: 100}}, ETSEncodeOptions{Atoms: etf.AtomsUTF8})
 	f.Add(idx)
 	f.Fuzz(func(t *testing.T, b []byte) { checkSameAsRead(t, b) })
 }
@@ -343,7 +344,7 @@ func TestQuickMsgLocation(t *testing.T) {
 		}
 		quick := 0
 		for _, it := range items[1:] {
-			full, err := DecodeExactTerm(it)
+			full, err := etf.DecodeExactTerm(it)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -384,7 +385,7 @@ func TestQuickMsgLocation(t *testing.T) {
 // FuzzQuickMsgLocation: whatever the quick path accepts, the full decoder
 // decodes to the same location.
 func FuzzQuickMsgLocation(f *testing.F) {
-	one, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{7}, RefCount: 3, File: 300, Offset: 1 << 20, TotalSize: 70}}, ETSEncodeOptions{Atoms: AtomsUTF8})
+	one, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{7}, RefCount: 3, File: 300, Offset: 1 << 20, TotalSize: 70}}, ETSEncodeOptions{Atoms: etf.AtomsUTF8})
 	items, _, _ := ReadETSItems(one)
 	f.Add(items[1])
 	latin, _ := EncodeMsgStoreIndex([]MsgLocation{{MsgID: [16]byte{1}, RefCount: 1, TotalSize: 30}}, ETSEncodeOptions{})
@@ -395,7 +396,7 @@ func FuzzQuickMsgLocation(f *testing.F) {
 		if !ok {
 			return
 		}
-		full, err := DecodeExactTerm(b)
+		full, err := etf.DecodeExactTerm(b)
 		if err != nil {
 			t.Fatalf("quick %+v, full decoder: %v", l, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // Record kinds of a message body term.
@@ -34,7 +35,7 @@ type Message struct {
 	RoutingKeys   []string         // routing keys (mc: the rk annotation, incl. CC/BCC)
 	ID            []byte           // #basic_message.id or the mc id annotation; nil if absent
 	Durable       bool             // is_persistent, or mc: no "d => false" annotation
-	Annotations   Map              // mc annotations as stored; nil for basic_message
+	Annotations   etf.Map          // mc annotations as stored; nil for basic_message
 	Content       *Content         // AMQP 0-9-1 content; nil for other protocols
 	Properties    *BasicProperties // decoded Content.PropertiesBin; nil without Content
 	Payload       []byte           // the message body bytes; nil without Content
@@ -55,7 +56,7 @@ type Content struct {
 // term) and extracts the message. off is the file offset of body[0], used
 // for error offsets.
 func DecodeMessage(body []byte, off int64) (Message, error) {
-	t, n, err := etfDecodeAt(body, off, true)
+	t, n, err := etf.DecodeAt(body, off)
 	if err != nil {
 		return Message{}, err
 	}
@@ -77,7 +78,7 @@ func DecodeMessage(body []byte, off int64) (Message, error) {
 // MessageFromTerm extracts the message from an already decoded body term.
 // Errors are *format.CorruptError with Offset 0 (for properties errors: the
 // offset inside PropertiesBin).
-func MessageFromTerm(t Term) (Message, error) {
+func MessageFromTerm(t etf.Term) (Message, error) {
 	m, field, perr := messageFromTerm(t)
 	if field != "" {
 		return m, format.Corrupt(0, field, format.ErrInvalid)
@@ -89,14 +90,14 @@ func MessageFromTerm(t Term) (Message, error) {
 }
 
 // messageFromTerm returns the failing field name, or a properties error.
-func messageFromTerm(t Term) (m Message, field string, perr *format.CorruptError) {
-	tup, ok := t.(Tuple)
+func messageFromTerm(t etf.Term) (m Message, field string, perr *format.CorruptError) {
+	tup, ok := t.(etf.Tuple)
 	if !ok || len(tup) == 0 {
 		return m, "record", nil
 	}
-	var content Term
+	var content etf.Term
 	switch tup[0] {
-	case Atom(RecordBasicMessage):
+	case etf.Atom(RecordBasicMessage):
 		if len(tup) != 6 {
 			return m, "basic_message", nil
 		}
@@ -108,17 +109,17 @@ func messageFromTerm(t Term) (m Message, field string, perr *format.CorruptError
 			return m, "routing_keys", nil
 		}
 		content = tup[3]
-		if id, isBin := tup[4].(Binary); isBin {
+		if id, isBin := tup[4].(etf.Binary); isBin {
 			m.ID = id
 		}
-		m.Durable = tup[5] == Atom("true")
-	case Atom(RecordMC):
+		m.Durable = tup[5] == etf.Atom("true")
+	case etf.Atom(RecordMC):
 		if len(tup) != 4 {
 			return m, "mc", nil
 		}
 		m.Record = RecordMC
-		proto, isAtom := tup[1].(Atom)
-		anns, isMap := tup[3].(Map)
+		proto, isAtom := tup[1].(etf.Atom)
+		anns, isMap := tup[3].(etf.Map)
 		if !isAtom || !isMap {
 			return m, "mc", nil
 		}
@@ -156,45 +157,45 @@ func (m *Message) fromAnnotations() string {
 	m.Durable = true
 	for _, e := range m.Annotations {
 		switch e.Key {
-		case Atom("x"):
-			b, ok := e.Value.(Binary)
+		case etf.Atom("x"):
+			b, ok := e.Value.(etf.Binary)
 			if !ok {
 				return "annotations.x"
 			}
 			m.Exchange = string(b)
-		case Atom("rk"):
+		case etf.Atom("rk"):
 			rk, ok := messageStrings(e.Value)
 			if !ok {
 				return "annotations.rk"
 			}
 			m.RoutingKeys = rk
-		case Atom("id"):
-			if b, ok := e.Value.(Binary); ok {
+		case etf.Atom("id"):
+			if b, ok := e.Value.(etf.Binary); ok {
 				m.ID = b
 			}
-		case Atom("d"):
-			m.Durable = e.Value != Atom("false")
+		case etf.Atom("d"):
+			m.Durable = e.Value != etf.Atom("false")
 		}
 	}
 	return ""
 }
 
 // messageContent reads a #content{} record.
-func messageContent(t Term) (*Content, string) {
-	tup, ok := t.(Tuple)
-	if !ok || len(tup) != 6 || tup[0] != Atom("content") {
+func messageContent(t etf.Term) (*Content, string) {
+	tup, ok := t.(etf.Tuple)
+	if !ok || len(tup) != 6 || tup[0] != etf.Atom("content") {
 		return nil, "content"
 	}
 	c := &Content{}
 	if c.ClassID, ok = tup[1].(int64); !ok {
 		return nil, "content.class_id"
 	}
-	if pb, ok := tup[3].(Binary); ok {
+	if pb, ok := tup[3].(etf.Binary); ok {
 		c.PropertiesBin = pb
 	} else {
 		return nil, "content.properties_bin"
 	}
-	if p, ok := tup[4].(Atom); ok {
+	if p, ok := tup[4].(etf.Atom); ok {
 		c.Protocol = string(p)
 	}
 	frags, ok := messageList(tup[5])
@@ -202,7 +203,7 @@ func messageContent(t Term) (*Content, string) {
 		return nil, "content.payload_fragments_rev"
 	}
 	for _, f := range frags {
-		b, ok := f.(Binary)
+		b, ok := f.(etf.Binary)
 		if !ok {
 			return nil, "content.payload_fragments_rev"
 		}
@@ -213,17 +214,17 @@ func messageContent(t Term) (*Content, string) {
 
 // messageList returns the elements of a proper list ([] or List with a
 // Nil tail). STRING_EXT lists are returned as small integers.
-func messageList(t Term) ([]Term, bool) {
+func messageList(t etf.Term) ([]etf.Term, bool) {
 	switch v := t.(type) {
-	case Nil:
+	case etf.Nil:
 		return nil, true
-	case List:
-		if _, ok := v.Tail.(Nil); !ok {
+	case etf.List:
+		if _, ok := v.Tail.(etf.Nil); !ok {
 			return nil, false
 		}
 		return v.Elems, true
-	case String:
-		out := make([]Term, len(v))
+	case etf.String:
+		out := make([]etf.Term, len(v))
 		for i, c := range v {
 			out[i] = int64(c)
 		}
@@ -233,14 +234,14 @@ func messageList(t Term) ([]Term, bool) {
 }
 
 // messageStrings reads a proper list of binaries.
-func messageStrings(t Term) ([]string, bool) {
+func messageStrings(t etf.Term) ([]string, bool) {
 	elems, ok := messageList(t)
 	if !ok {
 		return nil, false
 	}
 	out := make([]string, 0, len(elems))
 	for _, e := range elems {
-		b, ok := e.(Binary)
+		b, ok := e.(etf.Binary)
 		if !ok {
 			return nil, false
 		}
@@ -250,12 +251,12 @@ func messageStrings(t Term) ([]string, bool) {
 }
 
 // messageResourceName reads #resource{virtual_host, kind, name}.
-func messageResourceName(t Term) (string, bool) {
-	tup, ok := t.(Tuple)
-	if !ok || len(tup) != 4 || tup[0] != Atom("resource") {
+func messageResourceName(t etf.Term) (string, bool) {
+	tup, ok := t.(etf.Tuple)
+	if !ok || len(tup) != 4 || tup[0] != etf.Atom("resource") {
 		return "", false
 	}
-	b, ok := tup[3].(Binary)
+	b, ok := tup[3].(etf.Binary)
 	return string(b), ok
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // msgDecoded is one line of results/*/scan-decoded.jsonl (3.10 and 4.0).
@@ -214,9 +215,9 @@ func msgBinJSON(b []byte) any {
 }
 
 // msgTermJSON renders a term the way expected.jsonl does.
-func msgTermJSON(t Term) any {
+func msgTermJSON(t etf.Term) any {
 	switch v := t.(type) {
-	case Atom:
+	case etf.Atom:
 		switch v {
 		case "undefined":
 			return nil
@@ -226,34 +227,34 @@ func msgTermJSON(t Term) any {
 			return false
 		}
 		return map[string]string{"atom": string(v)}
-	case Binary:
+	case etf.Binary:
 		return msgBinJSON(v)
 	case int64:
 		return v
 	case float64:
 		return v
-	case Nil:
+	case etf.Nil:
 		return []any{}
-	case List:
+	case etf.List:
 		out := []any{}
 		for _, e := range v.Elems {
 			out = append(out, msgTermJSON(e))
 		}
 		return out
-	case Tuple:
+	case etf.Tuple:
 		out := []any{}
 		for _, e := range v {
 			out = append(out, msgTermJSON(e))
 		}
 		return map[string]any{"tuple": out}
-	case Map:
+	case etf.Map:
 		out := map[string]any{}
 		for _, e := range v {
 			var k string
 			switch kk := e.Key.(type) {
-			case Atom:
+			case etf.Atom:
 				k = string(kk)
-			case Binary:
+			case etf.Binary:
 				k = string(kk)
 			default:
 				k = fmt.Sprint(kk)
@@ -352,7 +353,7 @@ func TestDecodeMessageErrors(t *testing.T) {
 }
 
 func FuzzMessage(f *testing.F) {
-	for name, b := range etfTestBlobs(f) {
+	for name, b := range mcTestBlobs(f) {
 		if strings.HasPrefix(name, "blobs/4.1.8") && len(b) < 8192 {
 			f.Add(b)
 		}
@@ -370,4 +371,25 @@ func FuzzMessage(f *testing.F) {
 			t.Fatalf("payload %d longer than body %d", m.PayloadSize, len(b))
 		}
 	})
+}
+
+// mcTestBlobs returns every term_to_binary blob of the rabbitmq-mc fixture
+// (OTP 27 and OTP 25 encoders, 3.13.7 and 4.1.8).
+func mcTestBlobs(t testing.TB) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, dir := range []string{"blobs/3.13.7", "blobs/4.1.8", "alt-otp25/blobs/3.13.7", "alt-otp25/blobs/4.1.8"} {
+		paths, err := filepath.Glob(testutil.Testdata("rabbitmq-mc", dir, "*.bin"))
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("no blobs in %s: %v", dir, err)
+		}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[dir+"/"+filepath.Base(p)] = b
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"hash/crc32"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // Sizes and magic of .qs files.
@@ -138,7 +139,7 @@ var errQSNoFile = errors.New("no .qs file for this segment")
 // of its first term when only zero bytes follow, else b unchanged (no
 // complete term, or non-zero bytes after it).
 func TrimQSPadding(b []byte) []byte {
-	n, err := SkipTerm(b)
+	n, err := etf.SkipTerm(b)
 	if err != nil || n <= 0 || n > len(b) || !qiAllZero(b[n:]) {
 		return b
 	}

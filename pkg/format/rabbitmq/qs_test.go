@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // qxQSSlots returns the (StoreOffset, StoreSize) of every type-2 slot of a
@@ -172,7 +173,7 @@ func FuzzTrimQSPadding(f *testing.F) {
 		if !qiAllZero(b[len(p):]) {
 			t.Fatalf("cut non-zero bytes %x", b[len(p):])
 		}
-		if n, err := SkipTerm(b); err != nil || n != len(p) {
+		if n, err := etf.SkipTerm(b); err != nil || n != len(p) {
 			t.Fatalf("cut at %d, term ends at %d (%v)", len(p), n, err)
 		}
 	})

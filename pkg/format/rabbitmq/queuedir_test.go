@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 type qxDump struct {
@@ -27,7 +28,7 @@ type qxDecoded struct {
 // message-id and store id. A .qs blob may carry zero padding after the
 // term (§5.2), so only the first term is decoded.
 func qxEmbeddedMessage(body []byte) (amqpID string, storeID string, err error) {
-	n, err := SkipTerm(body)
+	n, err := etf.SkipTerm(body)
 	if err != nil {
 		return "", "", err
 	}

@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 )
 
 // Framing constants of an .rdq record.
@@ -85,7 +86,7 @@ func DecodeEntry(b []byte, off int64, maxSize uint64) (Entry, error) {
 // limits). Errors carry absolute file offsets.
 func (e *Entry) CheckBody() error {
 	base := e.Offset + RDQHeaderLen
-	_, n, err := etfDecodeAt(e.Body, base, false)
+	n, err := etf.SkipAt(e.Body, base)
 	if err != nil {
 		return err
 	}
@@ -162,9 +163,9 @@ func CheckCandidate(b []byte, pos int, base int64) Candidate {
 		c.Evidence |= EvMarker
 	}
 	body := rest[RDQHeaderLen:end]
-	if len(body) > 0 && body[0] == etfVersion {
+	if len(body) > 0 && body[0] == etf.Version {
 		c.Evidence |= EvETFMagic
-		if IsExactTerm(body) {
+		if etf.IsExactTerm(body) {
 			c.Evidence |= EvExactTerm
 		}
 	}

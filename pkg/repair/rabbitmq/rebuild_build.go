@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -91,9 +93,9 @@ func rbBuild(root, vhostDir, brokerVersion string, v *rscan.VHostScan) (*rbBuilt
 	oldLocs, oldSums := rbTyped(&exIdx, &exSum)
 	legacy, why := rbLegacyStyle(exSum, oldSums, brokerVersion, v)
 	out.notes = append(out.notes, why)
-	enc := rfmt.ETSEncodeOptions{Node: rbNode(root, exIdx, exSum), Atoms: rfmt.AtomsUTF8}
+	enc := rfmt.ETSEncodeOptions{Node: rbNode(root, exIdx, exSum), Atoms: etf.AtomsUTF8}
 	if legacy {
-		enc.Atoms = rfmt.AtomsLatin1
+		enc.Atoms = etf.AtomsLatin1
 	}
 	if a, ok := rbAtoms(exIdx, exSum); ok {
 		enc.Atoms = a
@@ -194,7 +196,7 @@ func rbObjects(v *rscan.VHostScan, legacy bool) ([]rfmt.MsgLocation, []rfmt.File
 			notes = append(notes, fmt.Sprintf("%s, the current file, has %d bytes after its last record (%s): its summary says %d bytes, and a clean start truncates it there", f.Path, f.Size-f.ValidEnd, f.End, f.ValidEnd))
 		}
 		if legacy {
-			s.Left, s.Right, s.Readers = rfmt.Atom("undefined"), rfmt.Atom("undefined"), int64(0)
+			s.Left, s.Right, s.Readers = etf.Atom("undefined"), etf.Atom("undefined"), int64(0)
 			if i > 0 {
 				s.Left = files[i-1].Number
 			}
@@ -273,13 +275,13 @@ func rbVersion(s string) (maj, min int, ok bool) {
 
 // rbAtoms finds the atom encoding of a readable existing dump: the one
 // that re-encodes its info item byte for byte.
-func rbAtoms(exs ...rbExisting) (rfmt.AtomEncoding, bool) {
+func rbAtoms(exs ...rbExisting) (etf.AtomEncoding, bool) {
 	for _, e := range exs {
 		if e.file == nil {
 			continue
 		}
-		for _, a := range []rfmt.AtomEncoding{rfmt.AtomsLatin1, rfmt.AtomsUTF8} {
-			if b, err := rfmt.EncodeTerm(e.file.Info, a); err == nil && bytes.Equal(b, e.file.InfoRaw) {
+		for _, a := range []etf.AtomEncoding{etf.AtomsLatin1, etf.AtomsUTF8} {
+			if b, err := etf.EncodeTerm(e.file.Info, a); err == nil && bytes.Equal(b, e.file.InfoRaw) {
 				return a, true
 			}
 		}
@@ -292,7 +294,7 @@ func rbAtoms(exs ...rbExisting) (rfmt.AtomEncoding, bool) {
 func rbNode(root string, exs ...rbExisting) string {
 	for _, e := range exs {
 		if e.file != nil {
-			if n, ok := e.file.InfoValue("node").(rfmt.Atom); ok && n != "" {
+			if n, ok := e.file.InfoValue("node").(etf.Atom); ok && n != "" {
 				return string(n)
 			}
 		}

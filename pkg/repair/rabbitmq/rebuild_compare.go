@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -118,9 +120,9 @@ func rbSameSummary(a, b rfmt.FileSummary) bool {
 }
 
 // rbTerm maps nil to undefined, as the encoder writes it.
-func rbTerm(t rfmt.Term) rfmt.Term {
+func rbTerm(t etf.Term) etf.Term {
 	if t == nil {
-		return rfmt.Atom("undefined")
+		return etf.Atom("undefined")
 	}
 	return t
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	"github.com/storectl/storectl/internal/testutil"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -69,9 +71,9 @@ func rbErlLoad(t *testing.T, escript string, files ...string) (heads []string, o
 }
 
 // rbW formats a summary's unused field as ~w would.
-func rbW(t rfmt.Term) string {
+func rbW(t etf.Term) string {
 	switch v := rbTerm(t).(type) {
-	case rfmt.Atom:
+	case etf.Atom:
 		return string(v)
 	default:
 		return fmt.Sprint(v)

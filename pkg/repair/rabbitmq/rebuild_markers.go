@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
@@ -53,7 +55,7 @@ func rbCheckMarkers(store string, v *rscan.VHostScan, vr *RebuildVHost) (string,
 	var why []string
 	hasRefs := false
 	for _, t := range cd.Terms {
-		if kv, ok := t.(rfmt.Tuple); ok && len(kv) == 2 && kv[0] == rfmt.Atom("client_refs") {
+		if kv, ok := t.(etf.Tuple); ok && len(kv) == 2 && kv[0] == etf.Atom("client_refs") {
 			hasRefs = true
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	"github.com/storectl/storectl/internal/testutil"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/repair"
@@ -210,9 +212,9 @@ func TestRebuildRestoresChangedObject(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o := rfmt.ETSEncodeOptions{Info: f.Info, Atoms: rfmt.AtomsLatin1}
+			o := rfmt.ETSEncodeOptions{Info: f.Info, Atoms: etf.AtomsLatin1}
 			if fx != "rabbitmq" {
-				o.Atoms = rfmt.AtomsUTF8
+				o.Atoms = etf.AtomsUTF8
 			}
 			var damaged []byte
 			if name == rbIndexFile {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -174,7 +176,7 @@ func TestFirstCopiesWalkEachFileOnce(t *testing.T) {
 			}
 		}
 		sums = append(sums, rfmt.FileSummary{File: f.Number, ValidTotalSize: valid, FileSize: f.Size,
-			Left: rfmt.Atom("undefined"), Right: rfmt.Atom("undefined"), Readers: rfmt.Atom("undefined")})
+			Left: etf.Atom("undefined"), Right: etf.Atom("undefined"), Readers: etf.Atom("undefined")})
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(locs), func(i, j int) { locs[i], locs[j] = locs[j], locs[i] })

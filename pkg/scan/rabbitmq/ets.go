@@ -12,6 +12,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -44,28 +46,28 @@ type FileSummary struct {
 }
 
 // etsObjects decodes every object (items after the info item) of a dump.
-func etsObjects(b []byte) ([]rfmt.Tuple, error) {
-	var out []rfmt.Tuple
-	err := etsEachObject(b, func(t rfmt.Tuple, _ int64) { out = append(out, t) })
+func etsObjects(b []byte) ([]etf.Tuple, error) {
+	var out []etf.Tuple
+	err := etsEachObject(b, func(t etf.Tuple, _ int64) { out = append(out, t) })
 	return out, err
 }
 
 // etsEachObject calls fn for every object of a dump that decodes to a
 // tuple, with the offset of its first ETF byte, in order, up to the first
 // item that does not decode (the error).
-func etsEachObject(b []byte, fn func(rfmt.Tuple, int64)) error {
+func etsEachObject(b []byte, fn func(etf.Tuple, int64)) error {
 	return etsEachItem(b, objectsTo(fn))
 }
 
 // objectsTo is etsEachObject's item callback: it decodes an item and hands
 // the objects (tuples after the info item) to fn.
-func objectsTo(fn func(rfmt.Tuple, int64)) func(raw []byte, q int64, item int) error {
+func objectsTo(fn func(etf.Tuple, int64)) func(raw []byte, q int64, item int) error {
 	return func(raw []byte, q int64, item int) error {
-		t, err := rfmt.DecodeExactTerm(raw)
+		t, err := etf.DecodeExactTerm(raw)
 		if err != nil {
 			return format.Corrupt(q, "item", fmt.Errorf("%w: %v", format.ErrInvalid, err))
 		}
-		if tup, ok := t.(rfmt.Tuple); ok && item > 0 {
+		if tup, ok := t.(etf.Tuple); ok && item > 0 {
 			fn(tup, q)
 		}
 		return nil
@@ -104,7 +106,7 @@ func etsEachItem(b []byte, fn func(raw []byte, q int64, item int) error) error {
 	return nil
 }
 
-func etsInt(t rfmt.Term) (int64, bool) {
+func etsInt(t etf.Term) (int64, bool) {
 	v, ok := t.(int64)
 	return v, ok
 }
@@ -122,11 +124,11 @@ func ParseIndexETS(b []byte) ([]IndexEntry, error) {
 // of the object's ETF bytes. Objects of the usual shape are decoded
 // without building terms (rfmt.QuickMsgLocation).
 func eachIndexEntry(b []byte, fn func(IndexEntry, int64)) error {
-	full := objectsTo(func(o rfmt.Tuple, etsOff int64) {
-		if len(o) != 6 || o[0] != rfmt.Atom("msg_location") {
+	full := objectsTo(func(o etf.Tuple, etsOff int64) {
+		if len(o) != 6 || o[0] != etf.Atom("msg_location") {
 			return
 		}
-		id, ok := o[1].(rfmt.Binary)
+		id, ok := o[1].(etf.Binary)
 		rc, ok2 := etsInt(o[2])
 		f, ok3 := etsInt(o[3])
 		off, ok4 := etsInt(o[4])
@@ -154,7 +156,7 @@ func ParseFileSummaryETS(b []byte) ([]FileSummary, error) {
 	objs, err := etsObjects(b)
 	var out []FileSummary
 	for _, o := range objs {
-		if len(o) != 8 || o[0] != rfmt.Atom("file_summary") {
+		if len(o) != 8 || o[0] != etf.Atom("file_summary") {
 			continue
 		}
 		f, ok := etsInt(o[1])

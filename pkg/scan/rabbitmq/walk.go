@@ -12,6 +12,8 @@ package rabbitmq
 import (
 	"encoding/binary"
 
+	"github.com/storectl/storectl/pkg/format/etf"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -35,7 +37,7 @@ func walk(b []byte, fs *FileScan) {
 			if b[p+rfmt.RDQHeaderLen] == 0x83 {
 				body := b[p+rfmt.RDQHeaderLen : end]
 				if b[end] == rfmt.RDQWriteOK {
-					if rfmt.IsExactTerm(body) {
+					if etf.IsExactTerm(body) {
 						if gapStart < p {
 							fs.Gaps = append(fs.Gaps, mkGap(b, gapStart, p))
 						}
@@ -48,7 +50,7 @@ func walk(b []byte, fs *FileScan) {
 						gapStart = p
 						continue
 					}
-				} else if rfmt.IsExactTerm(body) {
+				} else if etf.IsExactTerm(body) {
 					fs.BadMarkers = append(fs.BadMarkers, int64(p))
 				}
 			}
@@ -97,7 +99,7 @@ func hasRecordInside(b []byte, from, to int) bool {
 			continue
 		}
 		end := p + rfmt.RDQSizeFieldLen + int(size)
-		if b[end] == rfmt.RDQWriteOK && b[p+rfmt.RDQHeaderLen] == 0x83 && rfmt.IsExactTerm(b[p+rfmt.RDQHeaderLen:end]) {
+		if b[end] == rfmt.RDQWriteOK && b[p+rfmt.RDQHeaderLen] == 0x83 && etf.IsExactTerm(b[p+rfmt.RDQHeaderLen:end]) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package rabbitmq
+package etf
 
 // ETF encoder for the term types of etf.go, choosing the encodings
 // term_to_binary/1 chooses, so that re-encoded files are byte-compatible
@@ -28,52 +28,52 @@ const (
 // are STRING_EXT, lists LIST_EXT; term_to_binary writes a list of small
 // integers as STRING_EXT, which callers get by passing a String.
 func EncodeTerm(t Term, atoms AtomEncoding) ([]byte, error) {
-	return etfAppend([]byte{etfVersion}, t, atoms, 0)
+	return appendTerm([]byte{Version}, t, atoms, 0)
 }
 
-func etfAppend(b []byte, t Term, atoms AtomEncoding, depth int) ([]byte, error) {
+func appendTerm(b []byte, t Term, atoms AtomEncoding, depth int) ([]byte, error) {
 	if depth > MaxTermDepth {
 		return nil, fmt.Errorf("etf encode: nesting deeper than %d", MaxTermDepth)
 	}
 	var err error
 	switch v := t.(type) {
 	case Atom:
-		return etfAppendAtom(b, string(v), atoms)
+		return AppendAtom(b, string(v), atoms)
 	case int64:
 		switch {
 		case v >= 0 && v <= 255:
-			return append(b, etfSmallInteger, byte(v)), nil
+			return append(b, TagSmallInteger, byte(v)), nil
 		case v >= math.MinInt32 && v <= math.MaxInt32:
-			return binary.BigEndian.AppendUint32(append(b, etfInteger), uint32(int32(v))), nil
+			return binary.BigEndian.AppendUint32(append(b, TagInteger), uint32(int32(v))), nil
 		}
-		return etfAppendBig(b, big.NewInt(v)), nil
+		return appendBig(b, big.NewInt(v)), nil
 	case int:
-		return etfAppend(b, int64(v), atoms, depth)
+		return appendTerm(b, int64(v), atoms, depth)
 	case *big.Int:
 		if v.IsInt64() {
-			return etfAppend(b, v.Int64(), atoms, depth)
+			return appendTerm(b, v.Int64(), atoms, depth)
 		}
-		return etfAppendBig(b, v), nil
+		return appendBig(b, v), nil
 	case float64:
-		return binary.BigEndian.AppendUint64(append(b, etfNewFloat), math.Float64bits(v)), nil
+		return binary.BigEndian.AppendUint64(append(b, TagNewFloat), math.Float64bits(v)), nil
 	case Binary:
-		b = binary.BigEndian.AppendUint32(append(b, etfBinary), uint32(len(v)))
+		b = binary.BigEndian.AppendUint32(append(b, TagBinary), uint32(len(v)))
 		return append(b, v...), nil
 	case BitBinary:
-		b = binary.BigEndian.AppendUint32(append(b, etfBitBinary), uint32(len(v.Bytes)))
+		b = binary.BigEndian.AppendUint32(append(b, TagBitBinary), uint32(len(v.Bytes)))
 		return append(append(b, v.Bits), v.Bytes...), nil
 	case String:
 		if len(v) > math.MaxUint16 {
 			return nil, fmt.Errorf("etf encode: STRING_EXT of %d bytes", len(v))
 		}
-		b = binary.BigEndian.AppendUint16(append(b, etfString), uint16(len(v)))
+		b = binary.BigEndian.AppendUint16(append(b, TagString), uint16(len(v)))
 		return append(b, v...), nil
 	case Nil:
-		return append(b, etfNil), nil
+		return append(b, TagNil), nil
 	case List:
-		b = binary.BigEndian.AppendUint32(append(b, etfList), uint32(len(v.Elems)))
+		b = binary.BigEndian.AppendUint32(append(b, TagList), uint32(len(v.Elems)))
 		for _, e := range v.Elems {
-			if b, err = etfAppend(b, e, atoms, depth+1); err != nil {
+			if b, err = appendTerm(b, e, atoms, depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -81,26 +81,26 @@ func etfAppend(b []byte, t Term, atoms AtomEncoding, depth int) ([]byte, error) 
 		if tail == nil {
 			tail = Nil{}
 		}
-		return etfAppend(b, tail, atoms, depth+1)
+		return appendTerm(b, tail, atoms, depth+1)
 	case Tuple:
 		if len(v) <= 255 {
-			b = append(b, etfSmallTuple, byte(len(v)))
+			b = append(b, TagSmallTuple, byte(len(v)))
 		} else {
-			b = binary.BigEndian.AppendUint32(append(b, etfLargeTuple), uint32(len(v)))
+			b = binary.BigEndian.AppendUint32(append(b, TagLargeTuple), uint32(len(v)))
 		}
 		for _, e := range v {
-			if b, err = etfAppend(b, e, atoms, depth+1); err != nil {
+			if b, err = appendTerm(b, e, atoms, depth+1); err != nil {
 				return nil, err
 			}
 		}
 		return b, nil
 	case Map:
-		b = binary.BigEndian.AppendUint32(append(b, etfMap), uint32(len(v)))
+		b = binary.BigEndian.AppendUint32(append(b, TagMap), uint32(len(v)))
 		for _, e := range v {
-			if b, err = etfAppend(b, e.Key, atoms, depth+1); err != nil {
+			if b, err = appendTerm(b, e.Key, atoms, depth+1); err != nil {
 				return nil, err
 			}
-			if b, err = etfAppend(b, e.Value, atoms, depth+1); err != nil {
+			if b, err = appendTerm(b, e.Value, atoms, depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -111,8 +111,8 @@ func etfAppend(b []byte, t Term, atoms AtomEncoding, depth int) ([]byte, error) 
 	return nil, fmt.Errorf("etf encode: unsupported Go type %T", t)
 }
 
-func etfAppendAtom(b []byte, s string, atoms AtomEncoding) ([]byte, error) {
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > etfMaxAtomChars {
+func AppendAtom(b []byte, s string, atoms AtomEncoding) ([]byte, error) {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxAtomChars {
 		return nil, fmt.Errorf("etf encode: invalid atom %q", s)
 	}
 	if atoms == AtomsLatin1 {
@@ -125,24 +125,24 @@ func etfAppendAtom(b []byte, s string, atoms AtomEncoding) ([]byte, error) {
 			latin = append(latin, byte(r))
 		}
 		if latin != nil || s == "" {
-			b = binary.BigEndian.AppendUint16(append(b, etfAtom), uint16(len(latin)))
+			b = binary.BigEndian.AppendUint16(append(b, TagAtom), uint16(len(latin)))
 			return append(b, latin...), nil
 		}
 	}
 	if len(s) <= 255 {
-		return append(append(b, etfSmallAtomUTF8, byte(len(s))), s...), nil
+		return append(append(b, TagSmallAtomUTF8, byte(len(s))), s...), nil
 	}
-	b = binary.BigEndian.AppendUint16(append(b, etfAtomUTF8), uint16(len(s)))
+	b = binary.BigEndian.AppendUint16(append(b, TagAtomUTF8), uint16(len(s)))
 	return append(b, s...), nil
 }
 
-// etfAppendBig writes SMALL_BIG_EXT (≤255 digit bytes) or LARGE_BIG_EXT.
-func etfAppendBig(b []byte, v *big.Int) []byte {
+// appendBig writes SMALL_BIG_EXT (≤255 digit bytes) or LARGE_BIG_EXT.
+func appendBig(b []byte, v *big.Int) []byte {
 	mag := v.Bytes() // big-endian magnitude
 	if len(mag) <= 255 {
-		b = append(b, etfSmallBig, byte(len(mag)))
+		b = append(b, TagSmallBig, byte(len(mag)))
 	} else {
-		b = binary.BigEndian.AppendUint32(append(b, etfLargeBig), uint32(len(mag)))
+		b = binary.BigEndian.AppendUint32(append(b, TagLargeBig), uint32(len(mag)))
 	}
 	sign := byte(0)
 	if v.Sign() < 0 {

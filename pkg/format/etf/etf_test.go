@@ -1,4 +1,4 @@
-package rabbitmq
+package etf
 
 import (
 	"errors"
@@ -12,9 +12,9 @@ import (
 	"github.com/storectl/storectl/pkg/format"
 )
 
-// etfTestBlobs returns every term_to_binary blob of the rabbitmq-mc fixture
+// testBlobs returns every term_to_binary blob of the rabbitmq-mc fixture
 // (OTP 27 and OTP 25 encoders, 3.13.7 and 4.1.8).
-func etfTestBlobs(t testing.TB) map[string][]byte {
+func testBlobs(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, dir := range []string{"blobs/3.13.7", "blobs/4.1.8", "alt-otp25/blobs/3.13.7", "alt-otp25/blobs/4.1.8"} {
@@ -34,7 +34,7 @@ func etfTestBlobs(t testing.TB) map[string][]byte {
 }
 
 func TestETFFixtureBlobs(t *testing.T) {
-	blobs := etfTestBlobs(t)
+	blobs := testBlobs(t)
 	for name, b := range blobs {
 		term, err := DecodeExactTerm(b)
 		if err != nil {
@@ -170,7 +170,7 @@ func TestSkipTermAllocs(t *testing.T) {
 }
 
 func FuzzETF(f *testing.F) {
-	for _, b := range etfTestBlobs(f) {
+	for _, b := range testBlobs(f) {
 		if len(b) < 4096 {
 			f.Add(b)
 		}

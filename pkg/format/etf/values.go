@@ -1,4 +1,4 @@
-package rabbitmq
+package etf
 
 // Value decoders for the ETF walker in etf.go: numbers, atoms, bitstrings,
 // containers and the opaque pid/port/reference/fun encodings.
@@ -13,7 +13,7 @@ import (
 )
 
 // big reads the sign byte and n little-endian digit bytes of a bignum.
-func (d *etfDecoder) big(n int) Term {
+func (d *decoder) big(n int) Term {
 	sign := int(d.U8("bigSign"))
 	digits := d.Take("bigDigits", n)
 	if d.Failed() {
@@ -51,10 +51,10 @@ func (d *etfDecoder) big(n int) Term {
 
 // float reads NEW_FLOAT_EXT (IEEE 754 binary64) or the old FLOAT_EXT, a
 // 31-byte NUL-padded "%.20e" string. Erlang floats are always finite.
-func (d *etfDecoder) float(tag int) Term {
+func (d *decoder) float(tag int) Term {
 	at := d.Off
 	var v float64
-	if tag == etfNewFloat {
+	if tag == TagNewFloat {
 		p := d.Take("float", 8)
 		if d.Failed() {
 			return nil
@@ -93,9 +93,9 @@ func (d *etfDecoder) float(tag int) Term {
 // atom reads any of the four atom encodings. Latin-1 atoms are converted
 // to UTF-8; UTF-8 atoms must be valid and at most 255 characters, as
 // binary_to_term requires.
-func (d *etfDecoder) atom(at, tag int) Term {
+func (d *decoder) atom(at, tag int) Term {
 	var n int
-	if tag == etfSmallAtom || tag == etfSmallAtomUTF8 {
+	if tag == TagSmallAtom || tag == TagSmallAtomUTF8 {
 		n = int(d.U8("atomLength"))
 	} else {
 		n = int(d.U16("atomLength"))
@@ -104,16 +104,16 @@ func (d *etfDecoder) atom(at, tag int) Term {
 	if d.Failed() {
 		return nil
 	}
-	latin1 := tag == etfAtom || tag == etfSmallAtom
+	latin1 := tag == TagAtom || tag == TagSmallAtom
 	if latin1 {
-		if n > etfMaxAtomChars {
+		if n > maxAtomChars {
 			d.FailAt(at, "atomLength", format.ErrTooLarge)
 			return nil
 		}
 	} else if !utf8.Valid(p) {
 		d.FailAt(at+1, "atom", format.ErrInvalid)
 		return nil
-	} else if n > etfMaxAtomChars && utf8.RuneCount(p) > etfMaxAtomChars { // runes ≤ bytes
+	} else if n > maxAtomChars && utf8.RuneCount(p) > maxAtomChars { // runes ≤ bytes
 		d.FailAt(at, "atomLength", format.ErrTooLarge)
 		return nil
 	}
@@ -132,7 +132,7 @@ func (d *etfDecoder) atom(at, tag int) Term {
 
 // bitBinary reads BIT_BINARY_EXT: Len:32, Bits:8, Len bytes. Bits is the
 // number of used bits in the last byte: 1..8, and 0 only when Len is 0.
-func (d *etfDecoder) bitBinary() Term {
+func (d *decoder) bitBinary() Term {
 	n := d.count("binaryLength", 1)
 	at := d.Off
 	bits := int(d.U8("bits"))
@@ -152,7 +152,7 @@ func (d *etfDecoder) bitBinary() Term {
 
 // list reads LIST_EXT: Length:32, Length elements, then the tail term.
 // A length of 0 decodes as the tail itself, as binary_to_term does.
-func (d *etfDecoder) list(depth int) Term {
+func (d *decoder) list(depth int) Term {
 	n := d.count("listLength", 1)
 	var elems []Term
 	if d.build && !d.Failed() {
@@ -175,7 +175,7 @@ func (d *etfDecoder) list(depth int) Term {
 }
 
 // tuple reads n elements; n was already checked against the input.
-func (d *etfDecoder) tuple(depth, n int) Term {
+func (d *decoder) tuple(depth, n int) Term {
 	var elems Tuple
 	if d.build && !d.Failed() {
 		elems = make(Tuple, 0, n)
@@ -194,7 +194,7 @@ func (d *etfDecoder) tuple(depth, n int) Term {
 
 // mapTerm reads MAP_EXT: Arity:32, then Arity key/value pairs (each at
 // least 2 bytes). Duplicate keys are not checked.
-func (d *etfDecoder) mapTerm(depth int) Term {
+func (d *decoder) mapTerm(depth int) Term {
 	n := d.count("mapArity", 2)
 	var m Map
 	if d.build && !d.Failed() {
@@ -214,14 +214,14 @@ func (d *etfDecoder) mapTerm(depth int) Term {
 }
 
 // node reads the node-name atom of a pid, port or reference.
-func (d *etfDecoder) node() {
+func (d *decoder) node() {
 	if d.Failed() {
 		return
 	}
 	at := d.Off
 	tag := int(d.U8("node"))
 	switch tag {
-	case etfAtom, etfSmallAtom, etfAtomUTF8, etfSmallAtomUTF8:
+	case TagAtom, TagSmallAtom, TagAtomUTF8, TagSmallAtomUTF8:
 		build := d.build
 		d.build = false
 		d.atom(at, tag)
@@ -231,42 +231,42 @@ func (d *etfDecoder) node() {
 	}
 }
 
-// etfMaxRefWords bounds reference ID words; OTP writes at most 5.
-const etfMaxRefWords = 5
+// maxRefWords bounds reference ID words; OTP writes at most 5.
+const maxRefWords = 5
 
 // opaque validates the framing of pids, ports, references, exports and
 // new funs and returns them as raw bytes; anything else is an error.
-func (d *etfDecoder) opaque(at, tag int) Term {
+func (d *decoder) opaque(at, tag int) Term {
 	switch tag {
-	case etfPid, etfNewPid, etfPort, etfNewPort, etfV4Port, etfReference:
+	case TagPid, TagNewPid, TagPort, TagNewPort, TagV4Port, TagReference:
 		d.node()
-		d.Take("id", etfOpaqueFixed(tag))
-	case etfNewReference, etfNewerReference:
+		d.Take("id", opaqueFixed(tag))
+	case TagNewReference, TagNewerReference:
 		words := int(d.U16("refLength"))
-		if words > etfMaxRefWords && !d.Failed() {
+		if words > maxRefWords && !d.Failed() {
 			d.FailAt(at+1, "refLength", format.ErrTooLarge)
 		}
 		d.node()
 		creation := 1
-		if tag == etfNewerReference {
+		if tag == TagNewerReference {
 			creation = 4
 		}
 		d.Take("creation", creation)
 		d.Take("id", 4*words)
-	case etfExport:
+	case TagExport:
 		d.node() // module and function are atoms, read like a node name
 		d.node()
-		if t := int(d.U8("arity")); !d.Failed() && t != etfSmallInteger {
+		if t := int(d.U8("arity")); !d.Failed() && t != TagSmallInteger {
 			d.FailAt(d.Off-1, "arity", format.ErrInvalid)
 		}
 		d.Take("arity", 1)
-	case etfNewFun:
+	case TagNewFun:
 		size := int(d.U32("funSize")) // counts itself
 		if size < 4 && !d.Failed() {
 			d.FailAt(at+1, "funSize", format.ErrInvalid)
 		}
 		d.Take("fun", size-4)
-	case etfFun, etfLocal:
+	case TagFun, TagLocal:
 		d.FailAt(at, "tag", format.ErrUnsupported)
 	default:
 		d.FailAt(at, "tag", format.ErrInvalid)
@@ -277,14 +277,14 @@ func (d *etfDecoder) opaque(at, tag int) Term {
 	return Opaque{Tag: byte(tag), Raw: d.B[at:d.Off:d.Off]}
 }
 
-// etfOpaqueFixed is the number of bytes after the node atom.
-func etfOpaqueFixed(tag int) int {
+// opaqueFixed is the number of bytes after the node atom.
+func opaqueFixed(tag int) int {
 	switch tag {
-	case etfPid:
+	case TagPid:
 		return 9 // ID:4, Serial:4, Creation:1
-	case etfNewPid, etfV4Port:
+	case TagNewPid, TagV4Port:
 		return 12 // ID:4, Serial:4, Creation:4 / ID:8, Creation:4
-	case etfNewPort:
+	case TagNewPort:
 		return 8 // ID:4, Creation:4
 	default:
 		return 5 // PORT_EXT, REFERENCE_EXT: ID:4, Creation:1

@@ -1,13 +1,15 @@
-package rabbitmq
-
-// Erlang External Term Format (ETF), the output of term_to_binary/1, as
-// documented in erts/doc/src/erl_ext_dist.xml of erlang/otp. Every encoded
-// term starts with the version byte 131 (0x83), then one tagged value:
+// Package etf decodes and encodes the Erlang External Term Format (ETF),
+// the output of term_to_binary/1, as documented in erts/doc/src/erl_ext_dist.xml
+// of erlang/otp. RabbitMQ's message store bodies, ets:tab2file dumps and the
+// ra log entries of quorum queues are all ETF. Every encoded term starts with
+// the version byte 131 (0x83), then one tagged value:
 //
 //	131 | Tag:8 | payload (lengths are big-endian, 1, 2 or 4 bytes by tag)
 //
-// Decoding and skipping share one walker (etfDecoder.term with build on or
+// Decoding and skipping share one walker (decoder.term with build on or
 // off), so DecodeTerm and SkipTerm always agree on n and on failure.
+// Decoders never panic: corruption is a *format.CorruptError.
+package etf
 
 import (
 	"github.com/storectl/storectl/pkg/format"
@@ -74,41 +76,42 @@ type Opaque struct {
 	Raw []byte
 }
 
-// ETF tags (erl_ext_dist).
+// Version is the first byte of every term_to_binary result; the Tag
+// constants are the ETF tags (erl_ext_dist).
 const (
-	etfVersion        = 131
-	etfNewFloat       = 70
-	etfBitBinary      = 77
-	etfCompressed     = 80
-	etfAtomCacheRef   = 82
-	etfNewPid         = 88
-	etfNewPort        = 89
-	etfNewerReference = 90
-	etfSmallInteger   = 97
-	etfInteger        = 98
-	etfFloat          = 99
-	etfAtom           = 100
-	etfReference      = 101
-	etfPort           = 102
-	etfPid            = 103
-	etfSmallTuple     = 104
-	etfLargeTuple     = 105
-	etfNil            = 106
-	etfString         = 107
-	etfList           = 108
-	etfBinary         = 109
-	etfSmallBig       = 110
-	etfLargeBig       = 111
-	etfNewFun         = 112
-	etfExport         = 113
-	etfNewReference   = 114
-	etfSmallAtom      = 115
-	etfMap            = 116
-	etfFun            = 117
-	etfAtomUTF8       = 118
-	etfSmallAtomUTF8  = 119
-	etfV4Port         = 120
-	etfLocal          = 121
+	Version           = 131
+	TagNewFloat       = 70
+	TagBitBinary      = 77
+	TagCompressed     = 80
+	TagAtomCacheRef   = 82
+	TagNewPid         = 88
+	TagNewPort        = 89
+	TagNewerReference = 90
+	TagSmallInteger   = 97
+	TagInteger        = 98
+	TagFloat          = 99
+	TagAtom           = 100
+	TagReference      = 101
+	TagPort           = 102
+	TagPid            = 103
+	TagSmallTuple     = 104
+	TagLargeTuple     = 105
+	TagNil            = 106
+	TagString         = 107
+	TagList           = 108
+	TagBinary         = 109
+	TagSmallBig       = 110
+	TagLargeBig       = 111
+	TagNewFun         = 112
+	TagExport         = 113
+	TagNewReference   = 114
+	TagSmallAtom      = 115
+	TagMap            = 116
+	TagFun            = 117
+	TagAtomUTF8       = 118
+	TagSmallAtomUTF8  = 119
+	TagV4Port         = 120
+	TagLocal          = 121
 )
 
 // MaxTermDepth bounds nesting of lists, tuples and maps. RabbitMQ message
@@ -117,28 +120,28 @@ const (
 // header tables while keeping the recursion on a small, bounded stack.
 const MaxTermDepth = 256
 
-// etfMaxAtomChars is Erlang's atom length limit (255 characters);
+// maxAtomChars is Erlang's atom length limit (255 characters);
 // binary_to_term rejects longer atoms, so they are corruption here too.
-const etfMaxAtomChars = 255
+const maxAtomChars = 255
 
 // DecodeTerm decodes the term that starts at b[0] (the version byte 131)
 // and returns it with the number of bytes it used. Bytes after the term are
 // ignored. Errors are *format.CorruptError with Offset inside b.
 func DecodeTerm(b []byte) (t Term, n int, err error) {
-	return etfDecodeAt(b, 0, true)
+	return decodeAt(b, 0, true)
 }
 
 // SkipTerm validates the term that starts at b[0] exactly as DecodeTerm
 // does and returns its length, without building Go values: on success it
 // does not allocate (FLOAT_EXT aside). The scanner calls it per candidate.
 func SkipTerm(b []byte) (n int, err error) {
-	_, n, err = etfDecodeAt(b, 0, false)
+	_, n, err = decodeAt(b, 0, false)
 	return n, err
 }
 
 // IsExactTerm reports whether b is exactly one complete, valid term.
 func IsExactTerm(b []byte) bool {
-	d := etfDecoder{Cursor: format.Cursor{B: b}}
+	d := decoder{Cursor: format.Cursor{B: b}}
 	n, ok := d.run(false)
 	return ok && n == len(b)
 }
@@ -156,18 +159,30 @@ func DecodeExactTerm(b []byte) (Term, error) {
 	return t, nil
 }
 
-// etfDecodeAt decodes like DecodeTerm and reports error offsets as base +
+// DecodeAt decodes like DecodeTerm and reports error offsets as base +
 // position in b, for callers that hold b inside a larger file.
-func etfDecodeAt(b []byte, base int64, build bool) (Term, int, error) {
-	d := etfDecoder{Cursor: format.Cursor{B: b}, build: build}
+func DecodeAt(b []byte, base int64) (Term, int, error) {
+	return decodeAt(b, base, true)
+}
+
+// SkipAt validates like SkipTerm and reports error offsets as base +
+// position in b.
+func SkipAt(b []byte, base int64) (int, error) {
+	_, n, err := decodeAt(b, base, false)
+	return n, err
+}
+
+// decodeAt is DecodeAt (build on) and SkipAt (build off).
+func decodeAt(b []byte, base int64, build bool) (Term, int, error) {
+	d := decoder{Cursor: format.Cursor{B: b}, build: build}
 	if len(b) < 1 {
 		return nil, 0, format.Corrupt(base, "version", format.ErrShort)
 	}
-	if b[0] != etfVersion {
+	if b[0] != Version {
 		return nil, 0, format.Corrupt(base, "version", format.ErrMagic)
 	}
 	d.Off = 1
-	if len(b) > 1 && b[1] == etfCompressed {
+	if len(b) > 1 && b[1] == TagCompressed {
 		// term_to_binary/1 without the compressed option, which is what
 		// RabbitMQ uses everywhere, never writes tag 80.
 		return nil, 0, format.Corrupt(base+1, "tag", format.ErrUnsupported)
@@ -179,18 +194,18 @@ func etfDecodeAt(b []byte, base int64, build bool) (Term, int, error) {
 	return t, d.Off, nil
 }
 
-// etfDecoder walks one term with a format.Cursor over the term's bytes
+// decoder walks one term with a format.Cursor over the term's bytes
 // (sticky first failure, its field and position). With build off nothing
 // is allocated.
-type etfDecoder struct {
+type decoder struct {
 	format.Cursor
 	build bool
 }
 
 // run walks a whole term after the version byte, for the bool-only API.
-func (d *etfDecoder) run(build bool) (int, bool) {
+func (d *decoder) run(build bool) (int, bool) {
 	d.build = build
-	if len(d.B) < 2 || d.B[0] != etfVersion || d.B[1] == etfCompressed {
+	if len(d.B) < 2 || d.B[0] != Version || d.B[1] == TagCompressed {
 		return 0, false
 	}
 	d.Off = 1
@@ -201,7 +216,7 @@ func (d *etfDecoder) run(build bool) (int, bool) {
 // count reads a 32-bit element count and checks that count elements of at
 // least minBytes each can still follow, so no allocation or loop is sized
 // from an unchecked length.
-func (d *etfDecoder) count(field string, minBytes int) int {
+func (d *decoder) count(field string, minBytes int) int {
 	at := d.Off
 	n := d.U32(field)
 	if d.Failed() {
@@ -215,7 +230,7 @@ func (d *etfDecoder) count(field string, minBytes int) int {
 }
 
 // term decodes one tagged value. depth counts enclosing containers.
-func (d *etfDecoder) term(depth int) Term {
+func (d *decoder) term(depth int) Term {
 	if d.Failed() {
 		return nil
 	}
@@ -229,57 +244,57 @@ func (d *etfDecoder) term(depth int) Term {
 		return nil
 	}
 	switch tag {
-	case etfSmallInteger:
+	case TagSmallInteger:
 		v := int(d.U8("smallInteger"))
 		if d.Failed() || !d.build {
 			return nil
 		}
 		return int64(v)
-	case etfInteger:
+	case TagInteger:
 		v := int32(d.U32("integer"))
 		if d.Failed() || !d.build {
 			return nil
 		}
 		return int64(v)
-	case etfSmallBig:
+	case TagSmallBig:
 		n := int(d.U8("bigLength"))
 		return d.big(n)
-	case etfLargeBig:
+	case TagLargeBig:
 		n := d.count("bigLength", 1)
 		return d.big(n)
-	case etfNewFloat, etfFloat:
+	case TagNewFloat, TagFloat:
 		return d.float(tag)
-	case etfAtom, etfSmallAtom, etfAtomUTF8, etfSmallAtomUTF8:
+	case TagAtom, TagSmallAtom, TagAtomUTF8, TagSmallAtomUTF8:
 		return d.atom(at, tag)
-	case etfAtomCacheRef:
+	case TagAtomCacheRef:
 		d.FailAt(at, "tag", format.ErrUnsupported) // only valid inside distribution messages
 		return nil
-	case etfBinary:
+	case TagBinary:
 		p := d.Take("binary", d.count("binaryLength", 1))
 		if d.Failed() || !d.build {
 			return nil
 		}
 		return Binary(p)
-	case etfBitBinary:
+	case TagBitBinary:
 		return d.bitBinary()
-	case etfString:
+	case TagString:
 		p := d.Take("string", int(d.U16("stringLength")))
 		if d.Failed() || !d.build {
 			return nil
 		}
 		return String(p)
-	case etfNil:
+	case TagNil:
 		if !d.build {
 			return nil
 		}
 		return Nil{}
-	case etfList:
+	case TagList:
 		return d.list(depth)
-	case etfSmallTuple:
+	case TagSmallTuple:
 		return d.tuple(depth, int(d.U8("arity")))
-	case etfLargeTuple:
+	case TagLargeTuple:
 		return d.tuple(depth, d.count("arity", 1))
-	case etfMap:
+	case TagMap:
 		return d.mapTerm(depth)
 	}
 	return d.opaque(at, tag)
