@@ -11,6 +11,8 @@ import (
 	"os/signal"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/storectl/storectl/pkg/report"
 )
 
 // Exit codes: the contract in cli-contract.md, listed in --help.
@@ -51,7 +53,7 @@ func run(ctx context.Context, args []string, s Streams) int {
 		code = exitInterrupted
 	}
 	if err != nil && !errors.Is(err, errFindings) {
-		fmt.Fprintf(s.ErrOut, "storectl: %v\n", err)
+		fmt.Fprintf(s.ErrOut, "storectl: %s\n", report.Escape(err.Error()))
 		if code == exitUsage {
 			fmt.Fprintln(s.ErrOut, "Run 'storectl --help' for usage.")
 		}

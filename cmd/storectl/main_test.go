@@ -65,6 +65,8 @@ func TestScripts(t *testing.T) {
 			"jsonpath": cmdJSONPath,
 			"schema":   cmdSchema,
 			"waitfile": cmdWaitFile,
+			"escmv":    cmdEscMove,
+			"escwrite": cmdEscWrite,
 		},
 	})
 }
@@ -223,6 +225,32 @@ func holdLock() {
 	}
 	f.Close()
 	os.Exit(0)
+}
+
+// unescape interprets Go escapes (\x1b, \n, \a, \u202e) in a script
+// argument, so scripts can make hostile names.
+func unescape(ts *testscript.TestScript, s string) string {
+	u, err := strconv.Unquote(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`)
+	if err != nil {
+		ts.Fatalf("unescape %q: %v", s, err)
+	}
+	return u
+}
+
+// escmv OLD NEW: rename OLD to NEW, Go escapes in NEW interpreted.
+func cmdEscMove(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: escmv OLD NEW")
+	}
+	ts.Check(os.Rename(ts.MkAbs(args[0]), ts.MkAbs(unescape(ts, args[1]))))
+}
+
+// escwrite FILE TEXT: write TEXT, Go escapes interpreted, to FILE.
+func cmdEscWrite(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: escwrite FILE TEXT")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(unescape(ts, args[1])), 0o644))
 }
 
 // waitfile FILE: wait (at most 20 s) until FILE exists.

@@ -62,7 +62,7 @@ func liveCheck(env *Env, run *report.Run, t scan.Target) bool {
 		return false
 	}
 	run.Live, run.LiveReasons = true, reasons
-	fmt.Fprintf(env.Streams.ErrOut, "storectl: warning: the broker looks live (%s)\n", strings.Join(reasons, "; "))
+	fmt.Fprintf(env.Streams.ErrOut, "storectl: warning: the broker looks live (%s)\n", report.Escape(strings.Join(reasons, "; ")))
 	return true
 }
 

@@ -65,7 +65,7 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 			s.errors = append(s.errors, "--apply on a non-terminal needs --yes; nothing was written")
 			return s.finish(exitRefused)
 		}
-		if !confirm(env, fmt.Sprintf("Restore %s from %s? [y/N] ", dataDir, backup)) {
+		if !confirm(env, fmt.Sprintf("Restore %s from %s? [y/N] ", report.Escape(dataDir), report.Escape(backup))) {
 			s.errors = append(s.errors, "not confirmed; nothing was written")
 			return s.finish(exitRefused)
 		}

@@ -193,7 +193,7 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.errors = append(s.errors, "--apply on a non-terminal needs --yes; nothing was written")
 			return s.finish(exitRefused)
 		}
-		if !confirm(env, fmt.Sprintf("Apply %d action(s) to %s (backup first)? [y/N] ", len(p.Actions), p.DataDir)) {
+		if !confirm(env, fmt.Sprintf("Apply %d action(s) to %s (backup first)? [y/N] ", len(p.Actions), report.Escape(p.DataDir))) {
 			s.errors = append(s.errors, "not confirmed; nothing was written")
 			return s.finish(exitRefused)
 		}

@@ -89,12 +89,12 @@ func (e *textEmitter) Summary(s Summary) error {
 	e.done = true
 	w := e.w
 	if r := e.run; r != nil {
-		fmt.Fprintf(w, "storectl %s: %s store at %s\n", r.Command, orDash(r.Store), r.DataDir)
+		fmt.Fprintf(w, "storectl %s: %s store at %s\n", Escape(r.Command), Escape(orDash(r.Store)), Escape(r.DataDir))
 		if len(r.DetectedFrom) > 0 {
-			fmt.Fprintf(w, "detected from: %s\n", strings.Join(r.DetectedFrom, ", "))
+			fmt.Fprintf(w, "detected from: %s\n", strings.Join(EscapeAll(r.DetectedFrom), ", "))
 		}
 		if r.Live {
-			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(r.LiveReasons, "; "))
+			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(EscapeAll(r.LiveReasons), "; "))
 		}
 	}
 	if len(e.records) > 0 {
@@ -125,7 +125,7 @@ func (e *textEmitter) Summary(s Summary) error {
 				a["lost"] = fmt.Sprintf("%s record(s)", cell(l["records"]))
 			}
 			if m, ok := a["message"].(string); ok {
-				a["message"] = wrap(m, 60)
+				a["message"] = escaped(wrap(Escape(m), 60))
 			}
 		}
 		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "reason", "lost", "message"}); err != nil {
@@ -152,7 +152,7 @@ func (e *textEmitter) Summary(s Summary) error {
 	if len(hidden) > 0 {
 		var parts []string
 		for c, n := range hidden {
-			parts = append(parts, fmt.Sprintf("%s ×%d", c, n))
+			parts = append(parts, fmt.Sprintf("%s ×%d", Escape(c), n))
 		}
 		sort.Strings(parts)
 		fmt.Fprintf(w, "\ninfo findings not listed (use -v or -o jsonl): %s\n", strings.Join(parts, ", "))
@@ -177,7 +177,7 @@ func (e *textEmitter) verdict(s Summary) error {
 	case s.ExitCode != 0:
 		attr = color.FgRed
 	}
-	v := s.Verdict
+	v := Escape(s.Verdict)
 	if v == "" {
 		v = "clean"
 		if s.ExitCode != 0 {
@@ -185,7 +185,7 @@ func (e *textEmitter) verdict(s Summary) error {
 		}
 	}
 	if s.Incomplete {
-		v += " (INCOMPLETE: " + strings.Join(s.Errors, "; ") + ")"
+		v += " (INCOMPLETE: " + strings.Join(EscapeAll(s.Errors), "; ") + ")"
 	}
 	if _, err := e.color(attr).Fprintf(e.w, "%s: %s (exit %d)", v, strings.Join(parts, " · "), s.ExitCode); err != nil {
 		return err
@@ -202,7 +202,7 @@ func renderFindings(w io.Writer, fs []scan.Finding) error {
 		if f.MsgID != "" {
 			msg += " [msg " + f.MsgID + "]"
 		}
-		if err := t.Append(f.Severity.String(), f.Code, f.Path, fmt.Sprint(f.Offset), wrap(msg, 72)); err != nil {
+		if err := t.Append(f.Severity.String(), Escape(f.Code), Escape(f.Path), fmt.Sprint(f.Offset), wrap(Escape(msg), 72)); err != nil {
 			return err
 		}
 	}
@@ -249,7 +249,7 @@ func renderComponents(w io.Writer, files []scan.File) error {
 			ends = append(ends, fmt.Sprintf("%s=%d", orDash(e), n))
 		}
 		sort.Strings(ends)
-		if err := t.Append(kind, dir, fmt.Sprint(a.files), fmt.Sprint(a.records), humanBytes(a.size), strings.Join(ends, " ")); err != nil {
+		if err := t.Append(Escape(kind), Escape(dir), fmt.Sprint(a.files), fmt.Sprint(a.records), humanBytes(a.size), strings.Join(ends, " ")); err != nil {
 			return err
 		}
 	}
@@ -299,12 +299,19 @@ func renderMaps(w io.Writer, rows []map[string]any, cols []string) error {
 	return t.Render()
 }
 
+// escaped is a cell already escaped (and perhaps wrapped on purpose):
+// cell prints it as it is.
+type escaped string
+
+// cell renders one table cell; every string in it is escaped (Escape).
 func cell(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
+	case escaped:
+		return string(x)
 	case string:
-		return x
+		return Escape(x)
 	case float64:
 		return fmt.Sprintf("%.0f", x)
 	case []any:
@@ -316,7 +323,7 @@ func cell(v any) string {
 	case map[string]any:
 		s := make([]string, 0, len(x))
 		for k, v := range x {
-			s = append(s, k+": "+cell(v))
+			s = append(s, Escape(k)+": "+cell(v))
 		}
 		sort.Strings(s)
 		return strings.Join(s, "\n")
