@@ -95,8 +95,12 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	run := report.Run{Command: "salvage", DataDir: t.Root, Store: t.Store, Layout: map[string]any{"target": t.Kind, "out": out},
 		DetectedFrom: t.Evidence}
 	liveCheck(env, &run, t)
+	invs := takeCoverage("salvage", &run, t)
 	s, err := env.startSession(run)
 	if err != nil {
+		return err
+	}
+	if err := s.coverage(invs); err != nil {
 		return err
 	}
 	w, err := salvage.Create(out, t.Root)
@@ -136,7 +140,7 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	}
 	s.extra = map[string]any{"salvage": rep}
 	s.verdict = fmt.Sprintf("exported %d message(s) (%d body bytes) into %s", rep.Selected, rep.Bytes, w.Dir())
-	code := exitOK
+	code := s.code() // coverage: what holds messages and was not exported
 	if rep.Skipped > 0 {
 		s.errors = append(s.errors, fmt.Sprintf("%d selected record(s) could not be decoded", rep.Skipped))
 		code = exitIncomplete

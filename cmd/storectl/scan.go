@@ -79,8 +79,12 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	run := report.Run{Command: "scan", Args: opts.Paths, DataDir: t0.Root, Store: t0.Store,
 		Layout: map[string]any{"target": t0.Kind}, DetectedFrom: t0.Evidence}
 	liveCheck(env, &run, t0)
+	invs := takeCoverage("scan", &run, targets...)
 	s, err := env.startSession(run)
 	if err != nil {
+		return err
+	}
+	if err := s.coverage(invs); err != nil {
 		return err
 	}
 	var roots []string

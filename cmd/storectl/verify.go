@@ -50,8 +50,12 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	run := report.Run{Command: "verify", Args: []string{dir}, DataDir: tg.Root, Store: tg.Store,
 		Layout: map[string]any{"target": tg.Kind}, DetectedFrom: tg.Evidence}
 	liveCheck(env, &run, tg)
+	invs := takeCoverage("verify", &run, tg)
 	s, err := env.startSession(run)
 	if err != nil {
+		return err
+	}
+	if err := s.coverage(invs); err != nil {
 		return err
 	}
 	prog := env.newProgress(treeSize(tg.Path))

@@ -60,6 +60,12 @@ type Run struct {
 	Live          bool           `json:"live"`
 	LiveReasons   []string       `json:"live_reasons,omitempty"`
 	DryRun        *bool          `json:"dry_run,omitempty"`
+	// Components is the coverage inventory of the data dir: every file
+	// in exactly one component, and whether this run checked it.
+	Components []scan.Component `json:"components,omitempty"`
+	// Assumptions say what the run assumed where the path it was given
+	// lacks context (e.g. the broker version), and why.
+	Assumptions []string `json:"assumptions,omitempty"`
 }
 
 // Summary is the last object of every report.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"sort"
 	"strings"
 
@@ -93,6 +94,7 @@ func (e *textEmitter) Summary(s Summary) error {
 		if len(r.DetectedFrom) > 0 {
 			fmt.Fprintf(w, "detected from: %s\n", strings.Join(EscapeAll(r.DetectedFrom), ", "))
 		}
+		e.coverage(w, r)
 		if r.Live {
 			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(EscapeAll(r.LiveReasons), "; "))
 		}
@@ -331,6 +333,56 @@ func cell(v any) string {
 		b, _ := json.Marshal(x)
 		return string(b)
 	}
+}
+
+// coverage writes the run's coverage and assumption lines: what holds
+// messages and was not read first, then what was read, then what else was
+// not read, then what was assumed.
+func (e *textEmitter) coverage(w io.Writer, r *Run) {
+	var missed, read, other []string
+	for _, c := range r.Components {
+		where := c.Path
+		if where == "." {
+			where = "(data dir)"
+		}
+		switch {
+		case c.Checked:
+			read = append(read, where)
+		case c.HoldsMessages:
+			missed = append(missed, fmt.Sprintf("%s %s in %d file(s) (%s)", where, humanBytes(c.Bytes), c.Files, c.What))
+		default:
+			name := strings.TrimPrefix(c.Name, r.Store+".")
+			if c.Path != "." && path.Base(c.Path) != name {
+				name += " in " + c.Path
+			}
+			other = append(other, name)
+		}
+	}
+	if len(missed) > 0 {
+		e.color(color.FgYellow).Fprintf(w, "NOT CHECKED, holds messages: %s\n", strings.Join(missed, "; "))
+	}
+	if len(read) > 0 {
+		fmt.Fprintf(w, "checked: %s\n", strings.Join(dedupe(read), ", "))
+	}
+	if len(other) > 0 {
+		fmt.Fprintf(w, "not read (no messages): %s\n", strings.Join(other, ", "))
+	}
+	for _, a := range r.Assumptions {
+		fmt.Fprintf(w, "assumed: %s\n", a)
+	}
+}
+
+// dedupe drops repeats from a sorted-or-not list, keeping the order.
+func dedupe(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func orDash(s string) string {
