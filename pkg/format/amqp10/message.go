@@ -1,0 +1,312 @@
+package amqp10
+
+import (
+	"fmt"
+
+	"github.com/storectl/storectl/pkg/format"
+)
+
+// Section descriptor codes of the message format (AMQP 1.0 part 3,
+// §3.2.1-§3.2.10): the numeric descriptor is 0x00000000:0x000000NN.
+const (
+	SectionHeader                uint64 = 0x70
+	SectionDeliveryAnnotations   uint64 = 0x71
+	SectionMessageAnnotations    uint64 = 0x72
+	SectionProperties            uint64 = 0x73
+	SectionApplicationProperties uint64 = 0x74
+	SectionData                  uint64 = 0x75
+	SectionAmqpSequence          uint64 = 0x76
+	SectionAmqpValue             uint64 = 0x77
+	SectionFooter                uint64 = 0x78
+)
+
+// sectionSymbols are the symbolic descriptors of the same sections.
+var sectionSymbols = map[string]uint64{
+	"amqp:header:list":                SectionHeader,
+	"amqp:delivery-annotations:map":   SectionDeliveryAnnotations,
+	"amqp:message-annotations:map":    SectionMessageAnnotations,
+	"amqp:properties:list":            SectionProperties,
+	"amqp:application-properties:map": SectionApplicationProperties,
+	"amqp:data:binary":                SectionData,
+	"amqp:amqp-sequence:list":         SectionAmqpSequence,
+	"amqp:amqp-value:*":               SectionAmqpValue,
+	"amqp:footer:map":                 SectionFooter,
+}
+
+// SectionName is the spec's name of a section code.
+func SectionName(code uint64) string {
+	switch code {
+	case SectionHeader:
+		return "header"
+	case SectionDeliveryAnnotations:
+		return "delivery-annotations"
+	case SectionMessageAnnotations:
+		return "message-annotations"
+	case SectionProperties:
+		return "properties"
+	case SectionApplicationProperties:
+		return "application-properties"
+	case SectionData:
+		return "data"
+	case SectionAmqpSequence:
+		return "amqp-sequence"
+	case SectionAmqpValue:
+		return "amqp-value"
+	case SectionFooter:
+		return "footer"
+	}
+	return fmt.Sprintf("section(0x%x)", code)
+}
+
+// sectionType is the type each section's value must have (amqp-value:
+// any, marked Described as "no check").
+var sectionType = map[uint64]Type{
+	SectionHeader: List, SectionDeliveryAnnotations: Map, SectionMessageAnnotations: Map,
+	SectionProperties: List, SectionApplicationProperties: Map, SectionData: Binary,
+	SectionAmqpSequence: List, SectionAmqpValue: Described, SectionFooter: Map,
+}
+
+// Section is one section of a message.
+type Section struct {
+	Code       uint64 // SectionHeader, ...
+	Offset     int64  // absolute offset of its 0x00 constructor
+	Size       int    // bytes, constructor and descriptor included
+	Descriptor Value  // as encoded (a ulong or a symbol)
+	Value      Value  // the described value
+}
+
+// Message is an AMQP 1.0 message: its sections in encoded order.
+type Message struct {
+	Sections []Section
+}
+
+// sectionAt decodes the described section at the start of b.
+func sectionAt(b []byte, off int64) (Section, error) {
+	if len(b) == 0 {
+		return Section{}, format.Corrupt(off, "section", format.ErrShort)
+	}
+	if b[0] != codeDescribed {
+		return Section{}, format.Corrupt(off, "section", format.ErrMagic)
+	}
+	d := decoder{b: b, base: off, budget: len(b) + zeroWidthSlack, build: true}
+	desc, p := d.value(1, 1)
+	if d.err != nil {
+		return Section{}, d.err
+	}
+	var code uint64
+	switch desc.Type {
+	case Ulong:
+		code = desc.Num
+	case Symbol:
+		code = sectionSymbols[string(desc.Bytes)]
+	}
+	want, ok := sectionType[code]
+	if !ok {
+		return Section{}, format.Corrupt(off+1, "section descriptor", format.ErrInvalid)
+	}
+	vpos := p
+	v, p := d.value(p, 1)
+	if d.err != nil {
+		return Section{}, d.err
+	}
+	if want != Described && v.Type != want {
+		return Section{}, format.Corrupt(off+int64(vpos), SectionName(code), format.ErrInvalid)
+	}
+	return Section{Code: code, Offset: off, Size: p, Descriptor: desc, Value: v}, nil
+}
+
+// DecodeMessage decodes the sections that make up b; off is the absolute
+// offset of b[0]. Every byte must belong to a section with a descriptor
+// of the message format. Binary, string and symbol values alias b.
+func DecodeMessage(b []byte, off int64) (Message, error) {
+	var m Message
+	for p := 0; p < len(b); {
+		s, err := sectionAt(b[p:], off+int64(p))
+		if err != nil {
+			return Message{}, err
+		}
+		m.Sections = append(m.Sections, s)
+		p += s.Size
+	}
+	return m, nil
+}
+
+// SectionInfo is where one section lies, from WalkSections.
+type SectionInfo struct {
+	Code   uint64
+	Offset int64 // absolute offset of the section
+	Size   int
+	// Data is the bytes of a data section's binary (nil for others).
+	Data []byte
+}
+
+// WalkSections checks that b is a sequence of message sections and calls
+// fn for each, without building their values (no allocation): the cheap
+// check of every message of a scan.
+func WalkSections(b []byte, off int64, fn func(SectionInfo) error) error {
+	for p := 0; p < len(b); {
+		if b[p] != codeDescribed {
+			return format.Corrupt(off+int64(p), "section", format.ErrMagic)
+		}
+		d := decoder{b: b[p:], base: off + int64(p), budget: len(b) - p + zeroWidthSlack}
+		// The descriptor is small: decode it to know the section.
+		d.build = true
+		desc, q := d.value(1, 1)
+		if d.err != nil {
+			return d.err
+		}
+		d.build = false
+		var code uint64
+		switch desc.Type {
+		case Ulong:
+			code = desc.Num
+		case Symbol:
+			code = sectionSymbols[string(desc.Bytes)]
+		}
+		want, ok := sectionType[code]
+		if !ok {
+			return format.Corrupt(off+int64(p)+1, "section descriptor", format.ErrInvalid)
+		}
+		v, r := d.value(q, 1)
+		if d.err != nil {
+			return d.err
+		}
+		if want != Described && v.Type != want {
+			return format.Corrupt(off+int64(p+q), SectionName(code), format.ErrInvalid)
+		}
+		si := SectionInfo{Code: code, Offset: off + int64(p), Size: r}
+		if code == SectionData {
+			si.Data = v.Bytes
+		}
+		if fn != nil {
+			if err := fn(si); err != nil {
+				return err
+			}
+		}
+		p += r
+	}
+	return nil
+}
+
+// Section returns the first section with code, or nil.
+func (m *Message) Section(code uint64) *Section {
+	for i := range m.Sections {
+		if m.Sections[i].Code == code {
+			return &m.Sections[i]
+		}
+	}
+	return nil
+}
+
+// MessageAnnotations is the message-annotations map (a null Value when
+// the section is absent).
+func (m *Message) MessageAnnotations() Value { return m.sectionValue(SectionMessageAnnotations) }
+
+// DeliveryAnnotations is the delivery-annotations map (null when absent).
+func (m *Message) DeliveryAnnotations() Value { return m.sectionValue(SectionDeliveryAnnotations) }
+
+// ApplicationProperties is the application-properties map (null when absent).
+func (m *Message) ApplicationProperties() Value {
+	return m.sectionValue(SectionApplicationProperties)
+}
+
+// Footer is the footer map (null when absent).
+func (m *Message) Footer() Value { return m.sectionValue(SectionFooter) }
+
+func (m *Message) sectionValue(code uint64) Value {
+	if s := m.Section(code); s != nil {
+		return s.Value
+	}
+	return Value{}
+}
+
+// Data returns the bytes of every data section, in order.
+func (m *Message) Data() [][]byte {
+	var out [][]byte
+	for _, s := range m.Sections {
+		if s.Code == SectionData {
+			out = append(out, s.Value.Bytes)
+		}
+	}
+	return out
+}
+
+// BodyKind says how the body is encoded: "data", "amqp-sequence",
+// "amqp-value" or "" (no body section).
+func (m *Message) BodyKind() string {
+	for _, s := range m.Sections {
+		switch s.Code {
+		case SectionData, SectionAmqpSequence, SectionAmqpValue:
+			return SectionName(s.Code)
+		}
+	}
+	return ""
+}
+
+// Header is the header section's fields (AMQP 1.0 §3.2.1); absent fields
+// are null Values.
+type Header struct {
+	Durable, Priority, TTL, FirstAcquirer, DeliveryCount Value
+}
+
+// Header returns the header section's fields (all null when absent).
+func (m *Message) Header() Header {
+	var f [5]Value
+	if s := m.Section(SectionHeader); s != nil {
+		copy(f[:], s.Value.Items)
+	}
+	return Header{f[0], f[1], f[2], f[3], f[4]}
+}
+
+// Properties is the properties section's fields (AMQP 1.0 §3.2.4);
+// absent fields are null Values.
+type Properties struct {
+	MessageID, UserID, To, Subject, ReplyTo, CorrelationID, ContentType, ContentEncoding,
+	AbsoluteExpiryTime, CreationTime, GroupID, GroupSequence, ReplyToGroupID Value
+}
+
+// PropertyNames are the properties' field names in list order.
+var PropertyNames = [13]string{"message-id", "user-id", "to", "subject", "reply-to", "correlation-id",
+	"content-type", "content-encoding", "absolute-expiry-time", "creation-time", "group-id",
+	"group-sequence", "reply-to-group-id"}
+
+// Fields returns the properties in list order.
+func (p Properties) Fields() [13]Value {
+	return [13]Value{p.MessageID, p.UserID, p.To, p.Subject, p.ReplyTo, p.CorrelationID, p.ContentType,
+		p.ContentEncoding, p.AbsoluteExpiryTime, p.CreationTime, p.GroupID, p.GroupSequence, p.ReplyToGroupID}
+}
+
+// Properties returns the properties section's fields (all null when absent).
+func (m *Message) Properties() Properties {
+	var f [13]Value
+	if s := m.Section(SectionProperties); s != nil {
+		copy(f[:], s.Value.Items)
+	}
+	return Properties{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12]}
+}
+
+// NewSection builds a section with the numeric descriptor.
+func NewSection(code uint64, v Value) Section {
+	return Section{Code: code, Descriptor: UlongValue(code), Value: v}
+}
+
+// FieldList builds the list of a header or properties section from its
+// fields, dropping trailing nulls as amqp10_framing does.
+func FieldList(fields ...Value) Value {
+	n := len(fields)
+	for n > 0 && fields[n-1].IsNull() {
+		n--
+	}
+	return ListValue(fields[:n]...)
+}
+
+// AppendMessage appends the encoding of m's sections to dst.
+func AppendMessage(dst []byte, m Message) ([]byte, error) {
+	for _, s := range m.Sections {
+		var err error
+		if dst, err = Append(dst, DescribedValue(s.Descriptor, s.Value)); err != nil {
+			return dst, fmt.Errorf("%s section: %w", SectionName(s.Code), err)
+		}
+	}
+	return dst, nil
+}
