@@ -30,8 +30,8 @@ const (
 // JSONValue is one parsed value and where it sits in the input.
 type JSONValue struct {
 	Kind    int
-	Start   int64 // offset of the value's first byte
-	End     int64 // offset just past its last byte
+	Start   int64  // offset of the value's first byte
+	End     int64  // offset just past its last byte
 	Str     string // JSONString: the decoded string; JSONNumber: the literal
 	Members []JSONMember
 	Items   []JSONValue
