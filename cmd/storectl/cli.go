@@ -30,9 +30,9 @@ var examples = map[string]string{
   storectl scan --records -o jsonl /var/lib/rabbitmq/mnesia/rabbit@host/msg_stores/vhosts/628WB79CIFDYO9LJI6DKMI09L/msg_store_persistent/0.rdq`,
 	"verify": `  # the nightly check: exit 0 clean, 1 findings, 3 incomplete
   storectl verify /var/lib/rocketmq/store
-  # for cron: JSON lines and a Prometheus textfile
+  # for cron: JSON lines, a Prometheus textfile, and only new problems fail
   storectl verify -o jsonl --progress none --metrics-file /var/lib/node_exporter/textfile/storectl.prom \
-    /var/lib/rabbitmq/mnesia/rabbit@host
+    --baseline /var/lib/storectl/baseline.json --fail-on new /var/lib/rabbitmq/mnesia/rabbit@host
   # the exit code from a pipeline
   storectl verify -o jsonl /var/lib/rocketmq/store | tail -n1 | jq .exit_code`,
 	"truncate": `  # dry run: print the plan, change nothing

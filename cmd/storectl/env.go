@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/storectl/storectl/pkg/report"
-	"github.com/storectl/storectl/pkg/scan"
 )
 
 // Streams are the process's standard streams and environment, injected
@@ -183,8 +182,10 @@ func (e *Env) validateCommon() error {
 		return err
 	}
 	c := e.Config
-	if _, err := scan.ParseSeverity(c.GetString("fail-on")); err != nil {
+	if _, failNew, err := parseFailOn(c.GetString("fail-on")); err != nil {
 		return usagef(fmt.Errorf("--fail-on: %w", err))
+	} else if failNew && (e.cmd == nil || e.cmd.Flags().Lookup("baseline") == nil || c.GetString("baseline") == "") {
+		return usagef(fmt.Errorf("--fail-on new needs --baseline FILE (verify)"))
 	}
 	checks := map[string][]string{"color": {"auto", "always", "never"}, "progress": {"auto", "plain", "none"}, "store": {"", "rocketmq", "rabbitmq"}}
 	for k, allowed := range checks {

@@ -29,6 +29,13 @@ type session struct {
 	extra       map[string]any
 	applied     *bool
 	verdict     string
+	backupDir   string
+	// baseline (verify --baseline) marks each finding new or persistent;
+	// failNew (--fail-on new) makes only new findings fail.
+	baseline    *report.Baseline
+	baselineSum *report.BaselineSummary
+	failNew     bool
+	newCounts   map[string]int
 }
 
 // startSession creates the emitter for the command's --output and
@@ -38,7 +45,7 @@ func (e *Env) startSession(run report.Run) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	failOn, err := scan.ParseSeverity(e.Config.GetString("fail-on"))
+	failOn, failNew, err := parseFailOn(e.Config.GetString("fail-on"))
 	if err != nil {
 		return nil, usagef(fmt.Errorf("--fail-on: %w", err))
 	}
@@ -47,7 +54,7 @@ func (e *Env) startSession(run report.Run) (*session, error) {
 	if err != nil {
 		return nil, usagef(err)
 	}
-	s := &session{env: e, em: em, start: time.Now(), failOn: failOn}
+	s := &session{env: e, em: em, start: time.Now(), failOn: failOn, failNew: failNew}
 	s.resetCounts()
 	e.session = s
 	run.Tool = "storectl"
@@ -60,6 +67,7 @@ func (e *Env) startSession(run report.Run) (*session, error) {
 func (s *session) resetCounts() {
 	s.counts = map[string]int{"error": 0, "warning": 0, "info": 0}
 	s.codes = map[string]int{}
+	s.newCounts = map[string]int{}
 }
 
 func (s *session) record(rec any) error {
@@ -67,6 +75,12 @@ func (s *session) record(rec any) error {
 }
 
 func (s *session) finding(f scan.Finding) error {
+	if s.baseline != nil {
+		s.baseline.Mark(&f)
+		if f.Baseline == report.BaselineNew {
+			s.newCounts[f.Severity.String()]++
+		}
+	}
 	s.counts[f.Severity.String()]++
 	s.codes[f.Code]++
 	return s.em.Finding(f)
@@ -134,8 +148,12 @@ func (s *session) code() int {
 	if s.incomplete {
 		return exitIncomplete
 	}
+	counts := s.counts
+	if s.failNew {
+		counts = s.newCounts
+	}
 	for sev := s.failOn; sev <= scan.Error; sev++ {
-		if s.counts[sev.String()] > 0 {
+		if counts[sev.String()] > 0 {
 			return exitFindings
 		}
 	}
@@ -148,7 +166,7 @@ func (s *session) summary(code int) report.Summary {
 		Counts: s.counts, Codes: s.codes, BytesScanned: s.bytes,
 		DurationMS: time.Since(s.start).Milliseconds(), Files: s.files, Records: s.records,
 		RecoveryEnd: s.recoveryEnd, Actions: s.actions, Applied: s.applied, Extra: s.extra,
-		Verdict: s.verdict,
+		Verdict: s.verdict, BackupDir: s.backupDir, Baseline: s.baselineSum,
 	}
 }
 

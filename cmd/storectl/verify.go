@@ -36,6 +36,7 @@ func newVerifyCmd(env *Env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.String("metrics-file", "", "also write a Prometheus textfile-collector file (for node_exporter) here")
+	f.String("baseline", "", "compare with the findings of the last run kept in this file (created on the first run), mark each new or persistent, list the resolved ones, then keep this run's there; see --fail-on new")
 	addRecordsFlag(cmd)
 	addRocketLayoutFlags(cmd, true)
 	return cmd
@@ -53,6 +54,9 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	invs := takeCoverage("verify", &run, tg)
 	s, err := env.startSession(run)
 	if err != nil {
+		return err
+	}
+	if err := s.startBaseline(env.Config.GetString("baseline")); err != nil {
 		return err
 	}
 	if err := s.coverage(invs); err != nil {
@@ -89,6 +93,10 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	if ctx.Err() != nil {
 		s.incomplete, code = true, exitInterrupted
 		s.errors = append(s.errors, "interrupted")
+	}
+	s.finishBaseline(tg.Root, code)
+	if s.incomplete {
+		code = max(code, exitIncomplete)
 	}
 	if path := env.Config.GetString("metrics-file"); path != "" {
 		m := report.Metrics{Command: "verify", Store: tg.Store, DataDir: tg.Root, Summary: s.summary(code), Now: time.Now()}

@@ -110,6 +110,14 @@ func (fe *findingEncoder) appendFindingFields(b []byte, f *scan.Finding) ([]byte
 		b = append(b, `,"msg_id":`...)
 		b = appendJSONString(b, f.MsgID)
 	}
+	if f.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, f.Key)
+	}
+	if f.Baseline != "" {
+		b = append(b, `,"baseline":`...)
+		b = appendJSONString(b, f.Baseline)
+	}
 	if len(f.Details) > 0 {
 		var err error
 		if b, err = appendObject(append(b, `,"details":`...), f.Details, fe.value); err != nil {

@@ -47,6 +47,14 @@ func WriteMetricsFile(path string, m Metrics) error {
 	for _, sev := range []string{"error", "warning", "info"} {
 		fmt.Fprintf(&b, "storectl_findings_by_severity{%s,severity=%q} %d\n", base, sev, s.Counts[sev])
 	}
+	if bl := s.Baseline; bl != nil {
+		gauge("storectl_findings_new", "Findings of the last run that its baseline (verify --baseline) did not have.")
+		fmt.Fprintf(&b, "storectl_findings_new{%s} %d\n", base, bl.New)
+		gauge("storectl_findings_persistent", "Findings of the last run that its baseline had too.")
+		fmt.Fprintf(&b, "storectl_findings_persistent{%s} %d\n", base, bl.Persistent)
+		gauge("storectl_findings_resolved", "Findings of the baseline that the last run no longer reported.")
+		fmt.Fprintf(&b, "storectl_findings_resolved{%s} %d\n", base, bl.Resolved)
+	}
 	gauge("storectl_bytes_scanned", "Bytes read by the last run.")
 	fmt.Fprintf(&b, "storectl_bytes_scanned{%s} %d\n", base, s.BytesScanned)
 	gauge("storectl_duration_seconds", "Wall-clock duration of the last run.")

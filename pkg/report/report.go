@@ -84,6 +84,10 @@ type Summary struct {
 	Applied      *bool          `json:"applied,omitempty"`
 	Extra        map[string]any `json:"extra,omitempty"`
 	Verdict      string         `json:"verdict,omitempty"`
+	// BackupDir is where an --apply put the pre-images (what undo takes).
+	BackupDir string `json:"backup_dir,omitempty"`
+	// Baseline is verify --baseline's comparison with the last run.
+	Baseline *BaselineSummary `json:"baseline,omitempty"`
 }
 
 // Emitter receives a report piece by piece.

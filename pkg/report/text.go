@@ -159,8 +159,30 @@ func (e *textEmitter) Summary(s Summary) error {
 		sort.Strings(parts)
 		fmt.Fprintf(w, "\ninfo findings not listed (use -v or -o jsonl): %s\n", strings.Join(parts, ", "))
 	}
+	if bl := s.Baseline; bl != nil {
+		fmt.Fprintln(w)
+		writeBaseline(w, bl)
+	}
 	fmt.Fprintln(w)
 	return e.verdict(s)
+}
+
+// writeBaseline says what changed since the baseline run.
+func writeBaseline(w io.Writer, bl *BaselineSummary) {
+	if !bl.Previous {
+		fmt.Fprintf(w, "baseline %s: first run, %d finding(s) recorded as the baseline\n", bl.File, bl.New)
+		return
+	}
+	fmt.Fprintf(w, "baseline %s: %d new, %d persistent, %d resolved\n", bl.File, bl.New, bl.Persistent, bl.Resolved)
+	for _, r := range bl.ResolvedFindings {
+		fmt.Fprintf(w, "  resolved: %s %s@%d\n", r.Code, r.Path, r.Offset)
+	}
+	if n := bl.Resolved - len(bl.ResolvedFindings); n > 0 {
+		fmt.Fprintf(w, "  (%d more resolved; see -o json)\n", n)
+	}
+	if bl.NotSaved != "" {
+		fmt.Fprintf(w, "  not saved as the next baseline: %s\n", bl.NotSaved)
+	}
 }
 
 func (e *textEmitter) verdict(s Summary) error {
@@ -184,6 +206,8 @@ func (e *textEmitter) verdict(s Summary) error {
 		v = "clean"
 		if s.ExitCode != 0 {
 			v = "problems found"
+		} else if s.Baseline != nil && s.Counts["error"]+s.Counts["warning"] > 0 {
+			v = "no new problems (known ones persist)"
 		}
 	}
 	if s.Incomplete {
@@ -201,6 +225,9 @@ func renderFindings(w io.Writer, fs []scan.Finding) error {
 	t.Header("severity", "code", "path", "offset", "message")
 	for _, f := range fs {
 		msg := f.Message
+		if f.Baseline == BaselineNew {
+			msg = "NEW: " + msg
+		}
 		if f.MsgID != "" {
 			msg += " [msg " + f.MsgID + "]"
 		}

@@ -85,7 +85,11 @@ type Finding struct {
 	Repair   string            `json:"repair"`             // truncate | rebuild-index | none
 	Message  string            `json:"message"`            // one human sentence
 	MsgID    string            `json:"msg_id,omitempty"`   // the message concerned (for a misread: the victim)
-	Details  map[string]any    `json:"details,omitempty"`  // more machine-readable facts
+	// Key and Baseline are set by verify --baseline: the finding's stable
+	// key and whether the baseline run had it (new | persistent).
+	Key      string         `json:"key,omitempty"`
+	Baseline string         `json:"baseline,omitempty"`
+	Details  map[string]any `json:"details,omitempty"` // more machine-readable facts
 }
 
 // File ends (cli-contract.md, `file.end`).
