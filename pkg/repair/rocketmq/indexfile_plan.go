@@ -10,6 +10,7 @@ import (
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
+	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
 // rbNameIndexFiles names the rebuilt index files. The broker names a file
@@ -74,7 +75,7 @@ func rbCompareIndex(plan *repair.Plan, data string, files []*idxbFile, ex *rbExi
 		if d.Action == "same" {
 			continue
 		}
-		if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: f.path, Reason: ReasonIndex,
+		if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: f.path, Reason: scanrmq.CodeIndexBadEntry,
 			Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
 			return err
 		}
@@ -85,7 +86,7 @@ func rbCompareIndex(plan *repair.Plan, data string, files []*idxbFile, ex *rbExi
 		d.Old, _ = rbReadIndexHeader(filepath.Join(data, rel))
 		d.EntriesDiffer = max(int64(d.Old.IndexCount)-1, 0)
 		rep.IndexFiles = append(rep.IndexFiles, d)
-		if err := plan.Add(repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: ReasonIndexExtra,
+		if err := plan.Add(repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: scanrmq.CodeIndexExtraFile,
 			Lost: repair.Loss{Records: d.EntriesDiffer, Note: "index file beyond the rebuilt ones"}}, repair.SnapshotOptions{}); err != nil {
 			return err
 		}
@@ -152,5 +153,5 @@ func rbCheckpoint(plan *repair.Plan, cfg *RebuildConfig, d *rbData, idx []*idxbF
 	binary.BigEndian.PutUint64(data[0:], uint64(cd.NewLogics))
 	binary.BigEndian.PutUint64(data[8:], uint64(cd.NewIndex))
 	return plan.Add(repair.Action{Op: repair.OpWriteRange, Path: "checkpoint", Offset: 8, Length: 16, Data: data,
-		Reason: ReasonCheckpoint, Lost: repair.Loss{Note: "logicsMsgTimestamp and indexMsgTimestamp"}}, repair.SnapshotOptions{})
+		Reason: scanrmq.CodeCheckpointTimestamps, Lost: repair.Loss{Note: "logicsMsgTimestamp and indexMsgTimestamp"}}, repair.SnapshotOptions{})
 }

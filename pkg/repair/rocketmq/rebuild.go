@@ -14,16 +14,6 @@ import (
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
-// Reason codes of rebuild-index actions (cli-contract.md finding codes).
-const (
-	ReasonCQMissing  = "rocketmq.consumequeue.missing"
-	ReasonCQBadUnit  = "rocketmq.consumequeue.bad-unit"
-	ReasonCQExtra    = "rocketmq.consumequeue.extra-file"
-	ReasonIndex      = "rocketmq.index.bad-entry"
-	ReasonIndexExtra = "rocketmq.index.extra-file"
-	ReasonCheckpoint = "rocketmq.checkpoint.timestamps"
-)
-
 // MaxCQFileSize bounds mappedFileSizeConsumeQueue: the broker keeps it in
 // an int and maps a whole file; 1 GiB is 50x the default, and the builder
 // holds one file in memory.

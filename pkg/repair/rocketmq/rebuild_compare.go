@@ -13,6 +13,7 @@ import (
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
+	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
 // rbReadOpt reads a file; a missing file is nil, false.
@@ -148,9 +149,9 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 				continue
 			}
 			rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
-			reason := ReasonCQBadUnit
+			reason := scanrmq.CodeCQBadUnit
 			if !exists {
-				reason = ReasonCQMissing
+				reason = scanrmq.CodeCQMissing
 			}
 			d.Files = append(d.Files, rel)
 			if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
@@ -180,7 +181,7 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 		d := diffOf(k)
 		rbUnitDiffs(rel, oldB, nil, func(ud UnitDiff) { note(d, ud) })
 		d.Files = append(d.Files, rel)
-		if err := plan.Add(repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: ReasonCQExtra,
+		if err := plan.Add(repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: scanrmq.CodeCQExtraFile,
 			Lost: repair.Loss{Records: int64(len(rbUnits(oldB))), Note: "consume queue file no commitlog record before the recovery end maps to"}}, repair.SnapshotOptions{}); err != nil {
 			return err
 		}

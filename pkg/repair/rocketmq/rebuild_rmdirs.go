@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/storectl/storectl/pkg/repair"
+	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
 // rbRemoveEmptiedDirs adds a remove-dir for every consumequeue/<topic>/<queueId>
@@ -57,6 +58,6 @@ func rbRemoveEmptiedDirs(plan *repair.Plan, ex *rbExisting, want map[string]bool
 }
 
 func rbAddRemoveDir(plan *repair.Plan, dir string) error {
-	return plan.Add(repair.Action{Op: repair.OpRemoveDir, Path: dir, Reason: ReasonCQExtra,
+	return plan.Add(repair.Action{Op: repair.OpRemoveDir, Path: dir, Reason: scanrmq.CodeCQExtraFile,
 		Lost: repair.Loss{Note: "consume queue dir the removal of its files leaves empty"}}, repair.SnapshotOptions{})
 }

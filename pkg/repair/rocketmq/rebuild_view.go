@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/storectl/storectl/pkg/scan"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -66,7 +65,7 @@ func rbVerifyView(ctx context.Context, cfg RebuildConfig, rep *RebuildReport, c 
 	}
 	c.VerifyFindings = len(res.Findings)
 	for _, f := range res.Findings {
-		if f.Severity >= scan.Warning && (strings.HasPrefix(f.Code, "rocketmq.consumequeue.") || strings.HasPrefix(f.Code, "rocketmq.index.")) {
+		if f.Severity >= scan.Warning && scanrmq.IsDerivedFileCode(f.Code) {
 			c.fail("verify: %s %s@%d: %s", f.Code, f.Path, f.Offset, f.Message)
 		}
 	}

@@ -12,17 +12,6 @@ import (
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
-// Reason codes of truncate actions that no commitlog finding names; they
-// have the shape of the finding codes of cli-contract.md.
-const (
-	// TruncateCodeCQBeyondEnd marks consume queue units (or whole CQ files)
-	// that point at or past the recovery end.
-	TruncateCodeCQBeyondEnd = "rocketmq.consumequeue.beyond-recovery-end"
-	// TruncateCodeStaleTail marks non-zero bytes past the recovery end that
-	// no scan finding covers (the broker would leave them on disk).
-	TruncateCodeStaleTail = "rocketmq.commitlog.stale-tail"
-)
-
 // Decisions for one commitlog file in a TruncateReport.
 const (
 	TruncateZeroTail = "zero-tail"     // the end file: bytes from the end zeroed, size kept

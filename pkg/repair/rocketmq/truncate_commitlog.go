@@ -157,7 +157,7 @@ func (t *trPlanner) reasonAt(rel string, pos int64) string {
 			return f.Code
 		}
 	}
-	return TruncateCodeStaleTail
+	return scanrmq.CodeStaleTail
 }
 
 // lostIn counts the record findings in [from, to) of a file: the records

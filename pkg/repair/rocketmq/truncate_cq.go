@@ -11,6 +11,7 @@ import (
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
+	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
 // trMaxCQFile bounds the consume queue file read into memory: the broker
@@ -137,7 +138,7 @@ func (t *trPlanner) consumeQueue(topic string, qid int) error {
 func (t *trPlanner) removeCQFile(cq *TruncateCQ, f trCQFile, b []byte) error {
 	n, ids := t.cqLost(b, 0)
 	note := fmt.Sprintf("consume queue file whose first unit points at or past the recovery end %d: %d units dropped (their messages are counted in the commitlog actions)", t.end, n)
-	a := repair.Action{Op: repair.OpRemoveFile, Path: f.rel, Reason: TruncateCodeCQBeyondEnd, Lost: trLoss(int64(n), ids, note)}
+	a := repair.Action{Op: repair.OpRemoveFile, Path: f.rel, Reason: scanrmq.CodeCQBeyondRecovery, Lost: trLoss(int64(n), ids, note)}
 	if err := t.add(a, false); err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func (t *trPlanner) cutCQFile(cq *TruncateCQ, f trCQFile, b []byte) error {
 	note := fmt.Sprintf("%d consume queue units from queue offset %d point at or past the recovery end %d (their messages are counted in the commitlog actions)",
 		n, (f.base+int64(cut))/rmq.CQUnitSize, t.end)
 	a := repair.Action{Op: repair.OpZeroRange, Path: f.rel, Offset: int64(cut), Length: int64(end - cut),
-		Reason: TruncateCodeCQBeyondEnd, Lost: trLoss(int64(n), ids, note)}
+		Reason: scanrmq.CodeCQBeyondRecovery, Lost: trLoss(int64(n), ids, note)}
 	if err := t.add(a, false); err != nil {
 		return err
 	}

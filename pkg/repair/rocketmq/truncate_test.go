@@ -208,7 +208,7 @@ func TestTruncateDTornCRC(t *testing.T) {
 			}
 		case strings.HasPrefix(a.Path, "consumequeue"):
 			cqActs++
-			if a.Reason != TruncateCodeCQBeyondEnd || a.Lost.Records != 1 {
+			if a.Reason != scanrmq.CodeCQBeyondRecovery || a.Lost.Records != 1 {
 				t.Errorf("CQ action %+v", a)
 			}
 		}

@@ -156,7 +156,7 @@ func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int
 				order = append(order, q)
 			}
 			if want := q.next; q.seen && r.queueOff < want {
-				res.Add(regress(fr, r, CodeQueueRegress, fmtInt(want), fmtInt(r.queueOff),
+				res.Add(regress(fr, r, CodeQueueRegress, "queue-offset-regress", fmtInt(want), fmtInt(r.queueOff),
 					fmt.Sprintf("queue offset of %s/%d goes backwards (expected at least %d)", q.k.topic, q.k.queueID, want),
 					map[string]any{"topic": q.k.topic, "queue_id": q.k.queueID}))
 			}
@@ -169,7 +169,7 @@ func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int
 			}
 		}
 		if maxTS-r.storeTS > slack {
-			res.Add(regress(fr, r, CodeTimestampRegress, ">= "+fmtInt(maxTS-slack), fmtInt(r.storeTS),
+			res.Add(regress(fr, r, CodeTimestampRegress, "timestamp-regress", ">= "+fmtInt(maxTS-slack), fmtInt(r.storeTS),
 				fmt.Sprintf("store timestamp goes back %d ms from the newest earlier record", maxTS-r.storeTS),
 				map[string]any{"topic": fr.topics[r.topic], "queue_id": r.queueID}))
 		}
@@ -183,11 +183,11 @@ func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int
 	return maxTS
 }
 
-func regress(fr *fileResult, r compact, code, exp, act, msg string, det map[string]any) scan.Finding {
+func regress(fr *fileResult, r compact, code, check, exp, act, msg string, det map[string]any) scan.Finding {
 	det["phy_offset"] = fr.seg.base + r.pos
 	det["queue_offset"] = r.queueOff
 	det["store_timestamp"] = r.storeTS
 	return scan.Finding{Code: code, Severity: scan.Warning, Path: fr.seg.rel, Offset: r.pos,
 		Expected: exp, Actual: act, Repair: scan.RepairNone, Message: msg, Details: det,
-		Evidence: map[string]string{code[len("rocketmq.commitlog."):]: "fail"}}
+		Evidence: map[string]string{check: "fail"}}
 }
