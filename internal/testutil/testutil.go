@@ -1,5 +1,7 @@
 // Package testutil holds helpers shared by tests: finding the repository's
-// testdata and unpacking fixture tarballs into a temp dir.
+// testdata, reading fixture tarballs into memory (ReadTar, for tests that
+// only need bytes) and unpacking them into a temp dir (Untar, for tests
+// that scan a directory).
 package testutil
 
 import (
@@ -11,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -37,6 +40,41 @@ func Untar(t testing.TB, tarball string) string {
 		t.Fatalf("untar %s: %v", tarball, err)
 	}
 	return dir
+}
+
+// ReadTar reads the regular files of a .tar.gz into memory, keyed by
+// their slash-separated path in the archive (cleaned, without "./"):
+// decoder tests take their bytes from here instead of unpacking to disk.
+func ReadTar(t testing.TB, tarball string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", tarball, err)
+	}
+	out := map[string][]byte{}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tarball, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", tarball, h.Name, err)
+		}
+		out[path.Clean(strings.TrimPrefix(h.Name, "./"))] = b
+	}
 }
 
 // UntarTo unpacks a .tar.gz into dir (regular files and dirs only).

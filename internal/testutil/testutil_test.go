@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,4 +18,21 @@ func TestUntarFixture(t *testing.T) {
 		t.Fatal("empty tree")
 	}
 	SameTree(t, h, TreeHash(t, dir))
+}
+
+// TestReadTarMatchesUntar: the in-memory read holds exactly the files
+// Untar writes, with the same bytes.
+func TestReadTarMatchesUntar(t *testing.T) {
+	tb := Testdata("rocketmq", "rmq533-a-clean.tar.gz")
+	files := ReadTar(t, tb)
+	disk := TreeHash(t, Untar(t, tb))
+	if len(files) != len(disk) || len(files) == 0 {
+		t.Fatalf("ReadTar has %d files, Untar %d", len(files), len(disk))
+	}
+	mem := map[string]string{}
+	for name, b := range files {
+		sum := sha256.Sum256(b)
+		mem[name] = hex.EncodeToString(sum[:])
+	}
+	SameTree(t, disk, mem)
 }

@@ -1,10 +1,24 @@
 package rocketmq
 
-import "github.com/storectl/storectl/pkg/format"
+import (
+	"encoding/binary"
+
+	"github.com/storectl/storectl/pkg/format"
+)
 
 // CheckpointSize is the part of the checkpoint file that carries data:
-// five longs (§6.1). The file itself is one 4096-byte page.
+// five longs (docs/formats/rocketmq.md §6.1). The file itself is one
+// 4096-byte page.
 const CheckpointSize = 40
+
+// CheckpointTimestampsOffset and CheckpointTimestampsSize locate
+// logicsMsgTimestamp and indexMsgTimestamp, the two fields that follow
+// from the consume queues and index files (and that rebuild-index
+// rewrites after regenerating them).
+const (
+	CheckpointTimestampsOffset = 8
+	CheckpointTimestampsSize   = 16
+)
 
 // Checkpoint is the StoreCheckpoint file.
 type Checkpoint struct {
@@ -33,4 +47,21 @@ func DecodeCheckpoint(b []byte, off int64) (Checkpoint, error) {
 		ConfirmPhyOffset:    int64(c.U64("confirmPhyOffset")),
 	}
 	return cp, c.Err(off)
+}
+
+// AppendCheckpoint appends the CheckpointSize bytes of c
+// (StoreCheckpoint.flush; the broker's page beyond them stays zero).
+func AppendCheckpoint(dst []byte, c Checkpoint) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.PhysicMsgTimestamp))
+	dst = AppendCheckpointTimestamps(dst, c.LogicsMsgTimestamp, c.IndexMsgTimestamp)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.MasterFlushedOffset))
+	return binary.BigEndian.AppendUint64(dst, uint64(c.ConfirmPhyOffset))
+}
+
+// AppendCheckpointTimestamps appends the CheckpointTimestampsSize bytes
+// that sit at CheckpointTimestampsOffset: logicsMsgTimestamp, then
+// indexMsgTimestamp.
+func AppendCheckpointTimestamps(dst []byte, logics, index int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(logics))
+	return binary.BigEndian.AppendUint64(dst, uint64(index))
 }

@@ -6,7 +6,8 @@ import (
 	"github.com/storectl/storectl/pkg/format"
 )
 
-// CQUnitSize is CQ_STORE_UNIT_SIZE: one consume queue unit (§4.1):
+// CQUnitSize is CQ_STORE_UNIT_SIZE: one consume queue unit
+// (docs/formats/rocketmq.md §4.1):
 // long commitlog offset | int size | long tagsCode.
 const CQUnitSize = 20
 
@@ -16,6 +17,15 @@ const CQPlaceholderSize = 0x7FFFFFFF
 
 // DefaultCQFileSize is mappedFileSizeConsumeQueue: 300000 units.
 const DefaultCQFileSize = 300000 * CQUnitSize
+
+// CQFileSizeFor is MessageStoreConfig.getMappedFileSizeConsumeQueue: the
+// configured size rounded up to a whole number of 20-byte units.
+func CQFileSizeFor(configured int64) int64 {
+	if configured <= 0 {
+		return DefaultCQFileSize
+	}
+	return (configured + CQUnitSize - 1) / CQUnitSize * CQUnitSize
+}
 
 // CQUnit is one consume queue unit.
 type CQUnit struct {
@@ -37,7 +47,7 @@ func (u CQUnit) IsPlaceholder() bool {
 }
 
 // IsExtAddress reports whether TagsCode is a ConsumeQueueExt address
-// (tagsCode <= Integer.MIN_VALUE - 1, §4.3) rather than a tags hash.
+// (tagsCode <= Integer.MIN_VALUE - 1, docs/formats/rocketmq.md §4.3) rather than a tags hash.
 func (u CQUnit) IsExtAddress() bool { return u.TagsCode <= -2147483649 }
 
 // DecodeCQUnit decodes the unit at b[0]; off is its offset for errors.

@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/storectl/storectl/pkg/format"
 )
@@ -32,4 +33,20 @@ func ParseFileName(name string) (int64, error) {
 		v = v*10 + d
 	}
 	return int64(v), nil
+}
+
+// IndexNameLayout is the Go layout of UtilAll.timeMillisToHumanString,
+// the broker's index file name: local time yyyyMMddHHmmssSSS (the '.' is
+// dropped, see IndexFileName).
+const IndexNameLayout = "20060102150405.000"
+
+// IndexFileNameLen is the length of an index file name.
+const IndexFileNameLen = 17
+
+// IndexFileName formats ms (Unix milliseconds) as an index file name in
+// loc (the broker names a file by the store time of the record that
+// created it, in its own time zone).
+func IndexFileName(ms int64, loc *time.Location) string {
+	s := time.UnixMilli(ms).In(loc).Format(IndexNameLayout)
+	return s[:14] + s[15:] // drop the '.'
 }

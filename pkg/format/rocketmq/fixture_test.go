@@ -2,9 +2,11 @@ package rocketmq
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -34,9 +36,16 @@ type oracleLine struct {
 	Total    int64     `json:"total_size"`
 }
 
-func loadFixture(t testing.TB) (string, []oracleLine) {
+// loadFixture reads the fixture's files into memory (keyed by their path
+// under store/) and the broker's dump of them.
+func loadFixture(t testing.TB) (map[string][]byte, []oracleLine) {
 	t.Helper()
-	dir := testutil.Untar(t, testutil.Testdata("rocketmq", fixtureDS+".tar.gz"))
+	files := map[string][]byte{}
+	for name, b := range testutil.ReadTar(t, testutil.Testdata("rocketmq", fixtureDS+".tar.gz")) {
+		if rel, ok := strings.CutPrefix(name, "store/"); ok {
+			files[rel] = b
+		}
+	}
 	f, err := os.Open(testutil.Testdata("rocketmq", fixtureDS+".decode.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,13 +61,15 @@ func loadFixture(t testing.TB) (string, []oracleLine) {
 		}
 		out = append(out, l)
 	}
-	return filepath.Join(dir, "store"), out
+	return files, out
 }
 
-func readFile(t testing.TB, p string) []byte {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
+// file returns the fixture file at rel (slash-separated, under store/).
+func file(t testing.TB, files map[string][]byte, rel string) []byte {
+	t.Helper()
+	b, ok := files[rel]
+	if !ok {
+		t.Fatalf("fixture has no %s", rel)
 	}
 	return b
 }
@@ -71,12 +82,10 @@ func TestFixtureConsumeQueue(t *testing.T) {
 		if l.Kind != "raw_consume_queue" {
 			continue
 		}
-		qdir := filepath.Join(root, "consumequeue", l.Topic, itoa(l.QueueID))
+		qdir := path.Join("consumequeue", l.Topic, itoa(l.QueueID))
 		var stream []byte
 		for _, name := range []string{"00000000000000000000", "00000000000000001000"} {
-			if b, err := os.ReadFile(filepath.Join(qdir, name)); err == nil {
-				stream = append(stream, b...)
-			}
+			stream = append(stream, root[path.Join(qdir, name)]...)
 		}
 		for _, e := range l.Entries {
 			off := e[0] * CQUnitSize
@@ -112,7 +121,7 @@ func TestFixtureIndexAndCheckpoint(t *testing.T) {
 	for _, l := range lines {
 		switch l.Kind {
 		case "index_header":
-			b := readFile(t, filepath.Join(root, "index", l.File))
+			b := file(t, root, path.Join("index", l.File))
 			h, err := DecodeIndexHeader(b, 0)
 			if err != nil || h.BeginTimestamp != l.BeginTS || h.EndTimestamp != l.EndTS || h.BeginPhyOffset != l.BeginPhy ||
 				h.EndPhyOffset != l.EndPhy || h.HashSlotCount != l.Slots || h.IndexCount != l.Count {
@@ -121,6 +130,26 @@ func TestFixtureIndexAndCheckpoint(t *testing.T) {
 			lay, err := IndexLayoutFromSize(int64(len(b)), 0)
 			if err != nil || lay.Slots != 100 || lay.Entries != 400 || lay.Size() != l.FileSize {
 				t.Fatalf("layout %+v %v", lay, err)
+			}
+			// The encoders write the broker's bytes back: header, every
+			// slot and every entry.
+			re := AppendIndexHeader(nil, h)
+			for s := int64(0); s < lay.Slots; s++ {
+				v, err := DecodeIndexSlot(b[lay.SlotOffset(s):], lay.SlotOffset(s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				re = AppendIndexSlot(re, v)
+			}
+			for n := int64(0); n < lay.Entries; n++ {
+				e, err := DecodeIndexEntry(b[lay.EntryOffset(n):], lay.EntryOffset(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				re = AppendIndexEntry(re, e)
+			}
+			if !bytes.Equal(re, b) {
+				t.Fatalf("%s: re-encoded file differs", l.File)
 			}
 			// Every used slot heads a chain of entries whose hash maps to it.
 			for s := int64(0); s < lay.Slots; s++ {
@@ -136,10 +165,19 @@ func TestFixtureIndexAndCheckpoint(t *testing.T) {
 			}
 			seen++
 		case "checkpoint":
-			cp, err := DecodeCheckpoint(readFile(t, filepath.Join(root, "checkpoint")), 0)
+			b := file(t, root, "checkpoint")
+			cp, err := DecodeCheckpoint(b, 0)
 			if err != nil || cp.PhysicMsgTimestamp != l.Physic || cp.LogicsMsgTimestamp != l.Logics ||
 				cp.IndexMsgTimestamp != l.IndexTS || cp.MinTimestamp() != l.MinTS {
 				t.Fatalf("checkpoint %+v %v", cp, err)
+			}
+			// The encoders write the broker's bytes back.
+			if got := AppendCheckpoint(nil, cp); !bytes.Equal(got, b[:CheckpointSize]) {
+				t.Fatalf("AppendCheckpoint = %x, file has %x", got, b[:CheckpointSize])
+			}
+			ts := b[CheckpointTimestampsOffset : CheckpointTimestampsOffset+CheckpointTimestampsSize]
+			if got := AppendCheckpointTimestamps(nil, cp.LogicsMsgTimestamp, cp.IndexMsgTimestamp); !bytes.Equal(got, ts) {
+				t.Fatalf("AppendCheckpointTimestamps = %x, file has %x", got, ts)
 			}
 			seen++
 		}

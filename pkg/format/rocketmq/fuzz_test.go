@@ -3,7 +3,7 @@ package rocketmq
 import (
 	"bytes"
 	"errors"
-	"path/filepath"
+	"path"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -20,7 +20,7 @@ func fixtureRecords(f *testing.F) [][]byte {
 		}
 		b, ok := files[l.File]
 		if !ok {
-			b = readFile(f, filepath.Join(root, "commitlog", l.File))
+			b = file(f, root, path.Join("commitlog", l.File))
 			files[l.File] = b
 		}
 		n := l.Total
@@ -83,7 +83,7 @@ func FuzzProperties(f *testing.F) {
 
 func FuzzCQUnit(f *testing.F) {
 	root, _ := loadFixture(f)
-	b := readFile(f, filepath.Join(root, "consumequeue", "TopicA", "0", "00000000000000000000"))
+	b := file(f, root, "consumequeue/TopicA/0/00000000000000000000")
 	f.Add(b[:CQUnitSize])
 	f.Add(b[:7])
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -100,7 +100,7 @@ func FuzzIndex(f *testing.F) {
 	root, lines := loadFixture(f)
 	for _, l := range lines {
 		if l.Kind == "index_header" {
-			b := readFile(f, filepath.Join(root, "index", l.File))
+			b := file(f, root, path.Join("index", l.File))
 			f.Add(b[:IndexHeaderSize+IndexEntrySize], int64(len(b)))
 		}
 	}
@@ -117,7 +117,7 @@ func FuzzIndex(f *testing.F) {
 
 func FuzzCheckpoint(f *testing.F) {
 	root, _ := loadFixture(f)
-	f.Add(readFile(f, filepath.Join(root, "checkpoint"))[:CheckpointSize])
+	f.Add(file(f, root, "checkpoint")[:CheckpointSize])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, err := DecodeCheckpoint(b, 0)
 		mustCorrupt(t, err)

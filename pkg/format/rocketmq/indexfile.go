@@ -1,12 +1,14 @@
 package rocketmq
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/storectl/storectl/pkg/format"
 )
 
-// Index file geometry (§5): header, then hash slots, then entries.
+// Index file geometry (docs/formats/rocketmq.md §5): header, then hash
+// slots, then entries.
 const (
 	IndexHeaderSize = 40
 	IndexSlotSize   = 4
@@ -44,6 +46,31 @@ func DecodeIndexHeader(b []byte, off int64) (IndexHeader, error) {
 	return h, c.Err(off)
 }
 
+// AppendIndexHeader appends the IndexHeaderSize bytes of h
+// (IndexHeader.updateByteBuffer).
+func AppendIndexHeader(dst []byte, h IndexHeader) []byte {
+	be := binary.BigEndian
+	dst = be.AppendUint64(dst, uint64(h.BeginTimestamp))
+	dst = be.AppendUint64(dst, uint64(h.EndTimestamp))
+	dst = be.AppendUint64(dst, uint64(h.BeginPhyOffset))
+	dst = be.AppendUint64(dst, uint64(h.EndPhyOffset))
+	dst = be.AppendUint32(dst, uint32(h.HashSlotCount))
+	return be.AppendUint32(dst, uint32(h.IndexCount))
+}
+
+// DecodeIndexSlot decodes the hash slot at b[0]: the number of the
+// newest entry of its chain, 0 for an empty slot.
+func DecodeIndexSlot(b []byte, off int64) (int32, error) {
+	c := format.Cursor{B: b}
+	v := int32(c.U32("slot"))
+	return v, c.Err(off)
+}
+
+// AppendIndexSlot appends the IndexSlotSize bytes of a hash slot.
+func AppendIndexSlot(dst []byte, entry int32) []byte {
+	return binary.BigEndian.AppendUint32(dst, uint32(entry))
+}
+
 // IndexEntry is one 20-byte index entry.
 type IndexEntry struct {
 	KeyHash   int32 // IndexKeyHash of topic#key
@@ -62,6 +89,53 @@ func DecodeIndexEntry(b []byte, off int64) (IndexEntry, error) {
 		PrevIndex: int32(c.U32("prevIndex")),
 	}
 	return e, c.Err(off)
+}
+
+// AppendIndexEntry appends the IndexEntrySize bytes of e.
+func AppendIndexEntry(dst []byte, e IndexEntry) []byte {
+	be := binary.BigEndian
+	dst = be.AppendUint32(dst, uint32(e.KeyHash))
+	dst = be.AppendUint64(dst, uint64(e.PhyOffset))
+	dst = be.AppendUint32(dst, uint32(e.TimeDiff))
+	return be.AppendUint32(dst, uint32(e.PrevIndex))
+}
+
+// PutIndexKey is IndexFile.putKey on an index file that is not full,
+// held as its header h and its hash slots (len(slots) is the layout's
+// slot count): it returns the entry to write as entry number
+// h.IndexCount (as it was before the call) and updates h and slots the
+// way the broker does. The caller checks fullness (h.IndexCount against
+// the layout's entry count) first.
+func PutIndexKey(h *IndexHeader, slots []int32, keyHash int32, phy, storeTS int64) IndexEntry {
+	slot := int64(keyHash) % int64(len(slots))
+	if slot < 0 { // Math.abs(keyHash) is taken by the caller's hash; keep the index valid anyway
+		slot = -slot
+	}
+	prev := slots[slot]
+	if prev <= 0 || prev > h.IndexCount {
+		prev = 0
+	}
+	// timeDiff is computed before the first entry overwrites beginTimestamp.
+	diff := (storeTS - h.BeginTimestamp) / 1000
+	switch {
+	case h.BeginTimestamp <= 0:
+		diff = 0
+	case diff > 1<<31-1:
+		diff = 1<<31 - 1
+	case diff < 0:
+		diff = 0
+	}
+	e := IndexEntry{KeyHash: keyHash, PhyOffset: phy, TimeDiff: int32(diff), PrevIndex: prev}
+	slots[slot] = h.IndexCount
+	if h.IndexCount <= 1 {
+		h.BeginPhyOffset, h.BeginTimestamp = phy, storeTS
+	}
+	if prev == 0 {
+		h.HashSlotCount++
+	}
+	h.IndexCount++
+	h.EndPhyOffset, h.EndTimestamp = phy, storeTS
+	return e
 }
 
 // IndexLayout is the slot and entry count of one index file; they are

@@ -10,15 +10,6 @@ import (
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
-// CQFileSizeFor is MessageStoreConfig.getMappedFileSizeConsumeQueue: the
-// configured size rounded up to a whole number of 20-byte units.
-func CQFileSizeFor(configured int64) int64 {
-	if configured <= 0 {
-		return rmq.DefaultCQFileSize
-	}
-	return (configured + rmq.CQUnitSize - 1) / rmq.CQUnitSize * rmq.CQUnitSize
-}
-
 // cqbQueue is one rebuilt consume queue: units[i] is the unit with queue
 // offset first+i. Placeholders (fillPreBlank) are included.
 type cqbQueue struct {

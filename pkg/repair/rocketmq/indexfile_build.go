@@ -2,24 +2,12 @@ package rocketmq
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
-
-// IndexNameLayout is the Go layout of UtilAll.timeMillisToHumanString,
-// the broker's index file name: local time yyyyMMddHHmmssSSS.
-const IndexNameLayout = "20060102150405.000"
-
-// IndexFileName formats ms (Unix milliseconds) as an index file name in loc.
-func IndexFileName(ms int64, loc *time.Location) string {
-	s := time.UnixMilli(ms).In(loc).Format(IndexNameLayout)
-	return s[:14] + s[15:] // drop the '.'
-}
 
 // idxbFile is one rebuilt index file while it is being written: the slots
 // live in memory, entries are streamed to the staged file in order.
@@ -156,41 +144,13 @@ func (b *idxbBuilder) touch(keys []int32) {
 // put is IndexFile.putKey for a file known not to be full.
 func (b *idxbBuilder) put(keyHash int32, phy, ts int64) error {
 	f := b.cur
-	h := &f.hdr
-	slot := int64(keyHash) % b.lay.Slots
-	prev := f.slots[slot]
-	if prev <= 0 || prev > h.IndexCount {
-		prev = 0
-	}
-	// timeDiff is computed before the first entry overwrites beginTimestamp.
-	diff := (ts - h.BeginTimestamp) / 1000
-	switch {
-	case h.BeginTimestamp <= 0:
-		diff = 0
-	case diff > 1<<31-1:
-		diff = 1<<31 - 1
-	case diff < 0:
-		diff = 0
-	}
-	var e [rmq.IndexEntrySize]byte
-	binary.BigEndian.PutUint32(e[0:], uint32(keyHash))
-	binary.BigEndian.PutUint64(e[4:], uint64(phy))
-	binary.BigEndian.PutUint32(e[12:], uint32(int32(diff)))
-	binary.BigEndian.PutUint32(e[16:], uint32(prev))
-	if _, err := f.w.Write(e[:]); err != nil {
-		return err
-	}
-	f.slots[slot] = h.IndexCount
-	if h.IndexCount <= 1 {
-		h.BeginPhyOffset, h.BeginTimestamp = phy, ts
+	if f.hdr.IndexCount <= 1 {
 		f.firstRec = phy
 	}
-	if prev == 0 {
-		h.HashSlotCount++
-	}
-	h.IndexCount++
-	h.EndPhyOffset, h.EndTimestamp = phy, ts
-	return nil
+	e := rmq.PutIndexKey(&f.hdr, f.slots, keyHash, phy, ts)
+	var buf [rmq.IndexEntrySize]byte
+	_, err := f.w.Write(rmq.AppendIndexEntry(buf[:0], e))
+	return err
 }
 
 // closeCur writes the header and slots of cur, sizes the file to the
@@ -212,11 +172,10 @@ func (b *idxbBuilder) closeCur() error {
 	// The header, then the slots (20 MB at the broker's defaults) a chunk
 	// at a time; a chunk of empty slots is left a hole (the file is cut
 	// to its full size below, so it reads as zeros).
-	chunk := make([]byte, rmq.IndexHeaderSize, idxbChunk)
-	idxbPutHeader(chunk, f.hdr)
+	chunk := rmq.AppendIndexHeader(make([]byte, 0, idxbChunk), f.hdr)
 	at, used := int64(0), true
 	for i, v := range f.slots {
-		chunk = binary.BigEndian.AppendUint32(chunk, uint32(v))
+		chunk = rmq.AppendIndexSlot(chunk, v)
 		used = used || v != 0
 		if len(chunk)+rmq.IndexSlotSize <= cap(chunk) && i < len(f.slots)-1 {
 			continue
@@ -246,13 +205,3 @@ func (b *idxbBuilder) closeCur() error {
 // idxbChunk is how many bytes of an index file's header and slots
 // closeCur writes at once.
 const idxbChunk = 64 << 10
-
-// idxbPutHeader encodes h into the first 40 bytes of b (IndexHeader.updateByteBuffer).
-func idxbPutHeader(b []byte, h rmq.IndexHeader) {
-	binary.BigEndian.PutUint64(b[0:], uint64(h.BeginTimestamp))
-	binary.BigEndian.PutUint64(b[8:], uint64(h.EndTimestamp))
-	binary.BigEndian.PutUint64(b[16:], uint64(h.BeginPhyOffset))
-	binary.BigEndian.PutUint64(b[24:], uint64(h.EndPhyOffset))
-	binary.BigEndian.PutUint32(b[32:], uint32(h.HashSlotCount))
-	binary.BigEndian.PutUint32(b[36:], uint32(h.IndexCount))
-}

@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,7 +25,7 @@ func rbNameIndexFiles(files []*idxbFile, ex *rbExisting, loc *time.Location, rep
 		if i < len(ex.index) {
 			f.name = ex.index[i]
 		} else {
-			f.name = IndexFileName(f.created, loc)
+			f.name = rmq.IndexFileName(f.created, loc)
 			derived++
 			for f.name <= prev {
 				n, err := strconv.ParseInt(prev, 10, 64)
@@ -149,9 +148,14 @@ func rbCheckpoint(plan *repair.Plan, cfg *RebuildConfig, d *rbData, idx []*idxbF
 	if !cd.Changed {
 		return nil
 	}
-	data := make([]byte, 16)
-	binary.BigEndian.PutUint64(data[0:], uint64(cd.NewLogics))
-	binary.BigEndian.PutUint64(data[8:], uint64(cd.NewIndex))
-	return plan.Add(repair.Action{Op: repair.OpWriteRange, Path: "checkpoint", Offset: 8, Length: 16, Data: data,
+	off, data := cd.planned()
+	return plan.Add(repair.Action{Op: repair.OpWriteRange, Path: "checkpoint", Offset: off, Length: int64(len(data)), Data: data,
 		Reason: scanrmq.CodeCheckpointTimestamps, Lost: repair.Loss{Note: "logicsMsgTimestamp and indexMsgTimestamp"}}, repair.SnapshotOptions{})
+}
+
+// planned returns the bytes the plan writes into the checkpoint file and
+// their offset; the plan and the verified view of the rebuilt store
+// (rbVerifyView) both take them from here.
+func (cd *CheckpointDiff) planned() (int64, []byte) {
+	return rmq.CheckpointTimestampsOffset, rmq.AppendCheckpointTimestamps(nil, cd.NewLogics, cd.NewIndex)
 }

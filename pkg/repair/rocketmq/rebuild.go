@@ -201,7 +201,7 @@ func rbGeometry(cfg *RebuildConfig, ex *rbExisting, rep *RebuildReport) error {
 	if cq <= 0 {
 		rep.CQFileSizeFrom = "default"
 	}
-	rep.CQFileSize = CQFileSizeFor(cq)
+	rep.CQFileSize = rmq.CQFileSizeFor(cq)
 	if rep.CQFileSize > MaxCQFileSize {
 		return fmt.Errorf("consume queue file size %d exceeds %d", rep.CQFileSize, MaxCQFileSize)
 	}

@@ -2,7 +2,6 @@ package rocketmq
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -175,7 +174,8 @@ func (v *rbVerifier) indexFile(p string, lay rmq.IndexLayout) error {
 	}
 	seen := int64(0)
 	for s := int64(0); s < lay.Slots; s++ {
-		cur := int64(int32(binary.BigEndian.Uint32(b[lay.SlotOffset(s):])))
+		slot, _ := rmq.DecodeIndexSlot(b[lay.SlotOffset(s):], lay.SlotOffset(s))
+		cur := int64(slot)
 		last := n
 		for cur > 0 {
 			if cur >= last {

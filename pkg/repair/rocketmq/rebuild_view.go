@@ -2,7 +2,6 @@ package rocketmq
 
 import (
 	"context"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 
@@ -44,9 +43,10 @@ func rbVerifyView(ctx context.Context, cfg RebuildConfig, rep *RebuildReport, c 
 		if !ok {
 			continue
 		}
-		if cd := rep.Checkpoint; n == "checkpoint" && cd != nil && len(b) >= 24 {
-			binary.BigEndian.PutUint64(b[8:], uint64(cd.NewLogics))
-			binary.BigEndian.PutUint64(b[16:], uint64(cd.NewIndex))
+		if cd := rep.Checkpoint; n == "checkpoint" && cd != nil {
+			if off, data := cd.planned(); int(off)+len(data) <= len(b) {
+				copy(b[off:], data)
+			}
 		}
 		if err := os.WriteFile(filepath.Join(view, n), b, 0o600); err != nil {
 			return err

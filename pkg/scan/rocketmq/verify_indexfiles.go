@@ -11,10 +11,6 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// indexNameLen is the length of an index file name: the creation local
-// time yyyyMMddHHmmssSSS (UtilAll.timeMillisToHumanString).
-const indexNameLen = 17
-
 // indexFile is one file of index/.
 type indexFile struct {
 	name, path, rel string
@@ -77,7 +73,7 @@ func (v *verifier) checkIndexFiles(ctx context.Context) error {
 		}
 		p := filepath.Join(dir, e.Name())
 		f := indexFile{name: e.Name(), path: p, rel: v.rel(p), size: st.Size()}
-		if !allDigits(e.Name()) || len(e.Name()) != indexNameLen {
+		if !allDigits(e.Name()) || len(e.Name()) != rmq.IndexFileNameLen {
 			v.res.Add(scan.Finding{Code: CodeIndexBadFileName, Severity: scan.Warning, Path: f.rel, Repair: scan.RepairRebuildIndex,
 				Expected: "17-digit yyyyMMddHHmmssSSS", Actual: e.Name(), Evidence: map[string]string{"name": "fail"},
 				Message: "file in index/ is not named by a 17-digit time; the broker would load it as an index file anyway"})
