@@ -125,6 +125,29 @@ func (v *File) View(off int64, want, window int) ([]byte, error) {
 	return b, nil
 }
 
+// ReadAt reads len(p) bytes at off into p, as os.File.ReadAt does, with
+// View's bookkeeping: the pages of the previous read that the scan
+// brought into the page cache are dropped, Progress is told, MaxRead
+// advances. It is the io.ReaderAt that pure readers (such as
+// rocketmq.Reader, which keeps its own window) read through. Past the
+// end of the file it returns io.EOF.
+func (v *File) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off >= v.size {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), v.size-off)
+	v.track(off, off+n)
+	got, err := v.f.ReadAt(p[:n], off)
+	v.advance(off, int64(got))
+	if got == len(p) {
+		return got, nil
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	return got, err
+}
+
 // Whole returns the whole file, mapped read-only and populated (no copy).
 // Scan it under Guard. It falls back to one read into memory when the
 // file can't be mapped.

@@ -73,7 +73,7 @@ func evidence(m *rmq.Message, phy int64, cause error) map[string]string {
 		ev["magic"] = "fail"
 		return ev
 	}
-	if m.Raw == nil || (cause != nil && !isFramed(cause)) {
+	if m.Raw == nil || (cause != nil && !rmq.IsFramed(cause)) {
 		var ce *format.CorruptError
 		if errors.As(cause, &ce) {
 			ev[ce.Field] = "fail"

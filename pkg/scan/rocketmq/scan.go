@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
@@ -120,10 +121,24 @@ func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
 	if len(cfg.Files) > 0 {
 		wk.mapped = cfg.MappedFileSize // a single-file scan can't infer the mapped size
 	}
-	w := newWindow(ctx, f)
-	if err := wk.run(w); err != nil {
+	r := rmq.NewReader(ctxReaderAt{ctx, f}, size, seg.base, cfg.MaxMessageSize)
+	if err := wk.run(r); err != nil {
 		fr.err = fmt.Errorf("%s: %w", seg.rel, err)
 	}
-	fr.file.BytesScanned = w.maxRead()
+	fr.file.BytesScanned = r.MaxRead()
 	return fr
+}
+
+// ctxReaderAt reads a store file for a rocketmq.Reader and stops the walk
+// once ctx is done.
+type ctxReaderAt struct {
+	ctx context.Context
+	f   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.f.ReadAt(p, off)
 }

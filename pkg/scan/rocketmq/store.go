@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -57,7 +56,7 @@ func (s *Store) seg(phy int64) int {
 }
 
 // RecordAt reads the record at physical offset phy and applies every
-// record-local check (see CheckMessage). The returned message owns its
+// record-local check (rocketmq.CheckMessage). The returned message owns its
 // bytes. Corruption is a *format.CorruptError with the file's path and
 // the physical offset; a missing file is ErrNoFile; anything else is I/O.
 func (s *Store) RecordAt(phy int64) (rmq.Message, error) {
@@ -74,23 +73,7 @@ func (s *Store) RecordAt(phy int64) (rmq.Message, error) {
 		}
 		s.files[i] = f
 	}
-	pos := phy - seg.base
-	var hdr [8]byte
-	n, err := f.ReadAt(hdr[:], pos)
-	if n < len(hdr) {
-		m, derr := rmq.DecodeMessage(hdr[:n], phy, s.cfg.MaxMessageSize)
-		if derr != nil {
-			return m, format.WithPath(derr, seg.rel)
-		}
-		return m, err
-	}
-	total := int64(int32(binary.BigEndian.Uint32(hdr[:])))
-	size := min(max(total, 8), int64(s.cfg.MaxMessageSize), seg.size-pos) // bounded before allocating
-	buf := make([]byte, size)
-	if n, err := f.ReadAt(buf, pos); int64(n) < size {
-		return rmq.Message{}, err
-	}
-	m, err := CheckMessage(buf, phy, s.cfg.MaxMessageSize)
+	m, err := rmq.ReadMessageAt(f, seg.size, seg.base, phy-seg.base, s.cfg.MaxMessageSize)
 	return m, format.WithPath(err, seg.rel)
 }
 

@@ -62,7 +62,7 @@ func (v *verifier) brokerEndWithoutFix() (int64, int) {
 				return p, n
 			}
 			p = v.store.lay.segs[i+1].base
-		case errors.Is(err, ErrStale) && m.TotalSize > 0:
+		case errors.Is(err, rmq.ErrStale) && m.TotalSize > 0:
 			n++
 			p += int64(m.TotalSize)
 		default:

@@ -177,7 +177,7 @@ func (v *verifier) whatIsAt(phy int64) string {
 	}
 	m, err := v.store.RecordAt(phy)
 	switch {
-	case errors.Is(err, ErrStale):
+	case errors.Is(err, rmq.ErrStale):
 		return fmt.Sprintf("points at a stale record (stored physical offset %d)", m.PhysicalOffset)
 	case errors.Is(err, ErrNoFile):
 		return "points at an offset no commitlog file holds"

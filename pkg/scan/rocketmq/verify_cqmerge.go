@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -81,7 +82,7 @@ func (c *cqCursor) advance() bool {
 func (c *cqCursor) skipZeros(scratch []byte) bool {
 	for c.advance() {
 		i := c.pos - c.bufPos
-		if j := firstNonZeroByte(c.buf[i:c.bufN]); j >= 0 {
+		if j := format.FirstNonZero(c.buf[i:c.bufN]); j >= 0 {
 			c.pos += int64(j) / rmq.CQUnitSize * rmq.CQUnitSize
 			i = c.pos - c.bufPos
 			c.unit, _ = rmq.DecodeCQUnit(c.buf[i:i+rmq.CQUnitSize], c.pos) // inside the buffer: never fails
@@ -99,7 +100,7 @@ func (c *cqCursor) skipZeros(scratch []byte) bool {
 			if c.err = readFull(c.fh, scratch[:n], c.pos); c.err != nil {
 				return false
 			}
-			if j := firstNonZeroByte(scratch[:n]); j >= 0 {
+			if j := format.FirstNonZero(scratch[:n]); j >= 0 {
 				c.pos += int64(j) / rmq.CQUnitSize * rmq.CQUnitSize
 				break // advance reads the buffer from there
 			}

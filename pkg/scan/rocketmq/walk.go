@@ -2,7 +2,6 @@ package rocketmq
 
 import (
 	"errors"
-	"os"
 
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -47,7 +46,7 @@ type walker struct {
 	res     *fileResult
 	intern  map[string]int32
 	nfind   int
-	m       rmq.Message // the current record, reused: no allocation per record
+	m       *rmq.Message // the current record (the Reader's): no allocation per record
 }
 
 func (wk *walker) add(f scan.Finding) {
@@ -62,39 +61,30 @@ func (wk *walker) add(f scan.Finding) {
 	}
 }
 
-func (wk *walker) run(w *window) error {
+func (wk *walker) run(r *rmq.Reader) error {
 	seg, res := &wk.res.seg, wk.res
-	maxSize := wk.cfg.MaxMessageSize
-	pos := int64(0)
-	for {
-		b, err := w.record(pos, maxSize)
-		if err != nil {
+	for r.Next() {
+		wk.m = r.Message()
+		if err := wk.valid(wk.m, r.Offset()); err != nil {
 			return err
 		}
-		if len(b) == 0 { // record ends exactly at EOF
-			res.failPos, res.zeroTail = pos, true
-			res.file.End = scan.EndEOF
-			break
-		}
-		var err2 error
-		wk.m, err2 = CheckMessage(b, seg.base+pos, maxSize)
-		m := &wk.m
-		if err2 == nil && m.IsBlank() {
-			res.blank, res.failPos = true, pos
-			res.file.End = scan.EndBlank
-			break
-		}
-		if err2 != nil {
-			res.failPos = pos
-			if err := wk.failure(w, pos, b, m, err2); err != nil {
-				return err
-			}
-			break
-		}
-		if err := wk.valid(m, pos); err != nil {
+	}
+	pos := r.Offset()
+	if r.End() == rmq.EndIO {
+		return r.Err() // failPos stays 0: the recovery end is the file's start
+	}
+	res.failPos = pos
+	switch r.End() {
+	case rmq.EndEOF: // the last record ends exactly at EOF
+		res.zeroTail = true
+		res.file.End = scan.EndEOF
+	case rmq.EndBlank:
+		res.blank = true
+		res.file.End = scan.EndBlank
+	case rmq.EndCorrupt:
+		if err := wk.failure(r, pos, r.Raw(), r.Message(), r.Err()); err != nil {
 			return err
 		}
-		pos += int64(m.TotalSize)
 	}
 	res.file.ValidEnd = res.failPos
 	if wk.mapped > 0 && seg.size != wk.mapped {
@@ -103,7 +93,7 @@ func (wk *walker) run(w *window) error {
 			"commitlog file size differs from the mapped file size; the broker refuses to load the store",
 			map[string]string{"file_size": "fail"}, fmtInt(wk.mapped), fmtInt(seg.size)))
 	}
-	res.file.BytesScanned = w.maxRead()
+	res.file.BytesScanned = r.MaxRead()
 	return nil
 }
 
@@ -130,9 +120,9 @@ func (wk *walker) valid(m *rmq.Message, pos int64) error {
 
 // failure classifies the first failing position of the primary walk,
 // reports it and then walks on in forensic mode to the end of the file.
-func (wk *walker) failure(w *window, pos int64, b []byte, m *rmq.Message, cause error) error {
+func (wk *walker) failure(r *rmq.Reader, pos int64, b []byte, m *rmq.Message, cause error) error {
 	seg, res := &wk.res.seg, wk.res
-	last, err := w.lastNonZero(pos, seg.size)
+	last, err := r.LastNonZero(pos, seg.size)
 	if err != nil {
 		return err
 	}
@@ -141,7 +131,7 @@ func (wk *walker) failure(w *window, pos int64, b []byte, m *rmq.Message, cause 
 		res.file.End = scan.EndZero
 		return nil
 	}
-	framed := isFramed(cause) // structure decoded; the size can be trusted
+	framed := rmq.IsFramed(cause) // structure decoded; the size can be trusted
 	validMagic := (m.Magic == rmq.MagicMessageV1 || m.Magic == rmq.MagicMessageV2) &&
 		m.TotalSize >= rmq.MinRecordSize && int(m.TotalSize) <= wk.cfg.MaxMessageSize
 	var recEnd int64
@@ -168,15 +158,9 @@ func (wk *walker) failure(w *window, pos int64, b []byte, m *rmq.Message, cause 
 			res.file.End = scan.EndTorn
 			return nil
 		}
-		return wk.forensic(w, recEnd, last)
+		return wk.forensic(r, recEnd, last)
 	}
-	return wk.garbage(w, pos, last, cause)
-}
-
-// isFramed reports whether err left the record's frame intact: only a
-// checksum or the offset check failed, so TotalSize can be trusted.
-func isFramed(err error) bool {
-	return errors.Is(err, format.ErrChecksum) || errors.Is(err, ErrStale)
+	return wk.garbage(r, pos, last, cause)
 }
 
 // framedFinding reports a record whose frame decoded but a check failed.
@@ -184,7 +168,7 @@ func (wk *walker) framedFinding(pos int64, m *rmq.Message, cause error) {
 	var ce *format.CorruptError
 	errors.As(cause, &ce)
 	switch {
-	case errors.Is(cause, ErrStale):
+	case errors.Is(cause, rmq.ErrStale):
 		wk.add(wk.recordFinding(CodeStaleRecord, scan.Error, pos, int64(m.TotalSize), m, cause,
 			"record's stored physical offset does not match its position: stale data from an earlier life of the file (rocketmq #10017)"))
 	case ce != nil && ce.Field == "propCRC":
@@ -200,9 +184,8 @@ func (wk *walker) framedFinding(pos int64, m *rmq.Message, cause error) {
 }
 
 // garbage reports the undecodable region starting at pos and resyncs.
-func (wk *walker) garbage(w *window, pos, last int64, cause error) error {
-	seg := &wk.res.seg
-	next, err := resync(w, seg.base, pos+1, wk.cfg.MaxMessageSize)
+func (wk *walker) garbage(r *rmq.Reader, pos, last int64, cause error) error {
+	next, err := r.Resync(pos + 1)
 	if err != nil {
 		return err
 	}
@@ -210,7 +193,7 @@ func (wk *walker) garbage(w *window, pos, last int64, cause error) error {
 	if next < 0 {
 		end = last + 1
 	}
-	lnz, err := w.lastNonZero(pos, end)
+	lnz, err := r.LastNonZero(pos, end)
 	if err != nil {
 		return err
 	}
@@ -232,50 +215,37 @@ func (wk *walker) garbage(w *window, pos, last int64, cause error) error {
 	if next < 0 {
 		return nil
 	}
-	return wk.forensic(w, next, last)
+	return wk.forensic(r, next, last)
 }
 
 // forensic walks [pos, EOF) after the first failure, reporting what it
 // finds: stale records, CRC failures, garbage and salvage candidates.
-func (wk *walker) forensic(w *window, pos, last int64) error {
+func (wk *walker) forensic(r *rmq.Reader, pos, last int64) error {
 	seg := &wk.res.seg
 	maxSize := wk.cfg.MaxMessageSize
 	for pos <= last {
-		b, err := w.record(pos, maxSize)
+		b, err := r.RecordBytes(pos)
 		if err != nil {
 			return err
 		}
-		m, err := CheckMessage(b, seg.base+pos, maxSize)
+		m, err := rmq.CheckMessage(b, seg.base+pos, maxSize)
 		switch {
 		case err == nil && m.IsBlank():
 			return nil
 		case err == nil:
 			wk.add(wk.recordFinding(CodeSalvage, scan.Warning, pos, int64(m.TotalSize), &m, nil,
 				"valid record beyond the point where recovery stops; truncation would drop it"))
-		case isFramed(err):
+		case rmq.IsFramed(err):
 			wk.framedFinding(pos, &m, err)
 		default:
-			if len(b) >= 8 && allZero(b[:8]) {
-				if l, err := w.lastNonZero(pos, last+1); err != nil || l < 0 {
+			if len(b) >= 8 && format.AllZero(b[:8]) {
+				if l, err := r.LastNonZero(pos, last+1); err != nil || l < 0 {
 					return err
 				}
 			}
-			return wk.garbage(w, pos, last, err)
+			return wk.garbage(r, pos, last, err)
 		}
 		pos += int64(m.TotalSize)
 	}
 	return nil
-}
-
-func openFile(p string) (*os.File, int64, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	return f, st.Size(), nil
 }
