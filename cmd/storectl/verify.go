@@ -134,10 +134,7 @@ func verifyTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options)
 		}
 		return rmqscan.Verify(ctx, vc, so)
 	case scan.RabbitMQ:
-		return rabbitVerify(ctx, rabbitConfig(env, t), so)
+		return rabbitscan.Verify(ctx, rabbitConfig(env, t), so)
 	}
 	return nil, fmt.Errorf("unknown store kind %q", t.Store)
 }
-
-// rabbitVerify is the RabbitMQ verify entry point.
-var rabbitVerify = rabbitscan.Verify
