@@ -116,7 +116,7 @@ func (e *textEmitter) Summary(s Summary) error {
 	}
 	if len(e.queues) > 0 {
 		fmt.Fprintln(w)
-		if err := renderMaps(w, e.queues, []string{"vhost", "queue", "dir", "entries", "keep", "drop", "at_risk"}); err != nil {
+		if err := renderMaps(w, e.queues, []string{"vhost", "queue", "dir", "entries", "keep", "drop", "unknown", "at_risk"}); err != nil {
 			return err
 		}
 	}

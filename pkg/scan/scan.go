@@ -222,14 +222,18 @@ func (r *Result) Worst() (Severity, bool) {
 // Queue is the RabbitMQ `queue` record of verify: one per queue, what its
 // index holds and what the broker's next start will keep and drop.
 type Queue struct {
-	VHost   string         `json:"vhost"`
-	Queue   string         `json:"queue"`
-	Dir     string         `json:"dir"`     // hashed queue dir name
-	Index   string         `json:"index"`   // v1, v2 or v1+v2
-	Entries int            `json:"entries"` // live index entries
-	Keep    int            `json:"keep"`    // messages the next start keeps
-	Drop    int            `json:"drop"`    // messages the next start drops
-	AtRisk  map[string]int `json:"at_risk"` // version range -> messages a scanner bug there would lose
+	VHost   string `json:"vhost"`
+	Queue   string `json:"queue"`
+	Dir     string `json:"dir"`     // hashed queue dir name
+	Index   string `json:"index"`   // v1, v2 or v1+v2
+	Entries int    `json:"entries"` // live index entries
+	Keep    int    `json:"keep"`    // messages the next start keeps
+	Drop    int    `json:"drop"`    // messages the next start drops
+	// Unknown counts entries whose fate cannot be told: their message is
+	// in no readable .rdq, and some .rdq (WaitsOn) could not be read.
+	Unknown int            `json:"unknown"`
+	WaitsOn []string       `json:"waits_on,omitempty"` // the unread files the unknown entries wait on
+	AtRisk  map[string]int `json:"at_risk"`            // version range -> messages a scanner bug there would lose
 	// DropMsgIDs and AtRiskMsgIDs name the messages (32 hex digits).
 	DropMsgIDs   MsgIDs            `json:"drop_msg_ids,omitzero"`
 	AtRiskMsgIDs map[string]MsgIDs `json:"at_risk_msg_ids,omitempty"`

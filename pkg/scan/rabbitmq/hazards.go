@@ -35,8 +35,12 @@ const (
 	CodeTransient       = "rabbitmq.rdq.transient"
 	CodeFileError       = "rabbitmq.rdq.unreadable"
 	CodeMessageMissing  = "rabbitmq.queue.message-missing"
-	CodeIndexMismatch   = "rabbitmq.index.mismatch"
-	CodeQueueIndex      = "rabbitmq.queue.index-anomaly"
+	// CodeMessageUnknown: a queue references a message no readable .rdq
+	// holds while some .rdq could not be read: it may be there, so its
+	// fate is unknown, not lost (the finding names the files it waits on).
+	CodeMessageUnknown = "rabbitmq.queue.message-unknown"
+	CodeIndexMismatch  = "rabbitmq.index.mismatch"
+	CodeQueueIndex     = "rabbitmq.queue.index-anomaly"
 )
 
 // Version ranges of the scanner generations (§0).

@@ -176,6 +176,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 		return nil // read once already: only a concurrent change gets here
 	}
 	var out []scan.Finding
+	unread := v.Unread()
 	for _, qd := range q.Queues {
 		name := queueName(qd)
 		for _, r := range qd.Refs {
@@ -184,7 +185,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 				continue
 			}
 			r.MsgID = hexID(r.ID)
-			out = append(out, s.missingFinding(r, name, l.sets[e.set-1]))
+			out = append(out, s.missingFinding(r, name, l.sets[e.set-1], unread))
 		}
 	}
 	v.Lost = lostIDs(out)

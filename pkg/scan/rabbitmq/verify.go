@@ -62,6 +62,9 @@ type EntryFate struct {
 	Keep   bool
 	Reason string  // drop reason when !Keep
 	Record *Record // the shared-store record holding the message, when found
+	// Unknown: no readable .rdq holds the message but some .rdq could not
+	// be read (WaitsOn), so neither keep nor drop can be told.
+	Unknown bool
 }
 
 // QueueFate is one queue's prediction: the contract's queue record plus
@@ -191,7 +194,7 @@ func startVerify(v *VHostScan, cs *cleanState, inPlace bool) *VHostVerify {
 // .qi/.idx/journal entry, index.mismatch at the .ets object, the queue
 // index anomalies), so each surfaces once.
 var rebuiltCodes = func() map[string]bool {
-	m := map[string]bool{CodeMessageMissing: true, CodeIndexMismatch: true}
+	m := map[string]bool{CodeMessageMissing: true, CodeMessageUnknown: true, CodeIndexMismatch: true}
 	for _, c := range anomalyCodes {
 		m[c] = true
 	}

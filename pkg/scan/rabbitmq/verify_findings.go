@@ -38,6 +38,16 @@ func missingFindings(root string, qs []*QueueFate, refs map[string][]string, cle
 			}
 			var what string
 			switch {
+			case ef.Unknown:
+				f := scan.Finding{Code: CodeMessageMissing, Path: scan.Rel(root, e.Path),
+					Offset: e.Offset, Length: entryLength(e), MsgID: e.MsgID, Repair: scan.RepairNone,
+					Details: map[string]any{"queue": q.Queue.Queue, "queue_dir": q.Dir, "seq_id": e.SeqID,
+						"index_version": e.IndexVersion, "queues": refs[e.MsgID]},
+					Message: fmt.Sprintf("queue %s holds msg %s (seq %d), which no readable .rdq file holds; %s",
+						q.Queue.Queue, e.MsgID, e.SeqID, waitsOnText(q.Queue.WaitsOn))}
+				unknownFinding(&f, q.Queue.WaitsOn)
+				out = append(out, f)
+				continue
 			case ef.Record == nil:
 				what = "which no .rdq file holds"
 			case ef.Record.BadBody:

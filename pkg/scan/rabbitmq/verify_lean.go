@@ -132,7 +132,7 @@ func findingEntries(qd *rfmt.QueueDir) func(EntryFate) bool {
 		case rfmt.LocationQueueStore:
 			return damaged[ef.Entry.StorePath]
 		case rfmt.LocationSharedStore:
-			return ef.Entry.Persistent && (ef.Record == nil || ef.Record.BadBody)
+			return ef.Entry.Persistent && (ef.Record == nil || ef.Record.BadBody || ef.Unknown)
 		}
 		return false
 	}
@@ -252,14 +252,14 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 			qf = startQueueFate(q, v.VHost, false, 0)
 			qf.spool = lp.spool
 		}
-		qf.add(es, clean, lp.lookup, lp.vic, findingEntries(q))
+		qf.add(es, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(q))
 		n += len(es)
 		return ctx.Err()
 	})
 	if errors.Is(err, rfmt.ErrSegmentOrder) {
 		// Overlapping segments: decide the queue whole, in seq order.
 		if qd, err = rfmt.ReadQueueDir(dir, segEntries); err == nil {
-			qf, n = predictQueue(qd, v.VHost, clean, lp.lookup, lp.vic, findingEntries(qd)), len(qd.Entries)
+			qf, n = predictQueue(qd, v.VHost, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(qd)), len(qd.Entries)
 			qd.Entries = nil
 		}
 	}
@@ -271,12 +271,13 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 		qf = startQueueFate(qd, v.VHost, false, 0)
 	}
 	qf.end()
+	qf.waitsOn(v.Unread())
 	one := []*QueueFate{qf}
 	r.anoms = anomalyFindings(root, &rfmt.VHostQueues{Queues: []*rfmt.QueueDir{qd}}, one)
 	r.orphans = orphanFindings(root, one)
 	refs := map[string][]string{}
 	for _, ef := range qf.Entries {
-		if (ef.Record == nil || ef.Record.BadBody) && ef.Entry.Location == rfmt.LocationSharedStore {
+		if (ef.Record == nil || ef.Record.BadBody || ef.Unknown) && ef.Entry.Location == rfmt.LocationSharedStore {
 			if _, ok := refs[ef.Entry.MsgID]; !ok {
 				refs[ef.Entry.MsgID] = lp.queueNames(ef.Entry.MsgID)
 			}

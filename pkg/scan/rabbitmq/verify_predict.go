@@ -39,12 +39,39 @@ func predict(v *VHostScan, clean bool, ver brokerVersion) ([]*QueueFate, error) 
 	if err != nil {
 		return nil, err
 	}
-	lookup := func(id [16]byte) *Record { return found[id] }
+	lookup := unreadLookup(func(id [16]byte) *Record { return found[id] }, v.Unread())
 	var out []*QueueFate
 	for _, qd := range v.Queues.Queues {
-		out = append(out, predictQueue(qd, v.VHost, clean, lookup, vic, nil))
+		qf := predictQueue(qd, v.VHost, clean, lookup, vic, nil)
+		qf.waitsOn(v.Unread())
+		out = append(out, qf)
 	}
 	return out, nil
+}
+
+// unreadRecord is what an unreadLookup returns for an id no readable
+// .rdq holds while some .rdq could not be read: fate makes it Unknown.
+var unreadRecord = &Record{}
+
+// unreadLookup is lookup answering unreadRecord instead of nil when
+// unread files could hold what it does not find.
+func unreadLookup(lookup func([16]byte) *Record, unread []string) func([16]byte) *Record {
+	if len(unread) == 0 {
+		return lookup
+	}
+	return func(id [16]byte) *Record {
+		if r := lookup(id); r != nil {
+			return r
+		}
+		return unreadRecord
+	}
+}
+
+// waitsOn names, on a queue with unknown entries, the files they wait on.
+func (qf *QueueFate) waitsOn(unread []string) {
+	if qf.Unknown > 0 {
+		qf.Queue.WaitsOn = unread
+	}
 }
 
 // predictQueue builds the QueueFate of one queue dir: lookup returns the
@@ -90,6 +117,10 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 			qf.Entries = append(qf.Entries, ef)
 		}
 		qf.Queue.Entries++
+		if ef.Unknown {
+			qf.Unknown++
+			continue
+		}
 		if !ef.Keep {
 			qf.Drop++
 			if idOK {
@@ -136,8 +167,11 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 	}
 	shared := e.Location == rfmt.LocationSharedStore
 	// The store is looked up by the entry's own id, not one from a body.
+	unknown := false
 	if shared && idOK && own {
-		ef.Record = lookup(id)
+		if ef.Record = lookup(id); ef.Record == unreadRecord {
+			ef.Record, unknown = nil, true
+		}
 	}
 	drop := func(reason string) (EntryFate, [16]byte, bool) {
 		ef.Keep, ef.Reason = false, reason
@@ -148,6 +182,9 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 		return drop(DropOrphanDir)
 	case !e.Persistent:
 		return drop(rfmt.DropTransient)
+	case unknown:
+		ef.Keep, ef.Unknown = false, true
+		return ef, id, idOK
 	case clean:
 		return ef, id, idOK
 	case e.Drop != "":

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -70,7 +71,7 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 			if _, ok := v.Found[r.MsgID]; ok {
 				continue
 			}
-			out = append(out, s.missingFinding(r, name, v.Refs[r.MsgID]))
+			out = append(out, s.missingFinding(r, name, v.Refs[r.MsgID], v.Unread()))
 		}
 	}
 	v.Lost = lostIDs(out)
@@ -128,23 +129,62 @@ func (s *scanner) layout(v *VHostScan) map[string]any {
 // missingFinding reports that queue name references r's message, which
 // no .rdq holds. The offset is the .qi slot (v2) or 0 for v1 records,
 // whose byte position verify reports exactly.
-func (s *scanner) missingFinding(r rfmt.QueueRef, name string, queues []string) scan.Finding {
+// With unread .rdq files the message may be in one of them: the finding
+// is message-unknown instead, naming them.
+func (s *scanner) missingFinding(r rfmt.QueueRef, name string, queues []string, unread []string) scan.Finding {
 	off := int64(0)
 	if r.Slot >= 0 {
 		off = 64 + 32*int64(r.Slot)
 	}
-	return scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
+	f := scan.Finding{Code: CodeMessageMissing, Severity: scan.Error,
 		Path: scan.Rel(s.root, r.Path), Offset: off, Repair: scan.RepairNone, MsgID: r.MsgID,
 		Details: map[string]any{"queue": name, "queues": queues, "seq_id": r.SeqID},
 		Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", name, r.MsgID)}
+	if len(unread) > 0 {
+		unknownFinding(&f, unread)
+		f.Message = fmt.Sprintf("queue %s references msg %s, which no readable .rdq file holds; %s", name, r.MsgID, waitsOnText(unread))
+	}
+	return f
 }
 
-// lostIDs is the sorted set of msg ids of message-missing findings.
+// unknownFinding turns a message-missing finding into message-unknown:
+// the message may be in an .rdq that could not be read.
+func unknownFinding(f *scan.Finding, unread []string) {
+	f.Code, f.Severity = CodeMessageUnknown, scan.Warning
+	f.Details["waits_on"] = unread
+}
+
+// waitsOnText says which unread files a message's fate waits on.
+func waitsOnText(unread []string) string {
+	const most = 5
+	names := unread
+	more := ""
+	if len(names) > most {
+		names, more = names[:most], fmt.Sprintf(" and %d more", len(unread)-most)
+	}
+	return fmt.Sprintf("it may be in %s%s, which could not be read: whether the next start keeps it is unknown, not lost", strings.Join(names, ", "), more)
+}
+
+// Unread lists the persistent-store .rdq files that could not be read in
+// full (permission, I/O error, vanished, too large): a referenced message
+// found in no other file may be in one of them.
+func (v *VHostScan) Unread() []string {
+	var out []string
+	for _, f := range v.Files {
+		if f.Err != nil && !f.Transient {
+			out = append(out, f.Path)
+		}
+	}
+	return out
+}
+
+// lostIDs is the sorted set of msg ids of message-missing findings
+// (message-unknown ones are not lost).
 func lostIDs(out []scan.Finding) []string {
 	var ids []string
 	seen := map[string]bool{}
 	for _, f := range out {
-		if !seen[f.MsgID] {
+		if f.Code == CodeMessageMissing && !seen[f.MsgID] {
 			seen[f.MsgID] = true
 			ids = append(ids, f.MsgID)
 		}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+)
+
+// readableTree unpacks a fixture where uid nobody can read it (tests run
+// as root in CI: permission bits bite only on another user, see
+// runAsNobody).
+func readableTree(t *testing.T, tgz string) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "storectl-unknown-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := testutil.UntarTo(tgz, base); err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.Walk(base, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() {
+			os.Chmod(p, 0o755)
+		} else if err == nil {
+			os.Chmod(p, 0o644)
+		}
+		return nil
+	})
+	return base
+}
+
+// onlyIn returns, per queue, how many references to messages held only
+// by file (no other .rdq has a record with the id) a readable run's
+// records show, and the file with the most of them when file is "".
+func onlyIn(t *testing.T, dir string) (string, map[string]int) {
+	t.Helper()
+	code, out, errOut := runCLI(t, "scan", dir, "--records", "-o", "jsonl")
+	if code != exitOK {
+		t.Fatalf("scan of the readable tree: exit %d\n%s", code, errOut)
+	}
+	files := map[string][]string{} // msg id -> files with a record of it
+	refs := map[string][]string{}  // msg id -> queues referencing it
+	for _, o := range jsonlObjects(t, out) {
+		if o["type"] != "record" || o["referenced_by"] == nil {
+			continue
+		}
+		id := o["msg_id"].(string)
+		files[id] = append(files[id], o["path"].(string))
+		if len(refs[id]) == 0 {
+			for _, q := range o["referenced_by"].([]any) {
+				refs[id] = append(refs[id], q.(string))
+			}
+		}
+	}
+	per := map[string]map[string]int{}
+	for id, fs := range files {
+		if len(fs) != 1 || len(refs[id]) == 0 {
+			continue
+		}
+		if per[fs[0]] == nil {
+			per[fs[0]] = map[string]int{}
+		}
+		for _, q := range refs[id] {
+			per[fs[0]][q]++
+		}
+	}
+	best, n := "", 0
+	var names []string
+	for f := range per {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		m := 0
+		for _, c := range per[f] {
+			m += c
+		}
+		if m > n {
+			best, n = f, m
+		}
+	}
+	if best == "" {
+		t.Fatal("no .rdq holds a referenced message of its own")
+	}
+	return best, per[best]
+}
+
+// TestUnreadableIsUnknown: an .rdq the user cannot read (run as nobody)
+// or cannot read in full (larger than the scanner reads: a read that
+// stops short) makes every conclusion that depends on it unknown, never
+// lost: exit 3, no message-missing, and per queue an `unknown` count equal
+// to the references to messages only that file holds (from a readable
+// run's records), `drop` unchanged, `waits_on` naming the file; each
+// message-unknown finding names it too. RabbitMQ 3.10.8 (v1 index) and
+// 4.0.5 (v2 .qi) crash fixtures.
+func TestUnreadableIsUnknown(t *testing.T) {
+	for _, fx := range []struct{ name, tgz, node string }{
+		{"3.10.8", testutil.Testdata("rabbitmq", "datasets", "crash.tar.gz"), "rmqfix@localhost"},
+		{"4.0.5", testutil.Testdata("rabbitmq-4.0", "datasets", "crash.tar.gz"), "rmq40@localhost"},
+	} {
+		for _, how := range []string{"permission", "short read"} {
+			t.Run(fx.name+"/"+how, func(t *testing.T) {
+				node := filepath.Join(readableTree(t, fx.tgz), fx.node)
+				_, before, _ := runCLI(t, "verify", node, "-o", "jsonl")
+				drops := map[string]float64{}
+				for _, o := range jsonlObjects(t, before) {
+					if o["type"] == "queue" {
+						drops[o["queue"].(string)] = o["drop"].(float64)
+					}
+				}
+				file, want := onlyIn(t, node)
+				abs := filepath.Join(node, filepath.FromSlash(file))
+				run := runCLI
+				if how == "permission" {
+					if err := os.Chmod(abs, 0); err != nil {
+						t.Fatal(err)
+					}
+					run = runAsNobody
+				} else if err := os.Truncate(abs, 1<<30+1); err != nil { // sparse: the scanner reads up to 1 GiB
+					t.Fatal(err)
+				}
+				for _, cmd := range []string{"verify", "scan"} {
+					code, out, errOut := run(t, cmd, node, "-o", "jsonl")
+					if code != exitIncomplete {
+						t.Fatalf("%s: exit %d, want 3\n%s", cmd, code, errOut)
+					}
+					got := map[string]int{}
+					for _, o := range jsonlObjects(t, out) {
+						switch {
+						case o["code"] == "rabbitmq.queue.message-missing":
+							t.Fatalf("%s: message-missing for a message that may be in the unread %s: %v", cmd, file, o)
+						case o["code"] == "rabbitmq.queue.message-unknown":
+							w, _ := o["details"].(map[string]any)["waits_on"].([]any)
+							if len(w) != 1 || w[0] != file || !strings.Contains(o["message"].(string), file) {
+								t.Fatalf("%s: message-unknown does not name %s: %v", cmd, file, o)
+							}
+						case o["type"] == "queue":
+							q := o["queue"].(string)
+							got[q] = int(o["unknown"].(float64))
+							if o["drop"].(float64) != drops[q] {
+								t.Fatalf("queue %s: drop %v, %v when every file was read", q, o["drop"], drops[q])
+							}
+							if w, _ := o["waits_on"].([]any); got[q] > 0 && (len(w) != 1 || w[0] != file) {
+								t.Fatalf("queue %s: waits_on %v, want [%s]", q, w, file)
+							}
+						}
+					}
+					if cmd == "verify" {
+						for q := range drops {
+							if got[q] != want[q] {
+								b, _ := json.Marshal(got)
+								t.Fatalf("unknown per queue %s, want %v (references to messages only %s holds)", b, want, file)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
