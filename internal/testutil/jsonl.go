@@ -3,10 +3,13 @@ package testutil
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +19,8 @@ import (
 // keeping a broken file from growing the scanner's buffer without bound.
 const MaxJSONLLine = 16 << 20
 
-// ReadJSONL decodes every non-blank line of the jsonl file at path into a
+// ReadJSONL decodes every non-blank line of the jsonl file at path (gzipped
+// when the name ends in .gz) into a
 // new T and returns them in file order. It fails the test when the file
 // cannot be read, a line is not a JSON T, or a line is longer than
 // MaxJSONLLine.
@@ -27,8 +31,16 @@ func ReadJSONL[T any](t testing.TB, path string) []T {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var in io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		in = gz
+	}
 	var out []T
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), MaxJSONLLine)
 	for sc.Scan() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {

@@ -1,0 +1,120 @@
+package ra_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/ra"
+)
+
+// fixtureBytes returns the first n bytes of each file matching pattern
+// under the Q1 node dir (fuzz seeds).
+func fixtureBytes(f *testing.F, pattern string, n int) [][]byte {
+	f.Helper()
+	set := qqSets(f)[0]
+	paths, _ := filepath.Glob(filepath.Join(set.node, pattern))
+	if len(paths) == 0 {
+		f.Fatalf("no fixture files for %s", pattern)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, b[:min(n, len(b))])
+	}
+	return out
+}
+
+func isCorrupt(t *testing.T, err error) {
+	t.Helper()
+	var ce *format.CorruptError
+	if err != nil && !errors.As(err, &ce) {
+		t.Fatalf("not a CorruptError: %v", err)
+	}
+}
+
+func FuzzWALReader(f *testing.F) {
+	for _, b := range fixtureBytes(f, "*/*/*.wal", 8192) {
+		f.Add(b)
+	}
+	f.Add([]byte("RAWA\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := ra.NewWALReader(bytes.NewReader(b), int64(len(b)))
+		prev := int64(ra.WALHeaderLen)
+		for r.Next() {
+			rec := r.Record()
+			if rec.Offset != prev || rec.End() > int64(len(b)) || rec.End() <= rec.Offset {
+				t.Fatalf("record %+v after %d in %d bytes", rec, prev, len(b))
+			}
+			prev = rec.End()
+			rec.ChecksumOK()
+			r.IsLast()
+			if e, err := ra.DecodeEntry(rec.Data, 0); err == nil && e.Kind == ra.EntryUser {
+				c := ra.DecodeFifoCommand(e.Command, e.ReplyMode)
+				if c.Msg != nil {
+					_, err := ra.DecodeEnqueueMessage(c.Msg)
+					isCorrupt(t, err)
+				}
+			} else {
+				isCorrupt(t, err)
+			}
+		}
+		isCorrupt(t, r.Err())
+		if reason, off := r.End(); reason != "" && off != prev {
+			t.Fatalf("end %s at %d, last record ended at %d", reason, off, prev)
+		}
+	})
+}
+
+func FuzzSegment(f *testing.F) {
+	for _, b := range fixtureBytes(f, "*/*/*/*.segment", 70000) {
+		f.Add(b[:ra.SegmentHeaderLen+5*ra.SegmentSlotV2])
+	}
+	f.Add([]byte("RASG\x00\x01\x00\x02" + string(make([]byte, 60))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ra.OpenSegment(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			isCorrupt(t, err)
+			return
+		}
+		for _, p := range s.Index.Live {
+			sl := s.Index.Slots[p]
+			d, err := s.Data(sl)
+			if err != nil {
+				isCorrupt(t, err)
+				continue
+			}
+			if len(d) != int(sl.Length) {
+				t.Fatalf("data %d for length %d", len(d), sl.Length)
+			}
+			sl.CRCOK(d)
+		}
+	})
+}
+
+func FuzzSnapshot(f *testing.F) {
+	for _, b := range fixtureBytes(f, "*/*/*/snapshots/*/snapshot.dat", 1<<20) {
+		f.Add(b[:min(len(b), 4096)])
+	}
+	f.Add([]byte("RASN\x01\x00\x00\x00\x00\x00\x00\x00\x02\x83\x6a\x83\x6a"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := ra.DecodeSnapshot(b)
+		isCorrupt(t, err)
+	})
+}
+
+func FuzzConfig(f *testing.F) {
+	for _, b := range fixtureBytes(f, "*/*/*/config", 1<<16) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := ra.ParseConfig(b)
+		isCorrupt(t, err)
+	})
+}
