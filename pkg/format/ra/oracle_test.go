@@ -335,4 +335,3 @@ func TestOracleWALAndSegments(t *testing.T) {
 		t.Fatalf("too few compared: %d records, %d slots", walRecs, slots)
 	}
 }
-
