@@ -80,7 +80,7 @@ func rocketRebuildWriter(env *Env, t scan.Target, wo *writerOptions) *writer {
 		}
 		return rc, nil
 	}
-	w.plan = func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+	w.plan = func(ctx context.Context) (*repair.Plan, *scan.Result, map[string]any, error) {
 		rc, err := cfgFor()
 		if err != nil {
 			return nil, nil, nil, err

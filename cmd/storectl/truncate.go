@@ -58,7 +58,7 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 		cfgFor := func() (rmqscan.Config, error) {
 			return rocketConfig(env, t, 0, env.Config.GetInt64("mapped-file-size"))
 		}
-		plan := func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+		plan := func(ctx context.Context) (*repair.Plan, *scan.Result, map[string]any, error) {
 			cfg, err := cfgFor()
 			if err != nil {
 				return nil, nil, nil, err
@@ -67,7 +67,7 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			return p, nil, map[string]any{"truncate": rep, "recovery_end": rep.RecoveryEnd}, nil
+			return p, rep.Scan, map[string]any{"truncate": rep, "recovery_end": rep.RecoveryEnd}, nil
 		}
 		verify := func(ctx context.Context) (*scan.Result, error) {
 			cfg, err := cfgFor()

@@ -65,6 +65,13 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 			s.errors = append(s.errors, "--apply on a non-terminal needs --yes; nothing was written")
 			return s.finish(exitRefused)
 		}
+		if plan, err := repair.Undo(ctx, backup, repair.UndoOptions{Force: wo.Force, DataDir: env.Config.GetString("data-dir")}); err == nil {
+			fmt.Fprintf(env.Streams.ErrOut, "Undo plan for %s (backup %s):\n", report.Escape(dataDir), report.Escape(backup))
+			for i, f := range plan.Files {
+				r := undoRecord(m, f)
+				fmt.Fprintf(env.Streams.ErrOut, "  %d. %s %s: %s\n", i+1, r.Op, report.Escape(r.Path), report.Escape(r.Message))
+			}
+		}
 		if !confirm(env, fmt.Sprintf("Restore %s from %s? [y/N] ", report.Escape(dataDir), report.Escape(backup))) {
 			s.errors = append(s.errors, "not confirmed; nothing was written")
 			return s.finish(exitRefused)
@@ -74,19 +81,10 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 	pending := 0
 	if rep != nil {
 		for _, f := range rep.Files {
-			st := "planned"
-			if f.Done {
-				st = "restored"
-			}
 			if f.Action != repair.UndoNothing && !f.Done {
 				pending++
 			}
-			rec := actionRecord{Status: st, Op: "undo-" + f.Action, Path: f.Path, SHA256Before: f.SHA256Current, SHA256After: f.SHA256Before,
-				Lost: repair.Loss{MsgIDs: []string{}}}
-			if f.Stale {
-				rec.Message = "changed since the apply"
-			}
-			if err := s.action(rec); err != nil {
+			if err := s.action(undoRecord(m, f)); err != nil {
 				return err
 			}
 		}

@@ -43,9 +43,11 @@ func addWriterFlags(cmd *cobra.Command, wo *writerOptions) {
 	f.Int64("max-truncate-bytes", 0, "refuse a plan that removes or overwrites more than this many bytes (0: no limit)")
 }
 
-// planner derives a plan for the data dir; report is an optional
-// store-specific description added to the summary.
-type planner func(ctx context.Context) (p *repair.Plan, findings []scan.Finding, extra map[string]any, err error)
+// planner derives a plan for the data dir; scanned is the scan the plan
+// came from (its files, findings and bytes are a dry run's report; nil
+// when the planner has none), extra a store-specific description added
+// to the summary.
+type planner func(ctx context.Context) (p *repair.Plan, scanned *scan.Result, extra map[string]any, err error)
 
 // verifier re-checks the store after an apply.
 type verifier func(ctx context.Context) (*scan.Result, error)
@@ -64,6 +66,9 @@ type actionRecord struct {
 	Message      string      `json:"message,omitempty"`
 	SHA256Before string      `json:"sha256_before,omitempty"`
 	SHA256After  string      `json:"sha256_after,omitempty"`
+	// Restores and Bytes (undo): the ranges the backup puts back.
+	Restores []restoreRange `json:"restores,omitempty"`
+	Bytes    *int64         `json:"bytes,omitempty"`
 }
 
 func plannedRecord(a repair.Action) actionRecord {
@@ -146,9 +151,9 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			return usagef(fmt.Errorf("--plan: %w", err))
 		}
 	} else {
-		var findings []scan.Finding
+		var scanned *scan.Result
 		var extra map[string]any
-		p, findings, extra, err = w.plan(ctx)
+		p, scanned, extra, err = w.plan(ctx)
 		var ue *usageError
 		if errors.As(err, &ue) {
 			s.errors = append(s.errors, err.Error())
@@ -159,12 +164,17 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.errors = append(s.errors, err.Error())
 			return s.finish(exitIncomplete)
 		}
-		for _, f := range findings {
-			if err := s.finding(f); err != nil {
+		if dry && scanned != nil { // an apply reports the re-verify instead
+			if err := s.result(scanned); err != nil {
 				return err
 			}
 		}
-		s.extra = extra
+		for k, v := range extra {
+			if s.extra == nil {
+				s.extra = map[string]any{}
+			}
+			s.extra[k] = v
+		}
 	}
 	if wo.PlanOut != "" {
 		if err := p.Save(wo.PlanOut); err != nil {
@@ -193,6 +203,7 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.errors = append(s.errors, "--apply on a non-terminal needs --yes; nothing was written")
 			return s.finish(exitRefused)
 		}
+		printPlan(env.Streams.ErrOut, p)
 		if !confirm(env, fmt.Sprintf("Apply %d action(s) to %s (backup first)? [y/N] ", len(p.Actions), report.Escape(p.DataDir))) {
 			s.errors = append(s.errors, "not confirmed; nothing was written")
 			return s.finish(exitRefused)
@@ -206,6 +217,7 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.extra = map[string]any{}
 		}
 		s.extra["backup_dir"] = rep.BackupDir
+		s.backupDir = rep.BackupDir
 		if len(rep.RolledBack) > 0 {
 			s.extra["rolled_back"] = rep.RolledBack
 		}
@@ -268,7 +280,7 @@ func dataDirTarget(env *Env, args []string) (scan.Target, error) {
 // vhost is a usage error; the report goes into the summary under key;
 // keep, when set, receives the report (e.g. to remove a stage later).
 func rabbitPlan[R any](env *Env, t scan.Target, key string, fn func(context.Context, rabbitscan.Config) (*repair.Plan, R, error), keep func(R)) planner {
-	return func(ctx context.Context) (*repair.Plan, []scan.Finding, map[string]any, error) {
+	return func(ctx context.Context) (*repair.Plan, *scan.Result, map[string]any, error) {
 		p, rep, err := fn(ctx, rabbitConfig(env, t))
 		if errors.Is(err, rabbitrepair.ErrNoVHost) {
 			return nil, nil, nil, usagef(err)
@@ -279,7 +291,11 @@ func rabbitPlan[R any](env *Env, t scan.Target, key string, fn func(context.Cont
 		if keep != nil {
 			keep(rep)
 		}
-		return p, nil, map[string]any{key: rep}, nil
+		var scanned *scan.Result
+		if sr, ok := any(rep).(interface{ Scanned() *scan.Result }); ok {
+			scanned = sr.Scanned()
+		}
+		return p, scanned, map[string]any{key: rep}, nil
 	}
 }
 

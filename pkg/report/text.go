@@ -124,13 +124,17 @@ func (e *textEmitter) Summary(s Summary) error {
 		fmt.Fprintln(w)
 		for _, a := range e.actions {
 			if l, ok := a["lost"].(map[string]any); ok {
-				a["lost"] = fmt.Sprintf("%s record(s)", cell(l["records"]))
+				if n, _ := l["records"].(float64); n > 0 {
+					a["lost"] = fmt.Sprintf("%s record(s)", cell(l["records"]))
+				} else {
+					a["lost"] = "" // nothing lost (an undo, a rewrite of a gap)
+				}
 			}
 			if m, ok := a["message"].(string); ok {
 				a["message"] = escaped(wrap(Escape(m), 60))
 			}
 		}
-		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "reason", "lost", "message"}); err != nil {
+		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "bytes", "reason", "lost", "message"}); err != nil {
 			return err
 		}
 	}
@@ -162,6 +166,9 @@ func (e *textEmitter) Summary(s Summary) error {
 	if bl := s.Baseline; bl != nil {
 		fmt.Fprintln(w)
 		writeBaseline(w, bl)
+	}
+	if s.BackupDir != "" {
+		fmt.Fprintf(w, "\nbackup: %s\nundo:   %s\n", Escape(s.BackupDir), UndoCommand(s.BackupDir))
 	}
 	fmt.Fprintln(w)
 	return e.verdict(s)

@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -35,7 +36,12 @@ type HardenReport struct {
 	// rewrite of its gap removes.
 	Unfixed []UnfixedHazard `json:"unfixed"`
 	Notes   []string        `json:"notes,omitempty"`
+	// Scan is the scan the plan was derived from.
+	Scan *scan.Result `json:"-"`
 }
+
+// Scanned is the scan the plan was derived from.
+func (r *HardenReport) Scanned() *scan.Result { return r.Scan }
 
 // UnfixedHazard is a scanner hazard the plan leaves in place, and why.
 type UnfixedHazard struct {
@@ -82,7 +88,8 @@ func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenRep
 	}
 	rep := &HardenReport{Root: root, BrokerVersion: cfg.BrokerVersion, Holes: []HoleReport{}, Unfixed: []UnfixedHazard{}}
 	sc := scopeFor(cfg.BrokerVersion)
-	err = eachVHost(ctx, root, cfg, func(_ string, v *rscan.VHostScan) error { return hardenVHost(plan, rep, v, sc) })
+	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
+	err = eachVHost(ctx, root, cfg, rep.Scan, func(_ string, v *rscan.VHostScan) error { return hardenVHost(plan, rep, v, sc) })
 	if err != nil {
 		return nil, nil, err
 	}

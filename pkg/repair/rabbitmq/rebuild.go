@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -65,7 +66,12 @@ type RebuildReport struct {
 	// never inside it; RemoveStage removes it.
 	StageDir string         `json:"stage_dir,omitempty"`
 	VHosts   []RebuildVHost `json:"vhosts"`
+	// Scan is the scan the plan was derived from.
+	Scan *scan.Result `json:"-"`
 }
+
+// Scanned is the scan the plan was derived from.
+func (r *RebuildReport) Scanned() *scan.Result { return r.Scan }
 
 // RebuildVHost is what the plan does in one vhost's persistent store.
 type RebuildVHost struct {
@@ -121,7 +127,8 @@ func PlanRebuildIndex(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Reb
 			st.remove()
 		}
 	}()
-	err = eachVHost(ctx, root, cfg, func(d string, v *rscan.VHostScan) error {
+	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
+	err = eachVHost(ctx, root, cfg, rep.Scan, func(d string, v *rscan.VHostScan) error {
 		vr, err := rbPlanVHost(root, d, cfg.BrokerVersion, plan, st, v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.Dir, err)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -44,7 +45,12 @@ var ErrNoVHost = errors.New("rabbitmq truncate needs a node or vhost dir")
 type TruncateReport struct {
 	Root   string        `json:"root"`
 	VHosts []VHostReport `json:"vhosts"`
+	// Scan is the scan the plan was derived from.
+	Scan *scan.Result `json:"-"`
 }
+
+// Scanned is the scan the plan was derived from.
+func (r *TruncateReport) Scanned() *scan.Result { return r.Scan }
 
 // VHostReport is what the plan does in one vhost.
 type VHostReport struct {
@@ -91,7 +97,8 @@ func PlanTruncate(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Truncat
 		return nil, nil, err
 	}
 	rep := &TruncateReport{Root: root}
-	err = eachVHost(ctx, root, cfg, func(_ string, v *rscan.VHostScan) error {
+	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
+	err = eachVHost(ctx, root, cfg, rep.Scan, func(_ string, v *rscan.VHostScan) error {
 		vr, err := planVHost(root, plan, v)
 		rep.VHosts = append(rep.VHosts, vr)
 		return err

@@ -38,7 +38,9 @@ func resolveVHosts(cfg *rscan.Config) (root string, plan *repair.Plan, err error
 
 // eachVHost runs the evidence-based scan of every vhost of cfg (resolved
 // by resolveVHosts) and hands each result to fn, in order.
-func eachVHost(ctx context.Context, root string, cfg rscan.Config, fn func(dir string, v *rscan.VHostScan) error) error {
+// scanned, when not nil, receives each vhost's files and findings (the
+// scan a plan comes from).
+func eachVHost(ctx context.Context, root string, cfg rscan.Config, scanned *scan.Result, fn func(dir string, v *rscan.VHostScan) error) error {
 	for _, d := range cfg.VHostDirs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -50,6 +52,9 @@ func eachVHost(ctx context.Context, root string, cfg rscan.Config, fn func(dir s
 		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion})
 		if err != nil {
 			return fmt.Errorf("%s: %w", scan.Rel(root, d), err)
+		}
+		if scanned != nil {
+			v.AddTo(scanned)
 		}
 		if err := fn(d, v); err != nil {
 			return err

@@ -106,6 +106,13 @@ func isCurrent(p string, num int64) bool {
 	return true
 }
 
+// AddTo adds v's files and findings to res (a plan's report of the scan
+// it came from).
+func (v *VHostScan) AddTo(res *scan.Result) {
+	addFiles(res, v.Files)
+	res.Findings = append(res.Findings, v.Findings...)
+}
+
 func addFiles(res *scan.Result, files []*FileScan) {
 	for _, f := range files {
 		n, first, last := recordSpan(f)
