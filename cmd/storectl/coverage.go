@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"github.com/storectl/storectl/pkg/report"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -35,4 +38,40 @@ func (s *session) coverage(invs []*scan.Inventory) error {
 		}
 	}
 	return nil
+}
+
+// inContext widens, for the reading commands, a RabbitMQ message store
+// dir given inside its vhost dir to that vhost: which records are
+// referenced, and so most of an .rdq file's findings and their severities,
+// depend on the vhost's queue indexes. Read alone the same bytes would get
+// another verdict than from the node or vhost path. The returned sentence
+// says so in the run record ("" when t is unchanged).
+func inContext(t scan.Target) (scan.Target, string) {
+	if t.Store != scan.RabbitMQ || t.Kind != scan.TargetRabbitStoreDir || len(t.StoreDirs) != 1 ||
+		filepath.Clean(t.Root) == filepath.Clean(t.Path) {
+		return t, ""
+	}
+	w := t
+	w.Path, w.VHostDirs = t.Root, []string{t.Root}
+	return w, fmt.Sprintf("%s was given inside its vhost dir: it is read with the vhost (its queue indexes say which records are referenced, as at a broker start), so its files get the findings the node or vhost path gives them; paths are relative to the vhost dir",
+		filepath.Base(t.Path)+"/")
+}
+
+// versionAssumption is the run record's note on the broker version.
+func versionAssumption(env *Env, store string) string {
+	if store != scan.RabbitMQ || env.Config.GetString("broker-version") != "" {
+		return ""
+	}
+	return "broker version not given (--broker-version): every version's scanner is considered, except generation-1 hazards when the store's message terms show a 3.13+ writer (the summary's assumptions say what the files showed)"
+}
+
+// nonEmpty drops the empty strings of xs.
+func nonEmpty(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -75,10 +75,17 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	if err != nil {
 		return err
 	}
+	var assumed []string
+	for i := range targets {
+		var a string
+		targets[i], a = inContext(targets[i])
+		assumed = append(assumed, a)
+	}
 	t0 := targets[0]
 	run := report.Run{Command: "scan", Args: opts.Paths, DataDir: t0.Root, Store: t0.Store,
 		Layout: map[string]any{"target": t0.Kind}, DetectedFrom: t0.Evidence}
 	liveCheck(env, &run, t0)
+	run.Assumptions = nonEmpty(append(assumed, versionAssumption(env, t0.Store))...)
 	invs := takeCoverage("scan", &run, targets...)
 	s, err := env.startSession(run)
 	if err != nil {

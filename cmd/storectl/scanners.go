@@ -87,7 +87,9 @@ func rabbitConfig(env *Env, t scan.Target) rabbitscan.Config {
 	case scan.TargetRabbitRDQFile:
 		cfg.Files = t.Files
 	case scan.TargetRabbitStoreDir:
-		cfg.StoreDirs = t.StoreDirs
+		if cfg.StoreDirs = t.StoreDirs; len(t.VHostDirs) > 0 { // read with its vhost (inContext)
+			cfg.StoreDirs, cfg.VHostDirs = nil, t.VHostDirs
+		}
 	default:
 		cfg.VHostDirs = t.VHostDirs
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ type session struct {
 	applied     *bool
 	verdict     string
 	backupDir   string
+	assumptions []string // what the scans assumed (scan.Result.Assumptions)
 	// baseline (verify --baseline) marks each finding new or persistent;
 	// failNew (--fail-on new) makes only new findings fail.
 	baseline    *report.Baseline
@@ -134,6 +136,11 @@ func (s *session) result(res *scan.Result) error {
 		s.incomplete = true
 		s.errors = append(s.errors, res.Errors...)
 	}
+	for _, a := range res.Assumptions {
+		if !slices.Contains(s.assumptions, a) {
+			s.assumptions = append(s.assumptions, a)
+		}
+	}
 	for k, v := range res.Extra {
 		if s.extra == nil {
 			s.extra = map[string]any{}
@@ -166,7 +173,7 @@ func (s *session) summary(code int) report.Summary {
 		Counts: s.counts, Codes: s.codes, BytesScanned: s.bytes,
 		DurationMS: time.Since(s.start).Milliseconds(), Files: s.files, Records: s.records,
 		RecoveryEnd: s.recoveryEnd, Actions: s.actions, Applied: s.applied, Extra: s.extra,
-		Verdict: s.verdict, BackupDir: s.backupDir, Baseline: s.baselineSum,
+		Verdict: s.verdict, BackupDir: s.backupDir, Baseline: s.baselineSum, Assumptions: s.assumptions,
 	}
 }
 

@@ -47,10 +47,11 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	if err != nil {
 		return err
 	}
-	tg := t[0]
+	tg, widened := inContext(t[0])
 	run := report.Run{Command: "verify", Args: []string{dir}, DataDir: tg.Root, Store: tg.Store,
 		Layout: map[string]any{"target": tg.Kind}, DetectedFrom: tg.Evidence}
 	liveCheck(env, &run, tg)
+	run.Assumptions = nonEmpty(widened, versionAssumption(env, tg.Store))
 	invs := takeCoverage("verify", &run, tg)
 	s, err := env.startSession(run)
 	if err != nil {

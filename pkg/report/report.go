@@ -84,6 +84,9 @@ type Summary struct {
 	Applied      *bool          `json:"applied,omitempty"`
 	Extra        map[string]any `json:"extra,omitempty"`
 	Verdict      string         `json:"verdict,omitempty"`
+	// Assumptions say what the scans assumed where the files lack context
+	// (the broker version their terms show, queue references), and why.
+	Assumptions []string `json:"assumptions,omitempty"`
 	// BackupDir is where an --apply put the pre-images (what undo takes).
 	BackupDir string `json:"backup_dir,omitempty"`
 	// Baseline is verify --baseline's comparison with the last run.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,7 +95,7 @@ func (e *textEmitter) Summary(s Summary) error {
 		if len(r.DetectedFrom) > 0 {
 			fmt.Fprintf(w, "detected from: %s\n", strings.Join(EscapeAll(r.DetectedFrom), ", "))
 		}
-		e.coverage(w, r)
+		e.coverage(w, r, s.Assumptions)
 		if r.Live {
 			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(EscapeAll(r.LiveReasons), "; "))
 		}
@@ -372,7 +373,7 @@ func cell(v any) string {
 // coverage writes the run's coverage and assumption lines: what holds
 // messages and was not read first, then what was read, then what else was
 // not read, then what was assumed.
-func (e *textEmitter) coverage(w io.Writer, r *Run) {
+func (e *textEmitter) coverage(w io.Writer, r *Run, found []string) {
 	var missed, read, other []string
 	for _, c := range r.Components {
 		where := c.Path
@@ -401,7 +402,15 @@ func (e *textEmitter) coverage(w io.Writer, r *Run) {
 	if len(other) > 0 {
 		fmt.Fprintf(w, "not read (no messages): %s\n", strings.Join(other, ", "))
 	}
+	shown := found
 	for _, a := range r.Assumptions {
+		// The run's note on the broker version is the rule; what the files
+		// showed (found) replaces it when there is one.
+		if !(strings.HasPrefix(a, "broker version") && slices.ContainsFunc(found, func(f string) bool { return strings.HasPrefix(f, "broker version") })) {
+			fmt.Fprintf(w, "assumed: %s\n", a)
+		}
+	}
+	for _, a := range shown {
 		fmt.Fprintf(w, "assumed: %s\n", a)
 	}
 }

@@ -143,6 +143,9 @@ type Result struct {
 	Queues []Queue `json:"queues,omitempty"`
 	// Extra carries store-specific summary facts (merged into `summary`).
 	Extra map[string]any `json:"extra,omitempty"`
+	// Assumptions say what the scan assumed where the files lack context
+	// (the broker version, queue references), and why.
+	Assumptions []string `json:"assumptions,omitempty"`
 	// Incomplete is set when an I/O or internal error stopped part of the
 	// work; Errors says what.
 	Incomplete bool     `json:"incomplete"`
@@ -169,6 +172,21 @@ func (r *Result) Take(fs []Finding) {
 		r.Findings = append(r.Findings, fs...)
 	}
 	r.mu.Unlock()
+}
+
+// Assume records an assumption once ("" is ignored); safe for concurrent use.
+func (r *Result) Assume(a string) {
+	if a == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.Assumptions {
+		if x == a {
+			return
+		}
+	}
+	r.Assumptions = append(r.Assumptions, a)
 }
 
 // Fail marks the result incomplete with err; safe for concurrent use.

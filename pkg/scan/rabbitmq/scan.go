@@ -60,6 +60,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		}
 		addFiles(res, v.Files)
 		res.Take(v.Findings)
+		for _, a := range v.Assumed {
+			res.Assume(a)
+		}
 		vhosts = append(vhosts, v.Layout)
 	}
 	for _, d := range cfg.StoreDirs {
@@ -70,17 +73,26 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 			continue
 		}
 		addFiles(res, files)
+		v := ver // the same rule as a vhost's, over the same files
+		res.Assume(v.infer(s.termCnt, "message store"))
+		res.Assume("queue references unknown: " + scan.Rel(cfg.Root, d) + " was given without its vhost's queue indexes, so no record is called unreferenced and no queue's fate is predicted")
 		for _, f := range files {
-			res.Add(fileFindings(f, ver, false)...)
+			res.Add(fileFindings(f, v, false)...)
 		}
 	}
 	if len(cfg.Files) > 0 {
 		s := newScanner(cfg.Root, ver, opts)
+		var fss []*FileScan
 		for _, p := range cfg.Files {
 			f := rdqFile{path: p, num: rdqNumber(p)}
-			fs := s.scanFile(ctx, f, isCurrent(p, f.num), false)
+			fss = append(fss, s.scanFile(ctx, f, isCurrent(p, f.num), false))
+		}
+		v := ver
+		res.Assume(v.infer(s.termCnt, "file given"))
+		res.Assume("only the files given were read: the broker version is judged from their terms alone, and queue references are unknown (no record is called unreferenced)")
+		for _, fs := range fss {
 			addFiles(res, []*FileScan{fs})
-			res.Add(fileFindings(fs, ver, false)...)
+			res.Add(fileFindings(fs, v, false)...)
 		}
 	}
 	res.Layout["vhosts"] = vhosts

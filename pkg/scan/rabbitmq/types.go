@@ -142,4 +142,7 @@ type VHostScan struct {
 	Clean    *CleanIndex         // nil when no clean-shutdown file exists
 	Findings []scan.Finding
 	Layout   map[string]any
+	// Assumed says what the scan assumed where the files lack context
+	// (the broker version: brokerVersion.infer; queue references), and why.
+	Assumed []string
 }

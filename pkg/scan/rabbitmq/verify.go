@@ -110,6 +110,9 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 		addFiles(res, vv.files)
 		res.Take(vv.findings)
 		res.Queues = append(res.Queues, vv.queues...)
+		for _, a := range vv.assumed {
+			res.Assume(a)
+		}
 		vhosts = append(vhosts, vv.layout)
 	}
 	if len(cfg.StoreDirs) > 0 || len(cfg.Files) > 0 {
@@ -121,6 +124,9 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 		res.Files = append(res.Files, rest.Files...)
 		res.Add(rest.Findings...)
 		res.BytesScanned += rest.BytesScanned
+		for _, a := range rest.Assumptions {
+			res.Assume(a)
+		}
 		if rest.Incomplete {
 			res.Incomplete = true
 			res.Errors = append(res.Errors, rest.Errors...)

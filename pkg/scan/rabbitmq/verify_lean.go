@@ -31,6 +31,7 @@ type vhostResult struct {
 	findings []scan.Finding
 	queues   []scan.Queue
 	layout   map[string]any
+	assumed  []string
 }
 
 // verifyVHostResult runs the lean verify of one vhost, or VerifyVHost
@@ -46,7 +47,7 @@ func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOption
 	if err != nil {
 		return nil, err
 	}
-	r := &vhostResult{files: vv.Scan.Files, findings: vv.Findings, layout: vv.Layout}
+	r := &vhostResult{files: vv.Scan.Files, findings: vv.Findings, layout: vv.Layout, assumed: vv.Scan.Assumed}
 	for _, q := range vv.Queues {
 		r.queues = append(r.queues, q.Queue)
 	}
@@ -91,7 +92,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	// (the findings can be most of the heap).
 	vv := startVerify(v, cs, true)
 	clean := vv.State == StateClean
-	res := &vhostResult{files: v.Files}
+	res := &vhostResult{files: v.Files, assumed: v.Assumed}
 	if v.Queues != nil {
 		vic, err := compactVictims(v, ver, s.seen)
 		if err != nil {

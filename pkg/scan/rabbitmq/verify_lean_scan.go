@@ -103,8 +103,15 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if tf, err := s.scanStore(ctx, filepath.Join(vhostDir, "msg_store_transient"), true); err == nil {
 		v.Files = append(v.Files, tf...)
 	}
-	if !ver.set && s.termCnt[rfmt.RecordMC] > 0 && s.termCnt[rfmt.RecordBasicMessage] == 0 {
-		ver.writtenBy313 = true
+	if a := ver.infer(s.termCnt, "message store"); a != "" {
+		v.Assumed = append(v.Assumed, a)
+	}
+	if !hasQueues {
+		where := v.Dir + "/"
+		if v.Dir == "." {
+			where = "the vhost dir"
+		}
+		v.Assumed = append(v.Assumed, "queue references unknown: "+where+" has no queues/ dir, so no record is called unreferenced and no queue's fate is predicted")
 	}
 	n := 0
 	for _, f := range v.Files {

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"fmt"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
@@ -16,6 +17,25 @@ type brokerVersion struct {
 	// so a generation-1 reader (3.10-3.13.0) can only be 3.13.0 itself or
 	// a downgrade. Generation-1 hazards are then info, not errors.
 	writtenBy313 bool
+}
+
+// infer applies the one generation rule, whatever path the files were
+// reached by: with no --broker-version, a store whose message terms are
+// all #mc{} was written by 3.13+ (writtenBy313). It returns what was
+// assumed, for the run's assumptions ("" when a version was given).
+func (v *brokerVersion) infer(termCnt map[string]int, what string) string {
+	if v.set {
+		return ""
+	}
+	mc, basic := termCnt[rfmt.RecordMC], termCnt[rfmt.RecordBasicMessage]
+	switch {
+	case mc > 0 && basic == 0:
+		v.writtenBy313 = true
+		return fmt.Sprintf("broker version unknown (no --broker-version): the %s holds only #mc{} message terms, written by 3.13+, so generation-1 (3.10.0-3.13.0) scanner hazards are info; every other version is considered", what)
+	case mc == 0 && basic == 0:
+		return fmt.Sprintf("broker version unknown (no --broker-version): the %s holds no message term to tell the writer by, so every version is considered", what)
+	}
+	return fmt.Sprintf("broker version unknown (no --broker-version): the %s holds 3.x #basic_message{} terms, so every version is considered", what)
 }
 
 // onlyGen1 reports whether h bites generation-1 scanners only.
