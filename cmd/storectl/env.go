@@ -50,7 +50,7 @@ func newEnv(s Streams) *Env {
 }
 
 // cliOnly are flags that must never come from env or a config file
-// (cli-contract.md: --apply, --yes, --plan and --force).
+// (docs/cli.md: --apply, --yes, --plan and --force).
 var cliOnly = map[string]bool{"apply": true, "yes": true, "plan": true, "force": true}
 
 // bindConfig wires flag > STORECTL_* env > config file > default.

@@ -1,5 +1,5 @@
 // Command storectl inspects and repairs RocketMQ and RabbitMQ store files
-// offline. See README.md and docs/cli-contract.md for the contract that
+// offline. See README.md and docs/cli.md for the contract that
 // scripts rely on (commands, exit codes, JSONL schema).
 package main
 
@@ -15,7 +15,7 @@ import (
 	"github.com/storectl/storectl/pkg/report"
 )
 
-// Exit codes: the contract in cli-contract.md, listed in --help.
+// Exit codes: the contract in docs/cli.md, listed in --help.
 // Precedence when several hold: 2 > 4 > 5 > 3 > 1 > 0.
 const (
 	exitOK          = 0

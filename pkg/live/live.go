@@ -1,7 +1,7 @@
 // Package live tells whether a broker is using a data dir, without ever
 // blocking or taking a lock: a POSIX record lock on RocketMQ's <root>/lock,
 // processes with files of the dir open or mapped (/proc), and a RabbitMQ pid
-// file naming a running process (cli-contract.md, "Live brokers").
+// file naming a running process (docs/cli.md, "Live brokers").
 //
 // Every probe errs towards "live": a stale pid file whose pid was reused
 // counts as live, because writers refuse on live and a false refusal costs

@@ -59,7 +59,7 @@ func WriteMetricsFile(path string, m Metrics) error {
 	fmt.Fprintf(&b, "storectl_bytes_scanned{%s} %d\n", base, s.BytesScanned)
 	gauge("storectl_duration_seconds", "Wall-clock duration of the last run.")
 	fmt.Fprintf(&b, "storectl_duration_seconds{%s} %g\n", base, float64(s.DurationMS)/1000)
-	gauge("storectl_exit_code", "Exit code of the last run (cli-contract.md).")
+	gauge("storectl_exit_code", "Exit code of the last run (see storectl --help).")
 	fmt.Fprintf(&b, "storectl_exit_code{%s} %d\n", base, s.ExitCode)
 	gauge("storectl_incomplete", "1 when the last run could not look at everything.")
 	fmt.Fprintf(&b, "storectl_incomplete{%s} %d\n", base, boolInt(s.Incomplete))

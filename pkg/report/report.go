@@ -16,7 +16,7 @@ import (
 )
 
 // Schema versions every JSON object storectl prints. Bump it on any
-// breaking change to a field scripts rely on (cli-contract.md).
+// breaking change to a field scripts rely on (docs/cli.md).
 const Schema = "storectl/v1"
 
 // Format is an output format.

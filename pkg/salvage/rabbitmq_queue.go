@@ -1,6 +1,7 @@
 package salvage
 
-// Small messages never reach an .rdq (§2.2): below
+// Small messages never reach an .rdq (docs/formats/rabbitmq-classic.md
+// §2.2): below
 // queue_index_embed_msgs_below they live in the queue's own files, a CQ
 // v2 per-queue store entry (<S>.qs, found through its .qi slot, §5.2) or
 // a v1 index record with the message embedded (EmbSize > 0, §5.3). They

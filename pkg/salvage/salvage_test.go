@@ -49,7 +49,8 @@ func exportRabbit(t *testing.T, root, vdir string, o Options) (*Report, []Messag
 // generation-2 scanner written from the spec (gen.Gen2Spec) does not return:
 // every record the corpus made a victim of the zero-hole misread, plus
 // the records a cascaded bogus frame inside a victim's body jumps over
-// (§3.4: the scanner resumes byte-wise inside the victim). Payloads are
+// (docs/formats/rabbitmq-classic.md §3.4: the scanner resumes byte-wise
+// inside the victim). Payloads are
 // byte-identical to the payload bytes inside the frames the corpus wrote.
 // Controls export nothing; 4.1.8 (index-validated scanner) nothing.
 func TestAtRiskIsExactlyTheVictims(t *testing.T) {

@@ -64,7 +64,7 @@ func (s *Severity) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Repair kinds a finding can point to (cli-contract.md).
+// Repair kinds a finding can point to (docs/cli.md).
 const (
 	RepairTruncate     = "truncate"
 	RepairRebuildIndex = "rebuild-index"
@@ -92,7 +92,7 @@ type Finding struct {
 	Details  map[string]any `json:"details,omitempty"` // more machine-readable facts
 }
 
-// File ends (cli-contract.md, `file.end`).
+// File ends (docs/cli.md, `file.end`).
 const (
 	EndBlank   = "blank"   // RocketMQ BLANK end-of-file record
 	EndZero    = "zero"    // zero fill after the last record

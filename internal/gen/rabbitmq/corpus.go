@@ -2,7 +2,7 @@ package rabbitmq
 
 // The test-made misread corpus of the RabbitMQ scan issue: .rdq files
 // built from real fixture records with zero holes where the §3.4
-// condition of rabbitmq-format.md makes the generation-2 scanner misread
+// condition of docs/formats/rabbitmq-classic.md makes the generation-2 scanner misread
 // a record (victims), and controls where it does not. The scan, salvage
 // and repair tests of RabbitMQ all run on it.
 

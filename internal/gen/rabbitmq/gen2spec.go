@@ -22,8 +22,8 @@ type SpecRecord struct {
 }
 
 // Gen2Spec is the generation-2 scanner of RabbitMQ 3.13.1–4.0.2
-// (scan_data/6 without a validity Fun), written from §3.2 of
-// rabbitmq-format.md for files that fit one 4 MiB scan block (the whole
+// (scan_data/6 without a validity Fun), written from
+// docs/formats/rabbitmq-classic.md §3.2 for files that fit one 4 MiB scan block (the whole
 // file is buffered, so "read more" always hits end of file). It shares
 // no code with pkg/format/rabbitmq's ScanData so that it stays a second
 // opinion:

@@ -3,6 +3,8 @@
 // #mc{} (4.x) terms, queue index v2 (.qi) files referencing them, zero
 // holes, and the byte surgery the misread corpus needs (resizing a real
 // record, setting its msg id). Everything is deterministic for a seed.
+// The formats: docs/formats/rabbitmq-classic.md (section numbers in
+// comments refer to it).
 // Terms are encoded by pkg/format/rabbitmq's EncodeTerm.
 //
 // Nothing in it is used by the scanner.

@@ -10,7 +10,7 @@ import (
 )
 
 // TestEncodeWorkedExample: the encoder reproduces the hex dump of
-// rocketmq-format.md §2.7 byte for byte.
+// docs/formats/rocketmq.md §2.7 byte for byte.
 func TestEncodeWorkedExample(t *testing.T) {
 	want := strings.Join(strings.Fields(`
 00 00 00 80 da a3 20 a7 77 d1 89 82 00 00 00 00

@@ -11,7 +11,7 @@ import (
 )
 
 func TestDirNamesSpecExamples(t *testing.T) {
-	// Examples marked [verified] in rabbitmq-format.md §1.2 and the queue
+	// Examples marked [verified] in docs/formats/rabbitmq-classic.md §1.2 and the queue
 	// hashes listed in testdata/rabbitmq/README.md.
 	if got := VHostDirName("/"); got != "628WB79CIFDYO9LJI6DKMI09L" {
 		t.Errorf("VHostDirName(/) = %s", got)

@@ -2,9 +2,10 @@
 // consume queue units, index files, the checkpoint file and mapped-file
 // names. It turns bytes into structs and does no I/O.
 //
-// The byte layouts are those of /work/shared/docs/rocketmq-format.md
-// (§2 commitlog, §4 consume queue, §5 index file, §6.1 checkpoint), read
-// from apache/rocketmq CommitLog.checkMessageAndReturnSize and
+// The byte layouts, with their upstream sources, are in
+// docs/formats/rocketmq.md (§2 commitlog, §4 consume queue, §5 index file,
+// §6.1 checkpoint; section numbers in comments refer to it), read from
+// apache/rocketmq CommitLog.checkMessageAndReturnSize and
 // MessageExtEncoder. All integers are big-endian and, as in Java, signed.
 package rocketmq
 

@@ -11,7 +11,7 @@ import (
 	"github.com/storectl/storectl/pkg/format"
 )
 
-// workedExample is the record of rocketmq-format.md §2.7, typed in from
+// workedExample is the record of docs/formats/rocketmq.md §2.7, typed in from
 // the spec's hex dump (an external oracle, not produced by our encoder).
 func workedExample(t testing.TB) []byte {
 	dump := `00 00 00 80 da a3 20 a7 77 d1 89 82 00 00 00 00

@@ -1,6 +1,6 @@
 package rabbitmq
 
-// PlanHarden (§7b of rabbitmq-format.md): rewrite the gaps of .rdq files
+// PlanHarden (docs/formats/rabbitmq-classic.md §7b): rewrite the gaps of .rdq files
 // in which a RabbitMQ scanner generation misreads (zero-hole misread of
 // 3.13.1–4.0.2, off-by-nine windows of 3.13.1–4.1.4, the generation-1
 // stop of ≤3.13.0) into bytes no generation misreads: an unreferenced

@@ -20,7 +20,7 @@ import (
 )
 
 // Reason codes of rebuild-index actions; they have the shape of the
-// finding codes of cli-contract.md.
+// finding codes of docs/cli.md.
 const (
 	// CodeSummaryMismatch marks a file_summary.ets that is missing,
 	// unreadable or says other than the files (valid or file size).

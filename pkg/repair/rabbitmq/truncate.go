@@ -1,5 +1,6 @@
 // Package rabbitmq plans repairs of a RabbitMQ node's shared message
-// stores as repair.Plans (format: /work/shared/docs/rabbitmq-format.md).
+// stores as repair.Plans (format: docs/formats/rabbitmq-classic.md,
+// whose section numbers the comments cite).
 // Planning only reads the data dir; pkg/repair.Apply performs the writes.
 //
 // PlanTruncate cuts the torn tail of each vhost's current .rdq file, as
@@ -20,7 +21,7 @@ import (
 )
 
 // Reason codes of truncate actions that no scan finding names; they have
-// the shape of the finding codes of cli-contract.md.
+// the shape of the finding codes of docs/cli.md.
 const (
 	// CodeZeroTail marks zero bytes after the last record of the current
 	// file (a power-loss zero fill).

@@ -18,7 +18,7 @@ import (
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
-// Finding codes of this scanner (cli-contract.md and new ones in the same
+// Finding codes of this scanner (docs/cli.md and new ones in the same
 // shape).
 const (
 	CodeZeroHoleMisread = "rabbitmq.rdq.zero-hole-misread"

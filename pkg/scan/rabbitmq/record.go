@@ -7,7 +7,7 @@ import (
 )
 
 // RecordJSON is what Options.Records receives for each real record
-// (cli-contract.md `record`, RabbitMQ fields).
+// (docs/cli.md `record`, RabbitMQ fields).
 type RecordJSON struct {
 	Path          string   `json:"path"`
 	Offset        int64    `json:"offset"`

@@ -1,6 +1,7 @@
 // Package rabbitmq scans RabbitMQ's shared message store (.rdq files) and
 // finds every message in it, including the ones RabbitMQ's own scanners
-// lose (format: /work/shared/docs/rabbitmq-format.md §2–4).
+// lose (format: docs/formats/rabbitmq-classic.md §2–4; section numbers
+// in comments refer to it).
 //
 // Every byte of a file is a possible record start, as in the broker's
 // newest scanner, but a candidate is accepted only on evidence: Size ≥ 18,

@@ -1,7 +1,7 @@
 package rabbitmq
 
 // verify: the evidence-based scan plus every cross-file check of a vhost
-// (format: /work/shared/docs/rabbitmq-format.md §1.3, §4, §5, §6) and the
+// (format: docs/formats/rabbitmq-classic.md §1.3, §4, §5, §6) and the
 // prediction of what the broker's next start keeps and drops.
 
 import (

@@ -1,7 +1,7 @@
 package rocketmq
 
 // Finding codes of the RocketMQ store, in the shape store.component.what
-// of cli-contract.md. This file is the only place they are spelled: the
+// of docs/cli.md. This file is the only place they are spelled: the
 // scanner, verify, the repair planners (whose actions name them as their
 // reason) and the tests use these constants. Never rename one: scripts
 // match on them.

@@ -3,8 +3,11 @@
 // and computes where a correct recovery (with the stricter stored
 // PHYSICALOFFSET == position check of rocketmq #10017) stops.
 //
-// Entry points: ScanCommitLog for the full walk with findings, OpenStore
-// and Store.RecordAt for checking one record at a physical offset.
+// Entry points: ScanCommitLog for the full walk with findings, Verify for
+// the cross-file checks, OpenStore and Store.RecordAt for checking one
+// record at a physical offset. The files and what the broker does with
+// them: docs/formats/rocketmq.md (section numbers in comments refer to
+// it).
 package rocketmq
 
 import (

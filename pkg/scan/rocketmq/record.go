@@ -9,7 +9,7 @@ import (
 )
 
 // Record is one valid commitlog message as handed to scan.Options.Records.
-// Its JSON names are those of cli-contract.md ("record"); the report layer
+// Its JSON names are those of docs/cli.md ("record"); the report layer
 // adds "type". Hosts are "ip:port" with IPv6 in brackets (RFC 5952).
 type Record struct {
 	Path             string            `json:"path"`
