@@ -1,0 +1,110 @@
+package timer
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"context"
+
+	ftimer "github.com/storectl/storectl/pkg/format/timer"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+func patch(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func findAt(t *testing.T, res *scan.Result, code, path string, off int64) scan.Finding {
+	t.Helper()
+	for _, f := range res.Findings {
+		if f.Code == code && f.Path == path && f.Offset == off {
+			return f
+		}
+	}
+	t.Fatalf("no %s at %s@%d; findings: %v", code, path, off, res.Findings)
+	return scan.Finding{}
+}
+
+// TestDamage: a unit with a bad magic, a broken prevPos chain and a wheel
+// slot past the timerlog, each made in a copy of T1, are found at their
+// file and offset.
+func TestDamage(t *testing.T) {
+	now := time.UnixMilli(1796163834084) // T1's restart
+	run := func(store string) *scan.Result {
+		res, err := Scan(context.Background(), Config{Root: store, RecoveryEnd: -1, Now: now}, scan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	t.Run("bad-magic", func(t *testing.T) {
+		store := private(t, "t1-clean")
+		// Unit 10 of the last file (in the recovery walk): magic 0x10.
+		patch(t, filepath.Join(store, "timerlog", "00000000000000008192"), 10*ftimer.UnitSize+12, be32(0x10))
+		res := run(store)
+		f := findAt(t, res, CodeLogBadMagic, "timerlog/00000000000000008192", 10*ftimer.UnitSize)
+		if f.Severity != scan.Error {
+			t.Errorf("severity %v", f.Severity)
+		}
+		d := findAt(t, res, CodeLogDropped, "timerlog/00000000000000008192", 10*ftimer.UnitSize)
+		if n := d.Details["units"]; n != 42-11 {
+			t.Errorf("%v units dropped, want the 31 after the damaged one", n)
+		}
+		if got := res.Extra["timer"].(*Summary).Recovery.ProcessOffset; got != 8192+10*ftimer.UnitSize {
+			t.Errorf("process offset %d", got)
+		}
+	})
+	t.Run("broken-prev", func(t *testing.T) {
+		store := private(t, "t1-clean")
+		// Unit 20 of file 0 (slot chains run through it): prevPos 7.
+		patch(t, filepath.Join(store, "timerlog", "00000000000000000000"), 20*ftimer.UnitSize+4, be64(7))
+		res := run(store)
+		findAt(t, res, CodeLogBadPrev, "timerlog/00000000000000000000", 20*ftimer.UnitSize+4)
+	})
+	t.Run("slot-past-timerlog", func(t *testing.T) {
+		store := private(t, "t1-clean")
+		const idx = 1117360 // a non-empty slot of T1
+		patch(t, filepath.Join(store, "timerwheel"), idx*ftimer.SlotSize+16, be64(999999))
+		res := run(store)
+		f := findAt(t, res, CodeWheelPastLog, "timerwheel", idx*ftimer.SlotSize)
+		if f.Severity != scan.Error {
+			t.Errorf("severity %v", f.Severity)
+		}
+	})
+}
+
+// TestT3UnitsPastEnd: verify names every unit of T3 that points at or
+// past the truncated commitlog's end, at its file and offset.
+func TestT3UnitsPastEnd(t *testing.T) {
+	res, sum := scanDS(t, fixture(t, "t3-cltrunc"), 1796163964732)
+	want := 0
+	for _, ln := range readUnits(t, "t3-cltrunc") {
+		if ln.OffsetPy < sum.CommitLogEnd {
+			continue
+		}
+		want++
+		code := CodeUnitBeyondEnd
+		if ln.OffsetPy == sum.CommitLogEnd {
+			code = CodeUnitAtRecoveryEnd
+		}
+		findAt(t, res, code, "timerlog/"+ln.File, ln.Pos)
+	}
+	t.Logf("%d units at or past the recovery end %d, each named", want, sum.CommitLogEnd)
+	if want == 0 {
+		t.Fatal("no unit past the end")
+	}
+}

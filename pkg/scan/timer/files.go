@@ -1,0 +1,214 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	ftimer "github.com/storectl/storectl/pkg/format/timer"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// scanner carries the state of one Scan.
+type scanner struct {
+	cfg    Config
+	res    *scan.Result
+	opts   scan.Options
+	cl     CommitLog
+	end    int64 // commitlog recovery end
+	capped map[string]int
+
+	cp        ftimer.Checkpoint
+	cpPresent bool
+	files     []logFile
+	logSize   int64 // timerlog mapped file size
+	logEnd    int64 // timerlog offset past the last unit of the whole walk
+
+	// The broker's recovery walk (recoverAndRevise with check on).
+	beginFile int   // index into files where it starts
+	process   int64 // processOffset: where it stops
+	stopped   bool  // the walk stopped before the last file's end
+	dropped   int   // units past the stop point
+
+	units      int
+	validPos   []uint64            // bit per 52-byte step of the log: a unit recovery accepts sits here
+	lastInSlot map[int64]int64     // slot time -> offset of the last unit seen with it
+	wheel      map[int]ftimer.Slot // the on-disk wheel's non-zero slots
+	revised    map[int]ftimer.Slot // the wheel after recovery's reviseSlot
+	wheelOK    bool
+	pending    map[int64]*pendingUnit // units whose slot is read again at the next start, by offset
+	readFrom   int64                  // currReadTimeMs the broker will use
+	rec        *Recovery
+	neutral    int // units storectl neutralised (DELETE markers without a target)
+}
+
+// logFile is one timerlog file.
+type logFile struct {
+	name string
+	rel  string
+	path string
+	base int64
+	size int64
+	end  int64 // file position past its last unit
+	kind string
+}
+
+func (s *scanner) readCheckpoint(context.Context) error {
+	b, err := os.ReadFile(filepath.Join(s.cfg.Root, CheckFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		s.add(scan.Finding{Code: CodeCheckMissing, Severity: scan.Warning, Path: CheckFile,
+			Message: "config/timercheck is missing: timer recovery starts from timerlog offset 0, queue offset 0 and the oldest wheel slot"})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.res.Files = append(s.res.Files, scan.File{Path: CheckFile, Kind: "timercheck", Size: int64(len(b)), BytesScanned: int64(len(b)),
+		Records: 1, FirstValid: 0, LastValid: 0, ValidEnd: min(int64(len(b)), ftimer.CheckpointSize), End: scan.EndEOF})
+	cp, err := ftimer.DecodeCheckpoint(b, 0)
+	if err != nil {
+		// TimerCheckpoint maps 4096 bytes: a short file reads as zeros past its end.
+		pad := make([]byte, ftimer.CheckpointSize)
+		copy(pad, b)
+		cp, _ = ftimer.DecodeCheckpoint(pad, 0)
+		s.add(scan.Finding{Code: CodeCheckShort, Severity: scan.Warning, Path: CheckFile, Length: int64(len(b)),
+			Expected: fmt.Sprint(ftimer.CheckpointFileSize), Actual: fmt.Sprint(len(b)),
+			Message: "config/timercheck is shorter than its four offsets: the broker reads the missing bytes as zeros"})
+	}
+	s.cp, s.cpPresent = cp, true
+	return nil
+}
+
+func (s *scanner) readMetrics(context.Context) error {
+	for _, rel := range []string{MetricsFile, MetricsFile + rmq.BakSuffix} {
+		b, err := os.ReadFile(filepath.Join(s.cfg.Root, rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := ftimer.DecodeMetrics(b); err != nil && len(b) > 0 {
+			var off int64
+			if ce := corruptOf(err); ce != nil {
+				off = ce.Offset
+			}
+			s.add(scan.Finding{Code: CodeMetricsBad, Severity: scan.Info, Path: rel, Offset: off,
+				Details: map[string]any{"error": err.Error()},
+				Message: "the timer metrics do not parse; TimerMetrics.load fails and the broker starts with empty per-topic timer counts (only metrics are affected)"})
+		}
+	}
+	return nil
+}
+
+// listLog lists timerlog/ and picks the file size.
+func (s *scanner) listLog(context.Context) error {
+	dir := filepath.Join(s.cfg.Root, LogDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		rel := LogDir + "/" + e.Name()
+		base, err := rmq.ParseFileName(e.Name())
+		if err != nil || !e.Type().IsRegular() {
+			s.add(scan.Finding{Code: CodeLogBadFileName, Severity: scan.Warning, Path: rel,
+				Message: "entry in timerlog/ is not a file named by a 20-digit offset; MappedFileQueue would try to load it"})
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		s.files = append(s.files, logFile{name: e.Name(), rel: rel, path: filepath.Join(dir, e.Name()), base: base, size: info.Size()})
+	}
+	sort.Slice(s.files, func(i, j int) bool { return s.files[i].base < s.files[j].base })
+	s.logSize = s.cfg.LogFileSize
+	if s.logSize <= 0 && len(s.files) > 0 {
+		s.logSize = s.files[0].size
+		if len(s.files) == 1 && s.files[0].base == 0 && s.logSize == 0 {
+			s.logSize = ftimer.DefaultLogFileSize
+		}
+	}
+	for i, f := range s.files {
+		if f.size != s.logSize {
+			s.add(scan.Finding{Code: CodeLogBadFileSize, Severity: scan.Error, Path: f.rel, Length: f.size,
+				Expected: fmt.Sprint(s.logSize), Actual: fmt.Sprint(f.size),
+				Message: "timerlog file is not the mapped file size: MappedFileQueue.load refuses it and the timer store (and the broker) does not start"})
+		}
+		if f.base%max(s.logSize, 1) != 0 || i > 0 && f.base != s.files[i-1].base+s.logSize {
+			s.add(scan.Finding{Code: CodeLogOffsetGap, Severity: scan.Error, Path: f.rel,
+				Message: "timerlog files are not adjacent: the units of the missing range are gone and recovery's file order check fails"})
+		}
+	}
+	return nil
+}
+
+// fileOf returns the index of the timerlog file holding offset off, or -1.
+func (s *scanner) fileOf(off int64) int {
+	i := sort.Search(len(s.files), func(i int) bool { return s.files[i].base > off }) - 1
+	if i < 0 || off >= s.files[i].base+s.files[i].size {
+		return -1
+	}
+	return i
+}
+
+// loc turns a timerlog offset into the file holding it (relative to the
+// root) and the position in that file.
+func (s *scanner) loc(off int64) (string, int64) {
+	if i := s.fileOf(off); i >= 0 {
+		return s.files[i].rel, off - s.files[i].base
+	}
+	if n := len(s.files); n > 0 && off == s.files[n-1].base+s.files[n-1].size {
+		return s.files[n-1].rel, s.files[n-1].size
+	}
+	return LogDir, off
+}
+
+// setValid marks the 52-byte step at timerlog offset off as a unit.
+func (s *scanner) setValid(off int64) {
+	k := s.stepIndex(off)
+	if k < 0 {
+		return
+	}
+	for int(k/64) >= len(s.validPos) {
+		s.validPos = append(s.validPos, 0)
+	}
+	s.validPos[k/64] |= 1 << (k % 64)
+}
+
+// isUnit reports whether a unit recovery accepts sits at offset off.
+func (s *scanner) isUnit(off int64) bool {
+	k := s.stepIndex(off)
+	return k >= 0 && int(k/64) < len(s.validPos) && s.validPos[k/64]&(1<<(k%64)) != 0
+}
+
+// stepIndex numbers the 52-byte steps of the log, file after file.
+func (s *scanner) stepIndex(off int64) int64 {
+	i := s.fileOf(off)
+	if i < 0 || s.logSize <= 0 {
+		return -1
+	}
+	pos := off - s.files[i].base
+	if pos%ftimer.UnitSize != 0 {
+		return -1
+	}
+	perFile := s.logSize/ftimer.UnitSize + 1
+	return (s.files[i].base/s.logSize)*perFile + pos/ftimer.UnitSize
+}
+
+func corruptOf(err error) *formatCorrupt {
+	var ce *formatCorrupt
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
+}

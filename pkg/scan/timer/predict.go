@@ -1,0 +1,475 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	ftimer "github.com/storectl/storectl/pkg/format/timer"
+	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
+)
+
+// Outcomes of one timer message at the next start.
+const (
+	OutcomeRestore   = "restore"           // delivered once, by the restarted broker
+	OutcomeDelivered = "already-delivered" // delivered before the stop, not again
+	OutcomeDuplicate = "duplicate"         // delivered more than once in all
+	OutcomeLost      = "lost"              // never delivered
+	OutcomeRoll      = "pending-roll"      // re-enqueued for a later round (delay past the roll window)
+	OutcomeCancelled = "cancelled"         // a DELETE marker cancels it
+)
+
+// Recovery is the predicted timer recovery (TimerMessageStore.recover)
+// and what the dequeue and enqueue do after it, per message.
+type Recovery struct {
+	BeginOffset     int64     `json:"begin_offset"`      // timerlog offset recovery re-walks from
+	ProcessOffset   int64     `json:"process_offset"`    // timerlog offset it keeps up to
+	CurrQueueOffset int64     `json:"curr_queue_offset"` // next rmq_sys_wheel_timer/0 offset enqueued
+	QueueOffsetFrom string    `json:"queue_offset_from"` // "last-unit" or "checkpoint"
+	CurrReadTimeMs  int64     `json:"curr_read_time_ms"` // first wheel slot the dequeue reads
+	TimerCQMin      int64     `json:"timer_cq_min"`
+	TimerCQMax      int64     `json:"timer_cq_max"`
+	Reenqueued      int64     `json:"reenqueued"` // timer CQ entries enqueued again
+	NowMs           int64     `json:"now_ms"`     // the start time assumed
+	Restore         int       `json:"restore"`
+	Delivered       int       `json:"already_delivered"`
+	Duplicates      int       `json:"duplicates"`         // extra deliveries
+	DupMessages     int       `json:"duplicate_messages"` // messages delivered more than once
+	Lost            int       `json:"lost"`
+	PendingRoll     int       `json:"pending_roll"`
+	Cancelled       int       `json:"cancelled"`
+	Misdelivered    int       `json:"misdelivered"` // deliveries through a unit that points at another message's record
+	FailedReads     int       `json:"failed_reads"` // units whose record the dequeue cannot read ("Fail to read msg", 3 tries each)
+	Messages        []Outcome `json:"-"`
+}
+
+// Outcome is what the next start does with one timer message.
+type Outcome struct {
+	UniqKey   string `json:"uniq_key,omitempty"`
+	MsgID     string `json:"msg_id,omitempty"`
+	RealTopic string `json:"real_topic,omitempty"`
+	RealQID   string `json:"real_queue_id,omitempty"`
+	DeliverMs int64  `json:"deliver_ms"`
+	OffsetPy  int64  `json:"offset_py"` // the timer-topic record (or where it was)
+	SizePy    int32  `json:"size_py"`
+	Unit      int64  `json:"timer_offset"`       // one unit of it (-1: none, enqueued again)
+	QueueOff  int64  `json:"timer_queue_offset"` // its rmq_sys_wheel_timer/0 offset when enqueued again, else -1
+	Outcome   string `json:"outcome"`
+	Before    int    `json:"delivered_before"`
+	After     int    `json:"delivered_after"`
+	Why       string `json:"why,omitempty"`
+}
+
+// msgState accumulates one message's fate in the simulation.
+type msgState struct {
+	o          Outcome
+	lostUnits  int
+	rolled     bool
+	cancelled  bool
+	misThrough int64 // a unit of another message that delivers this one (-1 none)
+}
+
+func (s *scanner) predict(ctx context.Context) error {
+	rc := &Recovery{ProcessOffset: s.process, CurrReadTimeMs: s.readFrom, NowMs: s.cfg.Now.UnixMilli()}
+	s.rec = rc
+	if len(s.files) > 0 {
+		rc.BeginOffset = s.files[s.beginFile].base
+	}
+	q, err := cqueue.Open(s.cfg.Root, Topic, 0)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	haveCQ := len(q.Files) > 0
+	if haveCQ {
+		if rc.TimerCQMin, rc.TimerCQMax, err = q.Recovered(s.end); err != nil {
+			return err
+		}
+	}
+	// reviseQueueOffset and the clamps of recover().
+	r, from := s.reviseQueueOffset(q)
+	cur := s.cp.LastTimerQueueOffset
+	rc.QueueOffsetFrom = "checkpoint"
+	if r >= 0 {
+		cur, rc.QueueOffsetFrom = r+1, from
+	}
+	cur = min(cur, s.cp.MasterTimerQueueOffset)
+	if haveCQ {
+		cur = min(max(cur, rc.TimerCQMin), rc.TimerCQMax)
+	}
+	rc.CurrQueueOffset = cur
+	s.recheckWheel()
+
+	msgs := map[string]*msgState{}
+	get := func(key string, t *target, deliverMs, offsetPy int64, sizePy int32, unit int64) *msgState {
+		m, ok := msgs[key]
+		if !ok {
+			m = &msgState{o: Outcome{UniqKey: t.uniqKey, MsgID: t.msgID, RealTopic: t.realTopic, RealQID: t.realQID,
+				DeliverMs: deliverMs, OffsetPy: offsetPy, SizePy: sizePy, Unit: unit, QueueOff: -1}, misThrough: -1}
+			msgs[key] = m
+		}
+		return m
+	}
+	keyOf := func(t *target, offsetPy int64) string {
+		if t.uniqKey != "" {
+			return "k:" + t.uniqKey
+		}
+		return "p:" + strconv.FormatInt(offsetPy, 10)
+	}
+	// What was delivered before the stop: re-puts (TIMER_DEQUEUE_MS) in the
+	// commitlog tail stored after the checkpoint's read time.
+	before := map[string]int{}
+	if s.cl != nil && s.cpPresent {
+		err := s.cl.Tail(ctx, s.cp.LastReadTimeMs-60_000, func(m *rmq.Message, phy int64) error {
+			if phy >= s.end || string(m.Topic) == Topic {
+				return nil
+			}
+			if _, ok := m.Property(PropDequeueMs); ok {
+				if k := m.UniqKey(); k != "" {
+					before["k:"+k]++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			s.res.Fail(fmt.Errorf("reading the commitlog tail for delivered timer messages: %w", err))
+		}
+	}
+	// Dequeue: every slot from currReadTimeMs on, in time order.
+	var firstWrite *msgState // the first message the restarted broker writes (at the recovery end)
+	deliver := func(m *msgState) {
+		m.o.After++
+		if firstWrite == nil {
+			firstWrite = m
+		}
+	}
+	// Enqueue again from currQueueOffset: messages already due are put at
+	// once (putMessageToTimerWheel), the others get a new unit.
+	if haveCQ {
+		for idx := cur; idx < rc.TimerCQMax; idx++ {
+			u, ok, err := q.Unit(idx)
+			if err != nil || !ok {
+				continue
+			}
+			rc.Reenqueued++
+			fake := ftimer.Unit{OffsetPy: u.CommitLogOffset, SizePy: u.Size, Size: ftimer.UnitSize, Magic: ftimer.MagicDefault}
+			t := s.target(&fake)
+			if !t.readable || t.state == TargetAtEnd {
+				continue
+			}
+			m := get(keyOf(&t, u.CommitLogOffset), &t, t.outMs, u.CommitLogOffset, u.Size, -1)
+			m.o.QueueOff = idx
+			switch {
+			case t.delKey != "":
+				// a DELETE marker: cancels at its slot, delivers nothing
+			case t.outMs >= 0 && t.outMs-s.cfg.Now.UnixMilli() >= 2*86400_000:
+				m.rolled = true
+			case t.outMs >= 0:
+				if t.outMs < s.cfg.Now.UnixMilli() {
+					deliver(m)
+				} else {
+					m.o.After++
+				}
+			}
+		}
+	}
+	for _, sl := range s.slotsToRead() {
+		s.dequeueSlot(sl, msgs, get, keyOf, deliver, &firstWrite, rc)
+	}
+	// Outcomes.
+	for k, n := range before {
+		if m, ok := msgs[k]; ok {
+			m.o.Before = n
+		}
+	}
+	keys := make([]string, 0, len(msgs))
+	for k := range msgs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := msgs[keys[i]].o, msgs[keys[j]].o
+		if a.DeliverMs != b.DeliverMs {
+			return a.DeliverMs < b.DeliverMs
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		m := msgs[k]
+		total := m.o.Before + m.o.After
+		switch {
+		case total >= 2:
+			m.o.Outcome = OutcomeDuplicate
+			rc.DupMessages++
+			rc.Duplicates += total - 1
+		case total == 1 && m.o.After == 1:
+			m.o.Outcome = OutcomeRestore
+			rc.Restore++
+		case total == 1:
+			m.o.Outcome = OutcomeDelivered
+			rc.Delivered++
+		case m.rolled:
+			m.o.Outcome = OutcomeRoll
+			rc.PendingRoll++
+		case m.cancelled:
+			m.o.Outcome = OutcomeCancelled
+			rc.Cancelled++
+		default:
+			m.o.Outcome = OutcomeLost
+			rc.Lost++
+		}
+		if m.misThrough >= 0 {
+			m.o.Why = fmt.Sprintf("delivered again through the unit at timerlog offset %d, which points at the recovery end", m.misThrough)
+		}
+		rc.Messages = append(rc.Messages, m.o)
+	}
+	s.outcomeFindings(rc)
+	return nil
+}
+
+// slotsToRead lists the revised wheel's slots the dequeue reads from
+// currReadTimeMs on, in time order.
+func (s *scanner) slotsToRead() []ftimer.Slot {
+	from := s.readFrom / s.cfg.PrecisionMs
+	var out []ftimer.Slot
+	for i, sl := range s.revised {
+		if sl.Time >= from && sl.Time < from+ftimer.WheelSlots && ftimer.SlotIndex(sl.TimeMs(s.cfg.PrecisionMs), s.cfg.PrecisionMs) == i {
+			out = append(out, sl)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out
+}
+
+// dequeueSlot is TimerMessageStore.dequeue for one slot: read the chain
+// from lastPos, DELETE markers first, then the messages oldest first.
+func (s *scanner) dequeueSlot(sl ftimer.Slot, msgs map[string]*msgState,
+	get func(string, *target, int64, int64, int32, int64) *msgState, keyOf func(*target, int64) string,
+	deliver func(*msgState), firstWrite **msgState, rc *Recovery) {
+	var normal, dels []*pendingUnit
+	seen := map[int64]bool{}
+	for cur := sl.LastPos; cur != -1 && !seen[cur]; {
+		seen[cur] = true
+		if cur >= s.process || cur < 0 {
+			break // past what recovery kept: the read throws and the chain ends
+		}
+		pu := s.unitAt(cur)
+		if pu == nil {
+			break
+		}
+		if pu.magic&ftimer.MagicDelete != 0 && pu.magic&ftimer.MagicRoll == 0 {
+			dels = append(dels, pu)
+		} else {
+			normal = append([]*pendingUnit{pu}, normal...)
+		}
+		cur = pu.prev
+	}
+	deleted := map[string]bool{}
+	for _, pu := range dels {
+		if pu.t.readable && pu.t.delKey != "" {
+			deleted[pu.t.delKey] = true
+		}
+	}
+	for _, pu := range normal {
+		t := &pu.t
+		if t.state == TargetAtEnd && *firstWrite != nil {
+			// The restarted broker has written since: the first record at
+			// the recovery end is the first message it delivered.
+			fw := *firstWrite
+			if fw.misThrough < 0 {
+				fw.misThrough = pu.off
+			}
+			fw.o.After++
+			rc.Misdelivered++
+			lost := get(keyOf(t, pu.offsetPy), t, pu.deliverMs, pu.offsetPy, pu.sizePy, pu.off)
+			lost.lostUnits++
+			continue
+		}
+		if !t.readable {
+			rc.FailedReads++
+			m := get(keyOf(t, pu.offsetPy), t, pu.deliverMs, pu.offsetPy, pu.sizePy, pu.off)
+			m.lostUnits++
+			continue
+		}
+		m := get(keyOf(t, pu.offsetPy), t, pu.deliverMs, pu.offsetPy, pu.sizePy, pu.off)
+		if t.state == TargetTopic || t.state == TargetSize || t.state == TargetNotRecord {
+			rc.Misdelivered++
+		}
+		switch {
+		case t.uniqKey != "" && deleted[t.realTopic+"+"+t.uniqKey]:
+			m.cancelled = true
+		case pu.magic&ftimer.MagicRoll != 0:
+			m.rolled = true
+		default:
+			deliver(m)
+		}
+	}
+}
+
+// unitAt returns the unit at timerlog offset off: from the pending units,
+// or read from its file.
+func (s *scanner) unitAt(off int64) *pendingUnit {
+	if pu, ok := s.pending[off]; ok {
+		return pu
+	}
+	i := s.fileOf(off)
+	if i < 0 {
+		return nil
+	}
+	fh, err := os.Open(s.files[i].path)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	var b [ftimer.UnitSize]byte
+	if _, err := fh.ReadAt(b[:], off-s.files[i].base); err != nil {
+		return nil
+	}
+	u, err := ftimer.DecodeUnit(b[:], off)
+	if err != nil {
+		return nil
+	}
+	pu := &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
+		hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: s.target(&u)}
+	s.pending[off] = pu
+	return pu
+}
+
+// reviseQueueOffset is TimerMessageStore.reviseQueueOffset(processOffset):
+// the queue offset of the last unit's message, found in the timer CQ.
+func (s *scanner) reviseQueueOffset(q *cqueue.Queue) (int64, string) {
+	at := s.process - (ftimer.UnitSize - 28)
+	i := s.fileOf(at)
+	if i < 0 || at < 0 {
+		return -1, ""
+	}
+	fh, err := os.Open(s.files[i].path)
+	if err != nil {
+		return -1, ""
+	}
+	defer fh.Close()
+	var b [12]byte
+	if n, _ := fh.ReadAt(b[:], at-s.files[i].base); n < 12 {
+		return -1, ""
+	}
+	u := ftimer.Unit{OffsetPy: int64(beU64(b[:8])), SizePy: int32(beU32(b[8:])), Size: ftimer.UnitSize, Magic: ftimer.MagicDefault}
+	t := s.target(&u)
+	if !t.readable || t.state == TargetAtEnd || t.state == TargetBeyondEnd {
+		return -1, ""
+	}
+	if t.queueID != 0 {
+		return t.queueOff, "last-unit"
+	}
+	tmp := t.queueOff
+	for n := 0; n < 20000; n++ {
+		if tmp < 0 {
+			break
+		}
+		cu, ok, err := q.Unit(tmp)
+		if err != nil || !ok || tmp >= s.rec.TimerCQMax || tmp < s.rec.TimerCQMin {
+			tmp--
+			continue
+		}
+		if cu.CommitLogOffset == u.OffsetPy && cu.Size == u.SizePy {
+			return tmp, "last-unit"
+		}
+		tmp--
+	}
+	return t.queueOff, "last-unit"
+}
+
+// recheckWheel is the end of recover(): if a slot the dequeue will read
+// points past processOffset, walk the log again from the lowest firstPos
+// of such slots without the check, revising slots.
+func (s *scanner) recheckWheel() {
+	from := s.readFrom / s.cfg.PrecisionMs
+	minFirst := int64(1<<63 - 1)
+	for i, sl := range s.revised {
+		if sl.Time >= from && sl.Time < from+ftimer.WheelSlots && ftimer.SlotIndex(sl.TimeMs(s.cfg.PrecisionMs), s.cfg.PrecisionMs) == i && sl.LastPos > s.process {
+			minFirst = min(minFirst, sl.FirstPos)
+		}
+	}
+	if minFirst >= s.process {
+		return
+	}
+	start := 0
+	for i := len(s.files) - 1; i >= 0; i-- {
+		if minFirst >= s.files[i].base {
+			start = i
+			break
+		}
+	}
+	for i := start; i < len(s.files); i++ {
+		f := s.files[i]
+		limit := min(f.size, s.process-f.base)
+		if limit <= 0 {
+			break
+		}
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return
+		}
+		b := make([]byte, limit)
+		n, _ := fh.ReadAt(b, 0)
+		fh.Close()
+		for pos := 0; pos+ftimer.UnitSize <= n; pos += ftimer.UnitSize {
+			e, _ := ftimer.DecodeEntry(b[pos:], f.base+int64(pos))
+			if e.Kind == ftimer.EntryBlank {
+				break
+			}
+			if e.Kind == ftimer.EntryUnit {
+				s.reviseSlot(e.Unit.DeliverMs(), e.Unit.Offset)
+			}
+		}
+	}
+}
+
+func beU64(b []byte) uint64 {
+	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 | uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+}
+func beU32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// outcomeFindings reports the recovery plan and each message it loses or
+// delivers twice.
+func (s *scanner) outcomeFindings(rc *Recovery) {
+	for _, o := range rc.Messages {
+		path, off := s.loc(o.Unit)
+		if o.Unit < 0 {
+			path, off = cqueue.Dir+"/"+Topic+"/0", o.QueueOff*rmq.CQUnitSize
+		}
+		base := scan.Finding{Path: path, Offset: off, MsgID: o.MsgID, Repair: scan.RepairNone,
+			Details: map[string]any{"uniq_key": o.UniqKey, "real_topic": o.RealTopic, "deliver_ms": o.DeliverMs, "offset_py": o.OffsetPy,
+				"timer_offset": o.Unit, "delivered_before": o.Before, "delivered_after": o.After}}
+		switch o.Outcome {
+		case OutcomeLost:
+			f := base
+			f.Code, f.Severity = CodeLost, scan.Error
+			f.Repair = scan.RepairTruncate
+			f.Message = "the broker's timer recovery will never deliver this timer message: its record is gone or its unit is unreachable (storectl salvage exports what is left of it)"
+			s.add(f)
+		case OutcomeDuplicate:
+			f := base
+			f.Code, f.Severity = CodeDuplicate, scan.Warning
+			f.Message = fmt.Sprintf("the broker will deliver this timer message %d times in all (%d before the stop, %d after the restart)", o.Before+o.After, o.Before, o.After)
+			if o.Why != "" {
+				f.Message += ": " + o.Why
+			}
+			s.add(f)
+		}
+	}
+	sev := scan.Info
+	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: sev, Path: CheckFile, Repair: scan.RepairNone,
+		Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "curr_queue_offset": rc.CurrQueueOffset,
+			"queue_offset_from": rc.QueueOffsetFrom, "curr_read_time_ms": rc.CurrReadTimeMs, "timer_cq_max": rc.TimerCQMax,
+			"reenqueued": rc.Reenqueued, "restore": rc.Restore, "lost": rc.Lost, "duplicates": rc.Duplicates, "pending_roll": rc.PendingRoll},
+		Message: fmt.Sprintf("next start: timer recovery keeps the timerlog up to %d, enqueues again from timer queue offset %d (%d entries) and reads the wheel from %d; %d messages restored, %d lost, %d duplicate deliveries, %d pending roll",
+			rc.ProcessOffset, rc.CurrQueueOffset, rc.Reenqueued, rc.CurrReadTimeMs, rc.Restore, rc.Lost, rc.Duplicates, rc.PendingRoll)})
+}
+
+var _ = errors.Is

@@ -1,0 +1,167 @@
+// Package timer scans the RocketMQ 5.x timer store of a data dir:
+// timerlog/ (52-byte units), the timerwheel, config/timercheck and
+// config/timermetrics. It checks every unit (size, magic, the prevPos
+// chain of its slot, the commitlog record it points at), the wheel's
+// slots against the timerlog, the checkpoint against both, and predicts
+// what the broker's next start will do with each pending timer message
+// (TimerMessageStore.recover, enqueue and dequeue of apache/rocketmq
+// rocketmq-all-5.3.3): deliver it once, lose it, deliver it twice.
+//
+// Every command uses Scan: scan and verify report its findings, truncate
+// neutralises the units it names past a commitlog end, salvage exports
+// the messages it says will never fire.
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	ftimer "github.com/storectl/storectl/pkg/format/timer"
+	"github.com/storectl/storectl/pkg/scan"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+// Topic is the timer topic (TimerMessageStore.TIMER_TOPIC).
+const Topic = "rmq_sys_wheel_timer"
+
+// Timer message properties (MessageConst, TimerMessageStore).
+const (
+	PropOutMs       = "TIMER_OUT_MS"
+	PropEnqueueMs   = "TIMER_ENQUEUE_MS"
+	PropDequeueMs   = "TIMER_DEQUEUE_MS"
+	PropRollTimes   = "TIMER_ROLL_TIMES"
+	PropDelUniqKey  = "TIMER_DEL_UNIQKEY"
+	PropRealTopic   = "REAL_TOPIC"
+	PropRealQueueID = "REAL_QID"
+)
+
+// Paths under the store root (TimerMessageStore.getTimerLogPath and
+// getTimerWheelPath, BrokerPathConfigHelper.getTimerCheckPath and
+// getTimerMetricsPath).
+const (
+	LogDir      = "timerlog"
+	WheelFile   = "timerwheel"
+	CheckFile   = "config/timercheck"
+	MetricsFile = "config/timermetrics"
+)
+
+// Config says what to scan.
+type Config struct {
+	Root string // store root; paths in findings are relative to it
+	// CommitLog is the log the units point into; nil opens the plain
+	// commitlog of CommitLogDir (default Root/commitlog).
+	CommitLog    CommitLog
+	CommitLogDir string
+	// MappedFileSize is mappedFileSizeCommitLog (0 infers it).
+	MappedFileSize int64
+	// RecoveryEnd is where a correct recovery of the commitlog ends (the
+	// broker's max physical offset after its recovery); negative means
+	// unknown, and Scan scans the commitlog to find it.
+	RecoveryEnd int64
+	// LogFileSize is mappedFileSizeTimerLog; 0 infers it from the files.
+	LogFileSize int64
+	// PrecisionMs is timerPrecisionMs; 0 means 1000.
+	PrecisionMs int64
+	// Now is when the prediction assumes the broker starts; zero means
+	// time.Now(). The wheel covers 7 days: later starts lose more.
+	Now time.Time
+	// MaxFindings caps the findings per code (0 = 200); the rest are
+	// counted in one CodeTooMany finding.
+	MaxFindings int
+}
+
+// Present reports whether root holds any timer store file.
+func Present(root string) bool {
+	for _, p := range []string{LogDir, WheelFile, CheckFile} {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Scan checks the timer store of cfg.Root. It returns an error only when
+// it could not look at all; corruption is findings, and unreadable files
+// mark the result Incomplete. A root without a timer store gives a result
+// with no files and Layout["timer_store"] = false.
+func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, error) {
+	if cfg.PrecisionMs <= 0 {
+		cfg.PrecisionMs = ftimer.DefaultPrecisionMs
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now = time.Now()
+	}
+	if cfg.MaxFindings <= 0 {
+		cfg.MaxFindings = 200
+	}
+	res := &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{"timer_store": Present(cfg.Root)}}
+	if !Present(cfg.Root) {
+		return res, nil
+	}
+	s := &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{}, lastInSlot: map[int64]int64{},
+		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}}
+	if cfg.CommitLog == nil {
+		fc, err := NewFileCommitLog(rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, err
+		}
+		if fc != nil {
+			defer fc.Close()
+			s.cl = fc
+		}
+	} else {
+		s.cl = cfg.CommitLog
+	}
+	s.end = cfg.RecoveryEnd
+	if s.end < 0 && s.cl != nil {
+		cr, err := rmqscan.ScanCommitLog(ctx, rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize}, scan.Options{Jobs: opts.Jobs})
+		if err != nil {
+			return res, fmt.Errorf("scanning the commitlog for its recovery end: %w", err)
+		}
+		if cr.RecoveryEnd != nil {
+			s.end = *cr.RecoveryEnd
+		}
+	}
+	s.end = max(s.end, 0)
+	steps := []func(context.Context) error{s.readCheckpoint, s.readMetrics, s.listLog, s.readWheel, s.walkLog, s.checkWheel,
+		s.checkCheckpoint, s.predict}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := step(ctx); err != nil {
+			res.Fail(err)
+		}
+	}
+	s.flushCaps()
+	res.Extra = map[string]any{"timer": s.summary()}
+	res.SortFindings()
+	return res, ctx.Err()
+}
+
+// add records a finding, keeping at most MaxFindings per code.
+func (s *scanner) add(f scan.Finding) {
+	s.capped[f.Code]++
+	if s.capped[f.Code] > s.cfg.MaxFindings {
+		return
+	}
+	if f.Repair == "" {
+		f.Repair = scan.RepairNone
+	}
+	s.res.Add(f)
+}
+
+func (s *scanner) flushCaps() {
+	for code, n := range s.capped {
+		if n > s.cfg.MaxFindings {
+			s.res.Add(scan.Finding{Code: CodeTooMany, Severity: scan.Warning, Path: LogDir, Repair: scan.RepairNone,
+				Details: map[string]any{"code": code, "total": n, "reported": s.cfg.MaxFindings},
+				Message: fmt.Sprintf("%d findings of %s, only the first %d are listed", n, code, s.cfg.MaxFindings)})
+		}
+	}
+}

@@ -1,0 +1,472 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/storectl/storectl/internal/sparse"
+	"github.com/storectl/storectl/pkg/format"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	ftimer "github.com/storectl/storectl/pkg/format/timer"
+	"github.com/storectl/storectl/pkg/scan"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+type formatCorrupt = format.CorruptError
+
+// Target states: what a unit's offsetPy/sizePy find in the commitlog.
+const (
+	TargetOK        = "ok"
+	TargetBeyondEnd = "beyond-end" // past the recovery end: the record is gone
+	TargetAtEnd     = "at-end"     // starts exactly at the recovery end: the next record written there
+	TargetNotRecord = "not-a-record"
+	TargetSize      = "size-mismatch"
+	TargetTopic     = "wrong-topic"
+)
+
+// target is what a unit points at.
+type target struct {
+	state     string
+	readable  bool // the dequeue's getMessageByCommitOffset finds a message there now
+	topic     string
+	realTopic string
+	realQID   string
+	uniqKey   string
+	msgID     string
+	outMs     int64 // TIMER_OUT_MS; -1 when absent
+	delKey    string
+	queueID   int32
+	queueOff  int64
+	size      int32
+	detail    string
+}
+
+// pendingUnit is a unit whose slot the next start reads again.
+type pendingUnit struct {
+	off, prev int64
+	magic     int32
+	deliverMs int64
+	offsetPy  int64
+	sizePy    int32
+	hash      int32
+	writeMs   int64
+	t         target
+}
+
+// walkLog streams every timerlog file: framing, chains, targets, and the
+// broker's recovery walk.
+func (s *scanner) walkLog(ctx context.Context) error {
+	s.readFrom = s.readTime()
+	s.revised = make(map[int]ftimer.Slot, len(s.wheel))
+	for k, v := range s.wheel {
+		s.revised[k] = v
+	}
+	begin := int64(0)
+	if s.cpPresent {
+		begin = s.cp.LastTimerLogFlushPos
+	}
+	if n := len(s.files); n > 0 {
+		begin -= s.files[n-1].size
+	}
+	begin = max(begin, 0)
+	s.beginFile = 0
+	for i := len(s.files) - 1; i >= 0; i-- {
+		if begin >= s.files[i].base {
+			s.beginFile = i
+			break
+		}
+	}
+	if len(s.files) > 0 {
+		s.process = s.files[s.beginFile].base
+	}
+	for i := range s.files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.walkFile(i); err != nil {
+			s.res.Fail(fmt.Errorf("%s: %w", s.files[i].rel, err))
+		}
+	}
+	if s.dropped > 0 {
+		rel, pos := s.loc(s.process)
+		s.add(scan.Finding{Code: CodeLogDropped, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
+			Details: map[string]any{"units": s.dropped, "process_offset": s.process},
+			Message: fmt.Sprintf("%d timer units lie past timerlog offset %d, where the broker's timer recovery stops: it truncates them away and their messages never fire", s.dropped, s.process)})
+	}
+	return nil
+}
+
+func (s *scanner) walkFile(i int) error {
+	f := &s.files[i]
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := ftimer.NewLogReader(fh, f.size, f.base)
+	inWalk := i >= s.beginFile && !s.stopped
+	fileRecords := 0
+	for r.Next() {
+		e := r.Entry()
+		pos := r.Offset() - f.base
+		switch e.Kind {
+		case ftimer.EntryUnit:
+			fileRecords++
+			s.unit(f, pos, &e.Unit, inWalk && !s.stopped)
+			if s.stopped && i >= s.beginFile {
+				s.dropped++
+			}
+		case ftimer.EntryBlank:
+			f.kind = scan.EndBlank
+			if int64(e.Rest) != f.size-pos {
+				s.add(scan.Finding{Code: CodeLogBlankMisplaced, Severity: scan.Warning, Path: f.rel, Offset: pos, Length: ftimer.BlankSize,
+					Expected: fmt.Sprint(f.size - pos), Actual: fmt.Sprint(e.Rest),
+					Message: "the BLANK at the end of this timerlog file does not give the rest of the file as its length"})
+			}
+		case ftimer.EntryZero:
+			f.kind = scan.EndZero
+		case ftimer.EntryBad:
+			f.kind = scan.EndGarbage
+			code := CodeLogBadSize
+			var ce *format.CorruptError
+			if errors.As(r.Err(), &ce) && ce.Field == "magic" {
+				code = CodeLogBadMagic
+			}
+			sev, msg := scan.Error, "the broker's timer recovery stops at this unit (bad "+map[string]string{CodeLogBadSize: "size", CodeLogBadMagic: "magic"}[code]+") and truncates the timerlog here"
+			if !inWalk || s.stopped {
+				msg = "unit with a bad " + map[string]string{CodeLogBadSize: "size", CodeLogBadMagic: "magic"}[code] + "; the dequeue skips nothing here but a slot chain through it is broken"
+				sev = scan.Warning
+			}
+			s.add(scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos, Length: ftimer.UnitSize,
+				Expected: map[string]string{CodeLogBadSize: "52", CodeLogBadMagic: "flags within 0xF"}[code],
+				Actual:   map[string]string{CodeLogBadSize: fmt.Sprint(e.Unit.Size), CodeLogBadMagic: fmt.Sprintf("%#x", uint32(e.Unit.Magic))}[code],
+				Repair:   scan.RepairNone, Message: msg})
+		}
+	}
+	if err := r.Err(); err != nil {
+		var ce *format.CorruptError
+		if !errors.As(err, &ce) {
+			return err
+		}
+	}
+	f.end = r.End()
+	if f.kind == scan.EndZero || f.kind == scan.EndGarbage {
+		n, last, err := s.unitsAfter(f, fh, f.end+ftimer.UnitSize)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if inWalk && !s.stopped {
+				s.dropped += n
+			}
+			fileRecords += n
+			s.logEnd = f.base + last
+		}
+	}
+	if f.kind == "" {
+		f.kind = scan.EndEOF
+		if r.Tail > 0 {
+			f.kind = scan.EndTorn
+		}
+	}
+	stopHere := f.kind == scan.EndZero || f.kind == scan.EndGarbage || f.kind == scan.EndTorn ||
+		f.kind == scan.EndBlank && i == len(s.files)-1
+	if inWalk && !s.stopped {
+		s.process = f.base + f.end
+		if f.kind == scan.EndEOF && r.Tail == 0 {
+			s.process = f.base + f.size
+		}
+		if stopHere {
+			s.stopped = true
+		}
+	}
+	if fileRecords > 0 && s.logEnd < f.base+f.end {
+		s.logEnd = f.base + f.end
+	}
+	bytes := min(f.size, f.end+ftimer.UnitSize)
+	s.res.Files = append(s.res.Files, scan.File{Path: f.rel, Kind: "timerlog", Size: f.size, BytesScanned: bytes,
+		Records: fileRecords, FirstValid: firstValid(fileRecords), LastValid: lastValid(fileRecords, f.end), ValidEnd: f.end, End: f.kind})
+	s.res.BytesScanned += bytes
+	if s.opts.Progress != nil {
+		s.opts.Progress(bytes)
+	}
+	return nil
+}
+
+func firstValid(n int) int64 {
+	if n == 0 {
+		return -1
+	}
+	return 0
+}
+
+func lastValid(n int, end int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return end - ftimer.UnitSize
+}
+
+// unitsAfter looks for units past the point where a file's walk stopped
+// (zeros or a rejected unit): recovery drops them, but they are on disk
+// and slot chains may lead to them. It skips holes, and returns how many
+// it found and the file position past the last.
+func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last int64, err error) {
+	ra, err := sparse.NewReaderAt(fh, f.size)
+	if err != nil {
+		return 0, 0, err
+	}
+	buf := make([]byte, 1<<20/ftimer.UnitSize*ftimer.UnitSize)
+	for pos := from; pos+ftimer.UnitSize <= f.size; {
+		chunk := min(int64(len(buf)), (f.size-pos)/ftimer.UnitSize*ftimer.UnitSize)
+		if !ra.Data(pos, pos+chunk) {
+			pos += chunk
+			continue
+		}
+		b := buf[:chunk]
+		if _, err := ra.ReadAt(b, pos); err != nil {
+			return n, last, err
+		}
+		for k := int64(0); k+ftimer.UnitSize <= chunk; k += ftimer.UnitSize {
+			e, _ := ftimer.DecodeEntry(b[k:], f.base+pos+k)
+			if e.Kind == ftimer.EntryBlank {
+				return n, last, nil
+			}
+			if e.Kind == ftimer.EntryUnit {
+				n++
+				last = pos + k + ftimer.UnitSize
+				s.setValid(e.Unit.Offset)
+				s.lastInSlot[e.Unit.DeliverMs()/s.cfg.PrecisionMs] = e.Unit.Offset
+			}
+		}
+		pos += chunk
+	}
+	return n, last, nil
+}
+
+// unit checks one unit recovery accepts at file position pos.
+func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
+	s.units++
+	off := u.Offset
+	s.setValid(off)
+	slotT := u.DeliverMs() / s.cfg.PrecisionMs
+	want, seen := s.lastInSlot[slotT]
+	switch {
+	case u.PrevPos == -1 && seen:
+		s.add(scan.Finding{Code: CodeLogChainRestart, Severity: scan.Warning, Path: f.rel, Offset: pos, Length: ftimer.UnitSize,
+			Expected: fmt.Sprint(want), Actual: "-1",
+			Details: map[string]any{"slot_time_ms": slotT * s.cfg.PrecisionMs, "earlier_unit": want},
+			Message: "this unit starts a new chain for a slot that already has units: the wheel was behind the timerlog when it was written (lazy wheel, #9735), so the earlier units are reachable only if recovery revises their slot"})
+	case u.PrevPos != -1 && (u.PrevPos >= off || !s.isUnit(u.PrevPos)):
+		s.add(scan.Finding{Code: CodeLogBadPrev, Severity: scan.Error, Path: f.rel, Offset: pos + 4, Length: 8,
+			Expected: "an earlier unit of the same slot", Actual: fmt.Sprint(u.PrevPos),
+			Message: "prevPos does not point at an earlier unit: the dequeue of this slot stops (or reads garbage) there, and the units before it in the slot never fire"})
+	case u.PrevPos != -1 && u.PrevPos != want:
+		if pu, ok := s.pending[u.PrevPos]; ok && pu.deliverMs/s.cfg.PrecisionMs != slotT || !ok && !s.sameSlot(u.PrevPos, slotT) {
+			s.add(scan.Finding{Code: CodeLogBadPrev, Severity: scan.Error, Path: f.rel, Offset: pos + 4, Length: 8,
+				Expected: "a unit of slot " + strconv.FormatInt(slotT*s.cfg.PrecisionMs, 10), Actual: fmt.Sprint(u.PrevPos),
+				Message: "prevPos points at a unit of another slot: the dequeue of this slot would fire that slot's messages too"})
+		}
+	}
+	s.lastInSlot[slotT] = off
+	if revise {
+		s.reviseSlot(u.DeliverMs(), off)
+	}
+	t := s.target(u)
+	s.unitFindings(f, pos, u, &t)
+	if slotT*s.cfg.PrecisionMs >= s.readFrom {
+		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
+			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: t}
+	}
+	if s.opts.Records != nil {
+		_ = s.opts.Records(UnitRecord{Path: f.rel, Offset: pos, Size: ftimer.UnitSize, MsgID: t.msgID, Kind: "timer_unit",
+			TimerOffset: off, PrevPos: u.PrevPos, Magic: u.Magic, Flags: ftimer.MagicFlags(u.Magic), WriteMs: u.CurrWriteTimeMs,
+			DelayedMs: u.DelayedMs, DeliverMs: u.DeliverMs(), OffsetPy: u.OffsetPy, SizePy: u.SizePy, HashTopic: u.HashTopic,
+			RealTopic: t.realTopic, UniqKey: t.uniqKey, Target: t.state})
+	}
+}
+
+// sameSlot reads the unit at off again (a prevPos that is not the slot's
+// last unit in log order) and reports whether it has slot time slotT.
+func (s *scanner) sameSlot(off, slotT int64) bool {
+	i := s.fileOf(off)
+	if i < 0 {
+		return false
+	}
+	fh, err := os.Open(s.files[i].path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	var b [ftimer.UnitSize]byte
+	if _, err := fh.ReadAt(b[:], off-s.files[i].base); err != nil {
+		return false
+	}
+	u, err := ftimer.DecodeUnit(b[:], off)
+	return err == nil && u.Valid() && u.DeliverMs()/s.cfg.PrecisionMs == slotT
+}
+
+// reviseSlot is TimerWheel.reviseSlot(timeMs, IGNORE, lastPos, force=true).
+func (s *scanner) reviseSlot(timeMs, lastPos int64) {
+	idx := ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs)
+	sl := s.revised[idx]
+	if sl.Time != timeMs/s.cfg.PrecisionMs {
+		sl.Time, sl.FirstPos, sl.LastPos = timeMs/s.cfg.PrecisionMs, lastPos, lastPos
+	} else {
+		sl.LastPos = lastPos
+	}
+	s.revised[idx] = sl
+}
+
+// target looks up what u points at in the commitlog.
+func (s *scanner) target(u *ftimer.Unit) target {
+	t := target{outMs: -1}
+	switch {
+	case s.cl == nil:
+		t.state, t.detail = TargetBeyondEnd, "no commitlog"
+		return t
+	case u.OffsetPy == s.end:
+		t.state = TargetAtEnd
+		return t
+	case u.OffsetPy < 0 || u.OffsetPy+int64(u.SizePy) > s.end:
+		t.state = TargetBeyondEnd
+		return t
+	}
+	m, err := s.cl.RecordAt(u.OffsetPy)
+	structural := m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmqscan.ErrStale))
+	if !structural {
+		t.state = TargetNotRecord
+		if err != nil {
+			t.detail = err.Error()
+		}
+		return t
+	}
+	t.topic, t.queueID, t.queueOff, t.size = string(m.Topic), m.QueueID, m.QueueOffset, m.TotalSize
+	t.uniqKey, t.msgID = m.UniqKey(), m.MsgID()
+	if v, ok := m.Property(PropRealTopic); ok {
+		t.realTopic = string(v)
+	}
+	if v, ok := m.Property(PropRealQueueID); ok {
+		t.realQID = string(v)
+	}
+	if v, ok := m.Property(PropOutMs); ok {
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			t.outMs = n
+		}
+	}
+	if v, ok := m.Property(PropDelUniqKey); ok {
+		t.delKey = string(v)
+	}
+	// getMessageByCommitOffset: getData(offsetPy, sizePy) then
+	// MessageDecoder.decode, which needs the whole record in the buffer.
+	t.readable = m.TotalSize <= u.SizePy
+	switch {
+	case err != nil:
+		t.state, t.detail = TargetNotRecord, err.Error()
+	case m.TotalSize != u.SizePy:
+		t.state = TargetSize
+	case t.topic != Topic:
+		t.state = TargetTopic
+	default:
+		t.state = TargetOK
+	}
+	return t
+}
+
+func (s *scanner) unitFindings(f *logFile, pos int64, u *ftimer.Unit, t *target) {
+	ev := map[string]string{"magic": "pass", "size": "pass"}
+	base := scan.Finding{Path: f.rel, Offset: pos, Length: ftimer.UnitSize, Repair: scan.RepairTruncate,
+		Details: map[string]any{"timer_offset": u.Offset, "offset_py": u.OffsetPy, "size_py": u.SizePy, "deliver_ms": u.DeliverMs(),
+			"magic": ftimer.MagicFlags(u.Magic), "commitlog_end": s.end}, MsgID: t.msgID, Evidence: ev}
+	if u.Delete() && !u.Roll() && t.state != TargetOK {
+		// A DELETE marker without its record fires nothing (the dequeue
+		// skips it): this is how truncate neutralises a stale unit.
+		s.neutral++
+		return
+	}
+	switch t.state {
+	case TargetBeyondEnd:
+		f := base
+		f.Code, f.Severity, f.Evidence["target"] = CodeUnitBeyondEnd, scan.Error, "fail"
+		f.Expected, f.Actual = fmt.Sprintf("offset_py + size_py <= %d", s.end), fmt.Sprint(u.OffsetPy+int64(u.SizePy))
+		f.Message = "timer unit points past the commitlog's recovery end (apache/rocketmq #10668): its message is gone and the dequeue fails to read it three times per pass"
+		s.add(f)
+	case TargetAtEnd:
+		f := base
+		f.Code, f.Severity, f.Evidence["target"] = CodeUnitAtRecoveryEnd, scan.Error, "fail"
+		f.Expected, f.Actual = "a record below the recovery end", fmt.Sprint(u.OffsetPy)
+		f.Message = "timer unit points exactly at the commitlog's recovery end (#10668): its message is gone, and the first record the broker writes there after the restart is delivered again through this unit"
+		s.add(f)
+	case TargetNotRecord:
+		f := base
+		f.Code, f.Severity, f.Evidence["target"] = CodeUnitNotRecord, scan.Error, "fail"
+		f.Details["error"] = t.detail
+		f.Message = "timer unit points at an offset where no valid commitlog record starts (a reused or damaged offset, #10668)"
+		s.add(f)
+	case TargetSize:
+		f := base
+		f.Code, f.Severity, f.Evidence["target"] = CodeUnitSizeMismatch, scan.Error, "fail"
+		f.Expected, f.Actual = fmt.Sprint(u.SizePy), fmt.Sprint(t.size)
+		f.Message = "the commitlog record at the unit's offset has another size: the offset was reused by another record (#10668)"
+		s.add(f)
+	case TargetTopic:
+		f := base
+		f.Code, f.Severity, f.Evidence["target"] = CodeUnitWrongTopic, scan.Error, "fail"
+		f.Expected, f.Actual = Topic, t.topic
+		f.Message = "the record at the unit's offset is not a timer message: the offset was reused (#10668) and the dequeue would deliver this other message again"
+		s.add(f)
+	}
+	if t.state != TargetOK {
+		return
+	}
+	if t.outMs < 0 {
+		f := base
+		f.Code, f.Severity, f.Repair = CodeStuckEnqueue, scan.Error, scan.RepairNone
+		f.Message = "the timer message has no TIMER_OUT_MS property: the timer enqueue throws on it and holds (timerSkipUnknownError is off by default)"
+		s.add(f)
+	} else if d := u.DeliverMs(); !u.Roll() && d != t.outMs || u.Roll() && d > t.outMs {
+		f := base
+		f.Code, f.Severity, f.Repair = CodeUnitDeliverTime, scan.Warning, scan.RepairNone
+		f.Expected, f.Actual = fmt.Sprint(t.outMs), fmt.Sprint(d)
+		f.Message = "the unit's deliver time (currWriteTime + delayedTime) does not match the message's TIMER_OUT_MS"
+		s.add(f)
+	}
+	if t.realTopic != "" && rmq.JavaHashCode([]byte(t.realTopic)) != u.HashTopic {
+		f := base
+		f.Code, f.Severity, f.Repair = CodeUnitTopicHash, scan.Warning, scan.RepairNone
+		f.Expected, f.Actual = fmt.Sprint(rmq.JavaHashCode([]byte(t.realTopic))), fmt.Sprint(u.HashTopic)
+		f.Message = "the unit's topic hash is not the hash of the message's REAL_TOPIC"
+		s.add(f)
+	}
+	if u.Delete() && t.delKey == "" {
+		f := base
+		f.Code, f.Severity, f.Repair = CodeUnitNoDeleteKey, scan.Warning, scan.RepairNone
+		f.Message = "a DELETE unit whose message has no TIMER_DEL_UNIQKEY: it cancels nothing"
+		s.add(f)
+	}
+}
+
+// UnitRecord is the `record` of one timer unit (scan --records).
+type UnitRecord struct {
+	Path        string `json:"path"`
+	Offset      int64  `json:"offset"`
+	Size        int64  `json:"size"`
+	MsgID       string `json:"msg_id"`
+	Kind        string `json:"kind"` // "timer_unit"
+	TimerOffset int64  `json:"timer_offset"`
+	PrevPos     int64  `json:"prev_pos"`
+	Magic       int32  `json:"magic"`
+	Flags       string `json:"magic_flags"`
+	WriteMs     int64  `json:"curr_write_time_ms"`
+	DelayedMs   int32  `json:"delayed_ms"`
+	DeliverMs   int64  `json:"deliver_ms"`
+	OffsetPy    int64  `json:"offset_py"`
+	SizePy      int32  `json:"size_py"`
+	HashTopic   int32  `json:"hash_topic"`
+	RealTopic   string `json:"real_topic,omitempty"`
+	UniqKey     string `json:"uniq_key,omitempty"`
+	Target      string `json:"target"` // ok | beyond-end | at-end | not-a-record | size-mismatch | wrong-topic
+}
