@@ -135,6 +135,12 @@ func (r *Reader) bytes(pos int64, n int) ([]byte, error) {
 	return r.buf[:n], nil
 }
 
+// Restart restarts the walk at file position pos (for a caller that found the
+// next entry past a damaged one); End and Err are cleared.
+func (r *Reader) Restart(pos int64) {
+	r.pos, r.end, r.err, r.done = min(max(pos, 0), r.size), "", nil, false
+}
+
 // Header is the header of the entry Next just read (after an EndBad or
 // EndTorn stop: of the rejected entry).
 func (r *Reader) Header() Header { return r.h }

@@ -1,0 +1,181 @@
+package dledger
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+var (
+	unpackOnce sync.Map
+	tmpRoot    string
+)
+
+type unpacked struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "scan-dledger-")
+	if err != nil {
+		panic(err)
+	}
+	tmpRoot = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// fixture unpacks a dataset once per test binary for read-only tests.
+func fixture(t testing.TB, ds string) string {
+	t.Helper()
+	v, _ := unpackOnce.LoadOrStore(ds, &unpacked{})
+	u := v.(*unpacked)
+	u.once.Do(func() {
+		u.dir = filepath.Join(tmpRoot, ds)
+		u.err = testutil.UntarTo(testutil.Testdata("rocketmq-5x", "rmq533-"+ds+".tar.gz"), u.dir)
+	})
+	if u.err != nil {
+		t.Fatal(u.err)
+	}
+	return filepath.Join(u.dir, "store")
+}
+
+type dlLine struct {
+	Kind             string `json:"kind"`
+	Phase            string `json:"phase"`
+	LedgerBeginIndex int64  `json:"ledger_begin_index"`
+	LedgerEndIndex   int64  `json:"ledger_end_index"`
+	LedgerEndTerm    int64  `json:"ledger_end_term"`
+	CommittedIndex   int64  `json:"committed_index"`
+	CommittedPos     int64  `json:"committed_pos"`
+	WritePos         int64  `json:"write_pos"`
+	StoreMax         int64  `json:"store_max_phy_offset"`
+	StoreMin         int64  `json:"store_min_phy_offset"`
+	DataFiles        []struct {
+		Name  string `json:"name"`
+		Wrote int64  `json:"wrote_position"`
+	} `json:"data_files"`
+	IndexFiles []struct {
+		Name  string `json:"name"`
+		Wrote int64  `json:"wrote_position"`
+	} `json:"index_files"`
+	Entries   [][4]int64 `json:"entries"`
+	Topic     string     `json:"topic"`
+	QueueID   int32      `json:"queue_id"`
+	MinOffset int64      `json:"min_offset"`
+	MaxOffset int64      `json:"max_offset"`
+}
+
+// TestOracleRecovery: for DL1-DL3 the predicted DLedger recovery equals
+// what the real DLedgerMmapFileStore.recover and DLedgerCommitLog did
+// after load: begin/end index and term, write position, committed index
+// and position, the broker's max/min offset, every data and index file's
+// wrote position, every [index, term, pos, size] DLedger serves after
+// load, and every consume queue's min and max offset.
+func TestOracleRecovery(t *testing.T) {
+	for _, ds := range []string{"dl1-clean", "dl2-kill", "dl3-hdr"} {
+		t.Run(ds, func(t *testing.T) {
+			res, err := Scan(context.Background(), Config{Root: fixture(t, ds)}, scan.Options{})
+			if err != nil || res.Incomplete {
+				t.Fatalf("%v %v", err, res.Errors)
+			}
+			rc := res.Extra["dledger"].(*Recovery)
+			var dl, ents dlLine
+			cqs := map[string]dlLine{}
+			for _, l := range testutil.ReadJSONL[dlLine](t, testutil.Testdata("rocketmq-5x", "rmq533-"+ds+".recover.jsonl")) {
+				if l.Phase != "after_load" {
+					continue
+				}
+				switch l.Kind {
+				case "dledger":
+					dl = l
+				case "dledger_entries":
+					ents = l
+				case "consume_queue":
+					cqs[l.Topic+"/"+itoa(l.QueueID)] = l
+				}
+			}
+			diffs := 0
+			chk := func(name string, got, want int64) {
+				if got != want {
+					diffs++
+					t.Errorf("%s: predicted %d, real %d", name, got, want)
+				}
+			}
+			chk("ledger begin index", rc.LedgerBeginIndex, dl.LedgerBeginIndex)
+			chk("ledger end index", rc.LedgerEndIndex, dl.LedgerEndIndex)
+			chk("ledger end term", rc.LedgerEndTerm, dl.LedgerEndTerm)
+			chk("committed index", rc.CommittedIndex, dl.CommittedIndex)
+			chk("committed pos", rc.CommittedPos, dl.CommittedPos)
+			chk("write pos", rc.WritePos, dl.WritePos)
+			chk("store max offset", rc.StoreMaxOffset, dl.StoreMax)
+			chk("store min offset", rc.StoreMinOffset, dl.StoreMin)
+			chk("uncommitted entries", int64(rc.Uncommitted), dl.LedgerEndIndex-dl.CommittedIndex)
+			for _, f := range dl.DataFiles {
+				chk("wrote position of data/"+f.Name, wrote(t, res, f.Name, rc.WritePos), f.Wrote)
+			}
+			for _, f := range dl.IndexFiles {
+				chk("wrote position of index/"+f.Name, rc.IndexWritePos, f.Wrote)
+			}
+			if len(rc.EntryList) != len(ents.Entries) {
+				diffs++
+				t.Errorf("%d entries kept, real %d", len(rc.EntryList), len(ents.Entries))
+			}
+			for i := range min(len(rc.EntryList), len(ents.Entries)) {
+				if rc.EntryList[i] != ents.Entries[i] {
+					diffs++
+					t.Errorf("entry %d: %v, real %v", i, rc.EntryList[i], ents.Entries[i])
+				}
+			}
+			for _, q := range rc.Queues {
+				o, ok := cqs[q.Topic+"/"+itoa(q.QueueID)]
+				if !ok {
+					diffs++
+					t.Errorf("queue %s/%d not in the oracle", q.Topic, q.QueueID)
+					continue
+				}
+				chk("max offset of "+q.Topic+"/"+itoa(q.QueueID), q.MaxOffset, o.MaxOffset)
+				delete(cqs, q.Topic+"/"+itoa(q.QueueID))
+			}
+			for k := range cqs {
+				diffs++
+				t.Errorf("queue %s not predicted", k)
+			}
+			t.Logf("%s: end index %d pos %d, committed %d/%d, %d entries and %d queues compared, %d differences", ds,
+				rc.LedgerEndIndex, rc.WritePos, rc.CommittedIndex, rc.CommittedPos, len(ents.Entries), len(rc.Queues), diffs)
+			_, codes := res.Counts()
+			t.Logf("findings: %v", codes)
+		})
+	}
+}
+
+func itoa(i int32) string { return string(rune('0' + i%10)) }
+
+// wrote is a data file's wrote position after recovery's truncateOffset.
+func wrote(t *testing.T, res *scan.Result, name string, writePos int64) int64 {
+	for _, f := range res.Files {
+		if filepath.Base(f.Path) == name && f.Kind == "dledger-data" {
+			base := int64(0)
+			for _, c := range name {
+				base = base*10 + int64(c-'0')
+			}
+			switch {
+			case base+f.Size <= writePos:
+				return f.Size
+			case base <= writePos:
+				return writePos - base
+			}
+			return -1
+		}
+	}
+	t.Fatalf("no data file %s", name)
+	return 0
+}

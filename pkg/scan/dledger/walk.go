@@ -1,0 +1,277 @@
+package dledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/storectl/storectl/pkg/format"
+	fdl "github.com/storectl/storectl/pkg/format/dledger"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+)
+
+type formatCorrupt = format.CorruptError
+
+// Record is the `record` of one inner message (scan --records): the
+// commitlog record fields plus where its DLedger entry sits.
+type Record struct {
+	rmqscan.Record
+	DLedgerIndex int64 `json:"dledger_index"`
+	DLedgerTerm  int64 `json:"dledger_term"`
+	EntryOffset  int64 `json:"entry_offset"` // file offset of the 48-byte header
+}
+
+// walk reads every data file entry by entry.
+func (s *scanner) walk(ctx context.Context) error {
+	if len(s.data) == 0 {
+		s.add(scan.Finding{Code: CodeNoDataFiles, Severity: scan.Warning, Path: s.rel + "/" + fdl.DataDir,
+			Message: "the DLedger data dir holds no files"})
+	}
+	lastIndex, lastTerm := int64(-1), int64(-1)
+	for i := range s.data {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.walkFile(i, &lastIndex, &lastTerm); err != nil {
+			s.res.Fail(fmt.Errorf("%s: %w", s.data[i].rel, err))
+		}
+	}
+	return nil
+}
+
+func (s *scanner) walkFile(i int, lastIndex, lastTerm *int64) error {
+	f := &s.data[i]
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
+	f.first = len(s.entries)
+	for {
+		if !r.Next() {
+			if !s.stopEntry(f, r, fh) {
+				break
+			}
+			continue
+		}
+		h := r.Header()
+		pos := h.Pos - f.base
+		e := entry{pos: h.Pos, size: h.Size, index: h.Index, term: h.Term, file: i}
+		if *lastIndex != -1 && h.Index != *lastIndex+1 {
+			s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
+				Expected: fmt.Sprint(*lastIndex + 1), Actual: fmt.Sprint(h.Index), Repair: scan.RepairTruncate,
+				Message: "entry index does not follow the previous entry's: DLedger's recovery stops here and drops this entry and every one after it"})
+		}
+		if h.Term < *lastTerm {
+			s.add(scan.Finding{Code: CodeTermOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 16, Length: 8,
+				Expected: fmt.Sprintf(">= %d", *lastTerm), Actual: fmt.Sprint(h.Term), Repair: scan.RepairTruncate,
+				Message: "entry term is lower than the previous entry's: DLedger's recovery stops here"})
+		}
+		*lastIndex, *lastTerm = h.Index, h.Term
+		e.idxDiff = s.compareIndex(&h)
+		if e.idxDiff != "" {
+			rel, off := s.indexLoc(h.Index)
+			s.add(scan.Finding{Code: map[bool]string{true: CodeIndexMissing, false: CodeIndexMismatch}[e.idxDiff == "missing"],
+				Severity: scan.Warning, Path: rel, Offset: off, Length: fdl.IndexUnitSize, Repair: scan.RepairRebuildIndex,
+				Details: map[string]any{"field": e.idxDiff, "entry_index": h.Index, "entry_path": f.rel, "entry_offset": pos},
+				Message: fmt.Sprintf("the index unit of entry %d disagrees with the entry (%s): when recovery reaches it, it truncates the index there and rebuilds it from the data", h.Index, e.idxDiff)})
+		}
+		e.inner = s.inner(f, pos, &h, r.Body())
+		s.entries = append(s.entries, e)
+		f.n++
+	}
+	if f.cut < 0 {
+		f.end, f.endPos = r.End()
+	}
+	if err := r.Err(); err != nil {
+		var ce *format.CorruptError
+		if !errors.As(err, &ce) {
+			return err
+		}
+	}
+	bytes := min(f.size, f.endPos+fdl.BodyOffset)
+	s.res.Files = append(s.res.Files, scan.File{Path: f.rel, Kind: "dledger-data", Size: f.size, BytesScanned: bytes, Records: f.n,
+		FirstValid: map[bool]int64{true: 0, false: -1}[f.n > 0], LastValid: s.lastValid(f), ValidEnd: f.endPos, End: endName(f.end)})
+	s.res.BytesScanned += bytes
+	if s.opts.Progress != nil {
+		s.opts.Progress(bytes)
+	}
+	return nil
+}
+
+// stopEntry reports the entry the reader stopped at (rejected or torn)
+// and looks past it for the next entry (its pos field names where it
+// sits): entries there are on disk but past where recovery stops. It
+// returns true when the reader was moved to such an entry.
+func (s *scanner) stopEntry(f *dataFile, r *fdl.Reader, fh *os.File) bool {
+	err := r.Err()
+	var ce *format.CorruptError
+	if err == nil || !errors.As(err, &ce) {
+		return false
+	}
+	end, endPos := r.End()
+	if f.cut < 0 {
+		f.cut, f.end, f.endPos = f.n, end, endPos
+		code, msg := CodeBadEntry, "DLedger rejects this entry header ("+ce.Field+"): its recovery stops here"
+		switch {
+		case end == fdl.EndTorn:
+			code, msg = CodeTorn, "the entry runs past the end of its file: DLedger's recovery stops here"
+		case ce.Field == "pos":
+			code, msg = CodeBadPos, "the entry's pos field is not where it sits: DLedger's recovery stops here"
+		}
+		h := r.Header()
+		s.add(scan.Finding{Code: code, Severity: scan.Error, Path: f.rel, Offset: ce.Offset - f.base, Length: fdl.BodyOffset,
+			Repair: scan.RepairTruncate, Details: map[string]any{"error": ce.Error(), "entry_index": h.Index},
+			Message: msg})
+	}
+	next := s.resync(fh, f, endPos+1)
+	if next < 0 {
+		return false
+	}
+	r.Restart(next)
+	return true
+}
+
+// resync finds the first position at or after from where a header passes
+// Header.Check (pos == its own offset), or -1.
+func (s *scanner) resync(fh *os.File, f *dataFile, from int64) int64 {
+	const chunk = 1 << 20
+	buf := make([]byte, chunk+fdl.BodyOffset)
+	for at := from; at+fdl.BodyOffset <= f.size; at += chunk {
+		n, _ := fh.ReadAt(buf[:min(int64(len(buf)), f.size-at)], at)
+		for k := 0; k+fdl.BodyOffset <= n; k++ {
+			if buf[k+3] != fdl.Magic1 || buf[k] != 0 {
+				continue
+			}
+			h, _ := fdl.DecodeHeader(buf[k:], f.base+at+int64(k))
+			if h.Check(f.base+at+int64(k)) == nil && int64(k)+at+int64(h.Size) <= f.size {
+				return at + int64(k)
+			}
+		}
+	}
+	return -1
+}
+
+func (s *scanner) lastValid(f *dataFile) int64 {
+	if f.n == 0 {
+		return -1
+	}
+	return s.entries[f.first+f.n-1].pos - f.base
+}
+
+func endName(e string) string {
+	switch e {
+	case fdl.EndBlank:
+		return scan.EndBlank
+	case fdl.EndZero:
+		return scan.EndZero
+	case fdl.EndEOF:
+		return scan.EndEOF
+	case fdl.EndTorn:
+		return scan.EndTorn
+	}
+	return scan.EndGarbage
+}
+
+// inner checks the RocketMQ record in an entry's body.
+func (s *scanner) inner(f *dataFile, pos int64, h *fdl.Header, body []byte) innerFacts {
+	phy := h.Pos + fdl.BodyOffset
+	m, err := rmqscan.CheckMessage(body, phy, s.cfg.MaxMessageSize)
+	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmqscan.ErrStale)),
+		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, sysFlag: m.SysFlag,
+		v1: m.Magic == rmq.MagicMessageV1}
+	if in.decoded {
+		in.topic = s.intern(string(m.Topic))
+		in.msgID = m.MsgID()
+	}
+	if err == nil && int(m.TotalSize) != len(body) {
+		in.ok = false
+		err = format.Corrupt(phy, "totalSize", fmt.Errorf("%w: inner record is %d bytes, the entry body %d", format.ErrInvalid, m.TotalSize, len(body)))
+	}
+	if s.cfg.OnMessage != nil {
+		_ = s.cfg.OnMessage(&m, phy, err)
+	}
+	if err != nil {
+		code, sev, msg := CodeInnerBad, scan.Error, "the entry's body is not a valid RocketMQ record; DLedger keeps it, RocketMQ's recovery stops at it"
+		switch {
+		case errors.Is(err, format.ErrChecksum) && isField(err, "bodyCRC"):
+			code, msg = CodeInnerBodyCRC, "the inner message's body CRC does not match: DLedger never checks a CRC and keeps it, the broker's reput delivers it damaged, an abnormal recovery stops its dispatch here"
+		case errors.Is(err, format.ErrChecksum):
+			code, msg = CodeInnerPropCRC, "the inner message's __CRC32# property does not match its properties"
+		case errors.Is(err, rmqscan.ErrStale):
+			code, msg = CodeInnerStale, "the inner record's PHYSICALOFFSET is not the entry pos + 48: the append hook did not write it, or the entry is stale"
+		}
+		s.add(scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos + fdl.BodyOffset, Length: int64(len(body)),
+			MsgID: in.msgID, Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.Index, "phy_offset": phy},
+			Message: msg})
+	}
+	if s.opts.Records != nil && in.decoded {
+		rec := Record{Record: rmqscan.NewRecord(&m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
+		_ = s.opts.Records(rec)
+	}
+	return in
+}
+
+func isField(err error, field string) bool {
+	var ce *format.CorruptError
+	return errors.As(err, &ce) && ce.Field == field
+}
+
+func (s *scanner) intern(t string) int32 {
+	if id, ok := s.topicID[t]; ok {
+		return id
+	}
+	id := int32(len(s.topics))
+	s.topics = append(s.topics, t)
+	s.topicID[t] = id
+	return id
+}
+
+// indexUnit reads the index unit of entry idx; ok is false when no index
+// file covers it.
+func (s *scanner) indexUnit(idx int64) (fdl.IndexUnit, bool) {
+	at := idx * fdl.IndexUnitSize
+	i := sort.Search(len(s.index), func(i int) bool { return s.index[i].base > at }) - 1
+	if idx < 0 || i < 0 || at+fdl.IndexUnitSize > s.index[i].base+s.index[i].size {
+		return fdl.IndexUnit{}, false
+	}
+	fh, ok := s.idxOpen[i]
+	if !ok {
+		var err error
+		if fh, err = os.Open(s.index[i].path); err != nil {
+			return fdl.IndexUnit{}, false
+		}
+		s.idxOpen[i] = fh
+	}
+	var b [fdl.IndexUnitSize]byte
+	if _, err := fh.ReadAt(b[:], at-s.index[i].base); err != nil {
+		return fdl.IndexUnit{}, false
+	}
+	u, _ := fdl.DecodeIndexUnit(b[:], at)
+	return u, true
+}
+
+// indexLoc is the index file and offset of entry idx's unit.
+func (s *scanner) indexLoc(idx int64) (string, int64) {
+	at := idx * fdl.IndexUnitSize
+	i := sort.Search(len(s.index), func(i int) bool { return s.index[i].base > at }) - 1
+	if i < 0 {
+		return s.rel + "/" + fdl.IndexDir, at
+	}
+	return s.index[i].rel, at - s.index[i].base
+}
+
+func (s *scanner) compareIndex(h *fdl.Header) string {
+	u, ok := s.indexUnit(h.Index)
+	if !ok {
+		return "missing"
+	}
+	return u.Mismatch(h)
+}
+
+var _ = rmq.CQUnitSize
