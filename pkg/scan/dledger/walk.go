@@ -181,8 +181,8 @@ func endName(e string) string {
 // inner checks the RocketMQ record in an entry's body.
 func (s *scanner) inner(f *dataFile, pos int64, h *fdl.Header, body []byte) innerFacts {
 	phy := h.Pos + fdl.BodyOffset
-	m, err := rmqscan.CheckMessage(body, phy, s.cfg.MaxMessageSize)
-	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmqscan.ErrStale)),
+	m, err := rmq.CheckMessage(body, phy, s.cfg.MaxMessageSize)
+	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale)),
 		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, sysFlag: m.SysFlag,
 		v1: m.Magic == rmq.MagicMessageV1}
 	if in.decoded {
@@ -203,7 +203,7 @@ func (s *scanner) inner(f *dataFile, pos int64, h *fdl.Header, body []byte) inne
 			code, msg = CodeInnerBodyCRC, "the inner message's body CRC does not match: DLedger never checks a CRC and keeps it, the broker's reput delivers it damaged, an abnormal recovery stops its dispatch here"
 		case errors.Is(err, format.ErrChecksum):
 			code, msg = CodeInnerPropCRC, "the inner message's __CRC32# property does not match its properties"
-		case errors.Is(err, rmqscan.ErrStale):
+		case errors.Is(err, rmq.ErrStale):
 			code, msg = CodeInnerStale, "the inner record's PHYSICALOFFSET is not the entry pos + 48: the append hook did not write it, or the entry is stale"
 		}
 		s.add(scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos + fdl.BodyOffset, Length: int64(len(body)),

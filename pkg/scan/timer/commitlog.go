@@ -115,7 +115,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 		total := int64(int32(binary.BigEndian.Uint32(b)))
 		want := min(max(total, 8), int64(c.cfg.MaxMessageSize), fl.base+fl.size-phy)
 		if b, ok := c.window(phy, int(want)); ok {
-			return rmqscan.CheckMessage(b[:want], phy, c.cfg.MaxMessageSize)
+			return rmq.CheckMessage(b[:want], phy, c.cfg.MaxMessageSize)
 		}
 	}
 	f, err := c.handle(i)
@@ -137,7 +137,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 			total := int64(int32(binary.BigEndian.Uint32(b)))
 			want := min(max(total, 8), int64(c.cfg.MaxMessageSize), fl.base+fl.size-phy)
 			if b, ok := c.window(phy, int(want)); ok {
-				return rmqscan.CheckMessage(b[:want], phy, c.cfg.MaxMessageSize)
+				return rmq.CheckMessage(b[:want], phy, c.cfg.MaxMessageSize)
 			}
 		}
 	}
@@ -159,7 +159,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 	if n, err := f.ReadAt(b, phy-fl.base); int64(n) < want {
 		return rmq.Message{}, fmt.Errorf("reading the commitlog at %d: %w", phy, err)
 	}
-	return rmqscan.CheckMessage(b, phy, c.cfg.MaxMessageSize)
+	return rmq.CheckMessage(b, phy, c.cfg.MaxMessageSize)
 }
 
 // window returns n bytes at phy from the read-ahead window if it holds them.

@@ -12,7 +12,6 @@ import (
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
 	"github.com/storectl/storectl/pkg/scan"
-	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
 type formatCorrupt = format.CorruptError
@@ -336,7 +335,7 @@ func (s *scanner) target(u *ftimer.Unit) target {
 		return t
 	}
 	m, err := s.cl.RecordAt(u.OffsetPy)
-	structural := m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmqscan.ErrStale))
+	structural := m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale))
 	if !structural {
 		t.state = TargetNotRecord
 		if err != nil {
