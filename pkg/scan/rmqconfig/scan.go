@@ -1,0 +1,254 @@
+// Package rmqconfig checks a RocketMQ broker's config/*.json files: that
+// each parses (ConfigManager.persist rewrites them in place without fsync,
+// so a crash leaves them torn or empty, and ConfigManager.load falls back
+// to the .bak copy only then), and that no committed consumer offset
+// (consumerOffset.json, lmqConsumerOffset.json) or schedule offset
+// (delayOffset.json) is above the max offset its queue will have after
+// the broker's recovery: a consumer whose committed offset is past the
+// max is corrected only when it pulls, and if producers refill the queue
+// first the messages in between are skipped silently.
+package rmqconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/storectl/storectl/pkg/format"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
+)
+
+// Finding codes (store.component.what); never rename one.
+const (
+	CodeTorn          = "rocketmq.config.torn-json"    // the file does not parse; the broker loads .bak
+	CodeEmpty         = "rocketmq.config.empty"        // empty file; the broker loads .bak
+	CodeBothBad       = "rocketmq.config.bak-unusable" // file and .bak unusable: load fails or starts empty
+	CodeBakDiffers    = "rocketmq.config.bak-older"    // what the fallback loses against the torn file's intent
+	CodeOffsetAbove   = "rocketmq.config.consumer-offset-above-max"
+	CodeDelayAbove    = "rocketmq.config.delay-offset-above-max"
+	CodeOffsetsNotChk = "rocketmq.config.offsets-not-checked"
+)
+
+// ScheduleTopic is the delay-level topic (ScheduleMessageService).
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// Config says what to check.
+type Config struct {
+	Root string
+	// RecoveryEnd is the commitlog offset the broker's recovery keeps up
+	// to; a queue's max offset is its units below it. Negative: every
+	// unit counts.
+	RecoveryEnd int64
+}
+
+// Offset is one committed offset above its queue's max.
+type Offset struct {
+	File      string `json:"file"`
+	Key       string `json:"key"`
+	Topic     string `json:"topic"`
+	Group     string `json:"group,omitempty"`
+	QueueID   int32  `json:"queue_id"`
+	Committed int64  `json:"committed"`
+	Max       int64  `json:"max"`
+	// Start and End locate the number in File.
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// Summary is Result.Extra["config"].
+type Summary struct {
+	Files        []string `json:"files"`
+	AboveMax     []Offset `json:"offsets_above_max,omitempty"`
+	OffsetsTotal int      `json:"offsets"`
+}
+
+// Load reads a config file the way ConfigManager.load does: the file, or
+// its .bak when the file is missing... empty or does not decode. It
+// returns the bytes used, which of the two they came from ("" when
+// neither), and the decode error of the file itself.
+func Load(root, rel string, decode func([]byte) error) (b []byte, from string, fileErr error, err error) {
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	b, err = os.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b = nil
+	case err != nil:
+		return nil, "", nil, err
+	}
+	if len(b) > 0 {
+		if fileErr = decode(b); fileErr == nil {
+			return b, rel, nil, nil
+		}
+	}
+	bak, berr := os.ReadFile(p + rmq.BakSuffix)
+	if errors.Is(berr, fs.ErrNotExist) || berr == nil && len(bak) == 0 {
+		return nil, "", fileErr, nil
+	}
+	if berr != nil {
+		return nil, "", fileErr, berr
+	}
+	if decode(bak) != nil {
+		return nil, "", fileErr, nil
+	}
+	return bak, rel + rmq.BakSuffix, fileErr, nil
+}
+
+// Scan checks config/ under cfg.Root.
+func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, error) {
+	res := &scan.Result{Store: scan.RocketMQ}
+	sum := &Summary{}
+	res.Extra = map[string]any{"config": sum}
+	dir := filepath.Join(cfg.Root, "config")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || filepath.Ext(n) != ".json" {
+			continue
+		}
+		rel := "config/" + n
+		sum.Files = append(sum.Files, rel)
+		if err := checkJSON(cfg.Root, rel, res); err != nil {
+			res.Fail(err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if l, ok := cqueue.RocksDB(cfg.Root); ok {
+		res.Add(scan.Finding{Code: CodeOffsetsNotChk, Severity: scan.Info, Path: cqueue.Dir, Repair: scan.RepairNone,
+			Details: map[string]any{"rocksdb_files": l.Files()},
+			Message: "the consume queues are in RocksDB: committed offsets are not compared with the queues' max offsets"})
+		return res, nil
+	}
+	for _, f := range []struct {
+		rel    string
+		decode func([]byte) (rmq.OffsetTable, error)
+		code   string
+	}{{rmq.ConsumerOffsetFile, rmq.DecodeConsumerOffsets, CodeOffsetAbove},
+		{rmq.LMQConsumerOffsetFile, rmq.DecodeConsumerOffsets, CodeOffsetAbove},
+		{rmq.DelayOffsetFile, rmq.DecodeDelayOffsets, CodeDelayAbove}} {
+		above, n, err := AboveMax(cfg.Root, f.rel, cfg.RecoveryEnd, f.decode)
+		if err != nil {
+			res.Fail(err)
+			continue
+		}
+		sum.OffsetsTotal += n
+		sum.AboveMax = append(sum.AboveMax, above...)
+		for _, o := range above {
+			msg := fmt.Sprintf("group %s has committed offset %d in %s/%d, above the queue's max offset %d after recovery: the broker corrects it only when the consumer pulls; if producers refill the queue first, %d messages are skipped",
+				o.Group, o.Committed, o.Topic, o.QueueID, o.Max, o.Committed-o.Max)
+			if f.code == CodeDelayAbove {
+				msg = fmt.Sprintf("delay level %d's offset %d is above the max offset %d of %s/%d: scheduled messages between are not delivered", o.QueueID, o.Committed, o.Max, o.Topic, o.QueueID-1)
+			}
+			res.Add(scan.Finding{Code: f.code, Severity: scan.Warning, Path: o.File, Offset: o.Start, Length: o.End - o.Start,
+				Expected: "<= " + strconv.FormatInt(o.Max, 10), Actual: strconv.FormatInt(o.Committed, 10), Repair: scan.RepairTruncate,
+				Details: map[string]any{"topic": o.Topic, "group": o.Group, "queue_id": o.QueueID, "key": o.Key, "max_offset": o.Max},
+				Message: msg})
+		}
+	}
+	res.SortFindings()
+	return res, nil
+}
+
+// AboveMax returns the offsets of the offset table rel (as the broker
+// loads it: the file or its .bak) that are above their queue's max
+// offset after a recovery to end, and how many offsets the table has.
+func AboveMax(root, rel string, end int64, decode func([]byte) (rmq.OffsetTable, error)) ([]Offset, int, error) {
+	var tab rmq.OffsetTable
+	b, from, _, err := Load(root, rel, func(b []byte) error {
+		var err error
+		tab, err = decode(b)
+		return err
+	})
+	if err != nil || b == nil {
+		return nil, 0, err
+	}
+	if end < 0 {
+		end = 1<<63 - 1
+	}
+	var out []Offset
+	maxes := map[string]int64{}
+	for _, o := range tab.Offsets {
+		topic, qid := o.Topic, o.QueueID
+		if rel == rmq.DelayOffsetFile {
+			topic, qid = ScheduleTopic, o.QueueID-1 // delay level n is queue n-1
+		}
+		k := topic + "\x00" + strconv.Itoa(int(qid))
+		mx, ok := maxes[k]
+		if !ok {
+			q, err := cqueue.Open(root, topic, qid)
+			if err != nil {
+				return nil, 0, err
+			}
+			_, mx, err = q.Recovered(end)
+			q.Close()
+			if err != nil {
+				return nil, 0, err
+			}
+			maxes[k] = mx
+		}
+		if o.Offset > mx {
+			out = append(out, Offset{File: from, Key: o.Key, Topic: topic, Group: o.Group, QueueID: o.QueueID, Committed: o.Offset, Max: mx, Start: o.Start, End: o.End})
+		}
+	}
+	return out, len(tab.Offsets), nil
+}
+
+// checkJSON reports a config file that is empty or does not parse, and
+// what the broker then loads.
+func checkJSON(root, rel string, res *scan.Result) error {
+	decode := func(b []byte) error { _, err := rmq.ParseFastJSON(b); return err }
+	b, from, fileErr, err := Load(root, rel, decode)
+	if err != nil {
+		return err
+	}
+	st, serr := os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
+	if serr != nil {
+		return serr
+	}
+	if fileErr == nil && st.Size() > 0 {
+		return nil
+	}
+	var off int64
+	var ce *format.CorruptError
+	if errors.As(fileErr, &ce) {
+		off = ce.Offset
+	}
+	code, what := CodeTorn, "does not parse"
+	if st.Size() == 0 {
+		code, what = CodeEmpty, "is empty"
+	}
+	switch {
+	case b != nil:
+		res.Add(scan.Finding{Code: code, Severity: scan.Warning, Path: rel, Offset: off, Repair: scan.RepairNone,
+			Details: map[string]any{"error": errString(fileErr), "loaded_from": from},
+			Message: fmt.Sprintf("%s %s (a rewrite cut short: the broker writes config files in place without fsync); the broker loads %s instead, which is one write older", rel, what, from)})
+	default:
+		msg := fmt.Sprintf("%s %s and %s%s is missing or empty: the broker starts with an empty table (for consumer offsets: every group restarts from its consume-from policy)", rel, what, rel, rmq.BakSuffix)
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel)) + rmq.BakSuffix); err == nil {
+			msg = fmt.Sprintf("%s %s and %s%s does not parse either: ConfigManager.load fails and the broker does not start", rel, what, rel, rmq.BakSuffix)
+		}
+		res.Add(scan.Finding{Code: CodeBothBad, Severity: scan.Error, Path: rel, Offset: off, Repair: scan.RepairNone,
+			Details: map[string]any{"error": errString(fileErr)}, Message: msg})
+	}
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
