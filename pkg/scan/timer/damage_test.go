@@ -108,3 +108,17 @@ func TestT3UnitsPastEnd(t *testing.T) {
 		t.Fatal("no unit past the end")
 	}
 }
+
+// TestTTLExpired: started more than 7 days after its checkpoint's read
+// time, the broker skips the due messages before the oldest slot it still
+// reads; the scan reports them, and none of them as restored.
+func TestTTLExpired(t *testing.T) {
+	res, sum := scanDS(t, fixture(t, "t1-clean"), 1796163774000+8*86400_000)
+	f := findAt(t, res, CodeTTLExpired, "timerlog/00000000000000000000", 52)
+	if n := f.Details["units"]; n != 170 {
+		t.Errorf("%v units expired, want T1's 170 pending", n)
+	}
+	if sum.Recovery.Restore != 0 {
+		t.Errorf("%d restored", sum.Recovery.Restore)
+	}
+}

@@ -45,6 +45,16 @@ type scanner struct {
 	readFrom   int64                  // currReadTimeMs the broker will use
 	rec        *Recovery
 	neutral    int // units storectl neutralised (DELETE markers without a target)
+	expired    []expiredUnit
+}
+
+// expiredUnit is a unit due between the checkpoint's read time and the
+// oldest slot a start now still reads (the 7-day TTL).
+type expiredUnit struct {
+	off       int64
+	deliverMs int64
+	msgID     string
+	realTopic string
 }
 
 // logFile is one timerlog file.

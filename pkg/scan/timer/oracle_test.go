@@ -3,8 +3,8 @@ package timer
 import (
 	"context"
 	"os"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"

@@ -89,6 +89,16 @@ func (s *scanner) walkLog(ctx context.Context) error {
 			s.res.Fail(fmt.Errorf("%s: %w", s.files[i].rel, err))
 		}
 	}
+	if n := len(s.expired); n > 0 {
+		rel, pos := s.loc(s.expired[0].off)
+		ids := []string{}
+		for _, e := range s.expired[:min(n, 1000)] {
+			ids = append(ids, e.msgID)
+		}
+		s.add(scan.Finding{Code: CodeTTLExpired, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
+			Details: map[string]any{"units": n, "last_read_time_ms": s.cp.LastReadTimeMs, "read_from_ms": s.readFrom, "msg_ids": ids},
+			Message: fmt.Sprintf("the broker has been down longer than the timer wheel's 7 days (TIMER_WHEEL_TTL_DAY): a start now reads the wheel from %d, after the checkpoint's %d, and skips %d due timer messages (storectl salvage exports them)", s.readFrom, s.cp.LastReadTimeMs, n)})
+	}
 	if s.dropped > 0 {
 		rel, pos := s.loc(s.process)
 		s.add(scan.Finding{Code: CodeLogDropped, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
@@ -276,6 +286,9 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	}
 	t := s.target(u)
 	s.unitFindings(f, pos, u, &t)
+	if st := slotT * s.cfg.PrecisionMs; s.cpPresent && st >= s.cp.LastReadTimeMs && st < s.readFrom && !u.Delete() {
+		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), msgID: t.msgID, realTopic: t.realTopic})
+	}
 	if slotT*s.cfg.PrecisionMs >= s.readFrom {
 		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
 			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: t}
