@@ -178,6 +178,9 @@ func (v *verifier) checkQueueFiles(qs *queueState, fileSize int64) []cqFile {
 
 // checkConsumeQueues runs every consume queue check (see verify_cq.go).
 func (v *verifier) checkConsumeQueues(ctx context.Context) error {
+	if v.rocksDBConsumeQueue() {
+		return nil
+	}
 	if err := v.listQueues(); err != nil {
 		return err
 	}
