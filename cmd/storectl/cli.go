@@ -114,7 +114,8 @@ func addRocketLayoutFlags(cmd *cobra.Command, index bool) {
 	f := cmd.Flags()
 	f.Int64("mapped-file-size", 0, "RocketMQ: commitlog file size (mappedFileSizeCommitLog); 0 infers it from the files")
 	f.Int("max-message-size", 0, "RocketMQ: largest record accepted, in bytes (default: the broker's 4 MiB body limit + 64 KiB)")
-	markStore(f, scan.RocketMQ, "mapped-file-size", "max-message-size")
+	f.String("timer-now", "", "RocketMQ 5.x: the broker start the timer recovery prediction assumes (RFC 3339 or Unix ms; default now)")
+	markStore(f, scan.RocketMQ, "mapped-file-size", "max-message-size", "timer-now")
 	if index {
 		f.Int64("cq-file-size", 0, "RocketMQ: consume queue file size (mappedFileSizeConsumeQueue); 0: the existing files, else 300000*20")
 		f.Int64("index-slots", 0, "RocketMQ: index hash slots (maxHashSlotNum); 0: the existing files, else 5000000")

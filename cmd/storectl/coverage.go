@@ -16,6 +16,7 @@ func takeCoverage(command string, run *report.Run, ts ...scan.Target) []*scan.In
 	for _, t := range ts {
 		inv := scan.TakeInventory(t)
 		inv.Check(command)
+		rocketCoverage(inv, t)
 		run.Components = append(run.Components, inv.Components...)
 		invs = append(invs, inv)
 	}

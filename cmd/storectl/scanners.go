@@ -47,7 +47,13 @@ func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanO
 		if err != nil {
 			return nil, err
 		}
-		return rmqscan.ScanCommitLog(ctx, cfg, so)
+		var res *scan.Result
+		if hasCommitLog(t) {
+			if res, err = rmqscan.ScanCommitLog(ctx, cfg, so); err != nil {
+				return res, err
+			}
+		}
+		return rocket5x(ctx, opts.Env, t, so, res, "scan")
 	case scan.RabbitMQ:
 		return rabbitscan.Scan(ctx, rabbitConfig(opts.Env, t), so)
 	}

@@ -133,7 +133,13 @@ func verifyTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options)
 				}
 			}
 		}
-		return rmqscan.Verify(ctx, vc, so)
+		var res *scan.Result
+		if hasCommitLog(t) {
+			if res, err = rmqscan.Verify(ctx, vc, so); err != nil {
+				return res, err
+			}
+		}
+		return rocket5x(ctx, env, t, so, res, "verify")
 	case scan.RabbitMQ:
 		return rabbitscan.Verify(ctx, rabbitConfig(env, t), so)
 	}

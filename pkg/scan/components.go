@@ -24,6 +24,19 @@ const (
 	// ScannerRocketVerify is pkg/scan/rocketmq's cross-file checks: consume
 	// queues, index files, checkpoint, config/topics.json.
 	ScannerRocketVerify = "rocketmq-verify"
+	// ScannerRocketTimer is pkg/scan/timer: timerlog/, timerwheel,
+	// config/timercheck, config/timermetrics.
+	ScannerRocketTimer = "rocketmq-timer"
+	// ScannerRocketDLedger is pkg/scan/dledger: dledger-<id>/ (data,
+	// index, checkpoint, currterm).
+	ScannerRocketDLedger = "rocketmq-dledger"
+	// ScannerRocketConfig is pkg/scan/rmqconfig: every config/*.json and
+	// its .bak, the committed offsets against the queues' max.
+	ScannerRocketConfig = "rocketmq-config"
+	// ScannerRocketRocksDBCQ is the RocksDB consume queue check: its files
+	// and version are recognised (pkg/format/rocketmq ClassifyRocksDB), its
+	// data is not read (derived from the commitlog).
+	ScannerRocketRocksDBCQ = "rocketmq-rocksdb-cq"
 )
 
 // Scanners lists, per scanner, the commands that run it over a whole
@@ -32,6 +45,10 @@ var Scanners = map[string][]string{
 	ScannerRabbitClassic:   {"scan", "verify", "salvage"},
 	ScannerRocketCommitLog: {"scan", "verify", "salvage"},
 	ScannerRocketVerify:    {"verify"},
+	ScannerRocketTimer:     {"scan", "verify"},
+	ScannerRocketDLedger:   {"scan", "verify"},
+	ScannerRocketConfig:    {"verify"},
+	ScannerRocketRocksDBCQ: {"verify"},
 }
 
 // Component names. A name is store.component, like finding codes.
@@ -90,18 +107,18 @@ var Components = map[string]ComponentSpec{
 	RocketCommitLog:       {Messages: true, ReadBy: ScannerRocketCommitLog, What: "commitlog"},
 	RocketConsumeQueue:    {Messages: false, ReadBy: ScannerRocketVerify, What: "consume queues (derived from the commitlog)"},
 	RocketConsumeQueueExt: {Messages: false, ReadBy: "", What: "consume queue extension files"},
-	RocketRocksDBCQ:       {Messages: false, ReadBy: "", What: "RocksDB consume queue (derived from the commitlog)"},
+	RocketRocksDBCQ:       {Messages: false, ReadBy: ScannerRocketRocksDBCQ, What: "RocksDB consume queue (derived from the commitlog)"},
 	RocketIndex:           {Messages: false, ReadBy: ScannerRocketVerify, What: "index files (derived from the commitlog)"},
 	RocketCheckpoint:      {Messages: false, ReadBy: ScannerRocketVerify, What: "store checkpoint"},
 	RocketTopics:          {Messages: false, ReadBy: ScannerRocketVerify, What: "topic config"},
-	RocketConfig:          {Messages: false, ReadBy: "", What: "broker config files: consumer offsets, subscriptions, delay offsets, ..."},
-	RocketTimerLog:        {Messages: true, ReadBy: "", What: "timer log: the schedule of timer messages"},
-	RocketTimerWheel:      {Messages: false, ReadBy: "", What: "timer wheel: slots into the timer log"},
-	RocketTimerCheck:      {Messages: false, ReadBy: "", What: "timer checkpoint"},
-	RocketTimerMetrics:    {Messages: false, ReadBy: "", What: "timer metrics"},
-	RocketDLedger:         {Messages: true, ReadBy: "", What: "DLedger entry log (the commitlog in DLedger mode)"},
-	RocketDLedgerIndex:    {Messages: false, ReadBy: "", What: "DLedger index"},
-	RocketDLedgerState:    {Messages: false, ReadBy: "", What: "DLedger checkpoint and term"},
+	RocketConfig:          {Messages: false, ReadBy: ScannerRocketConfig, What: "broker config files: consumer offsets, subscriptions, delay offsets, ..."},
+	RocketTimerLog:        {Messages: true, ReadBy: ScannerRocketTimer, What: "timer log: the schedule of timer messages"},
+	RocketTimerWheel:      {Messages: false, ReadBy: ScannerRocketTimer, What: "timer wheel: slots into the timer log"},
+	RocketTimerCheck:      {Messages: false, ReadBy: ScannerRocketTimer, What: "timer checkpoint"},
+	RocketTimerMetrics:    {Messages: false, ReadBy: ScannerRocketTimer, What: "timer metrics"},
+	RocketDLedger:         {Messages: true, ReadBy: ScannerRocketDLedger, What: "DLedger entry log (the commitlog in DLedger mode)"},
+	RocketDLedgerIndex:    {Messages: false, ReadBy: ScannerRocketDLedger, What: "DLedger index"},
+	RocketDLedgerState:    {Messages: false, ReadBy: ScannerRocketDLedger, What: "DLedger checkpoint and term"},
 	RocketCompaction:      {Messages: true, ReadBy: "", What: "compacted topics: compaction log and consume queues, position checkpoint"},
 	RocketMetadata:        {Messages: false, ReadBy: "", What: "markers and backups: abort, lock, *.bak"},
 	RocketUnrecognised:    {Messages: false, ReadBy: "", What: "files storectl does not recognise"},

@@ -118,8 +118,12 @@ func isRabbitVHost(d string) bool {
 func detectDir(abs string) []Target {
 	var out []Target
 	// RocketMQ store root.
-	if isDir(filepath.Join(abs, "commitlog")) {
-		ev := []string{"commitlog/"}
+	if dl := dledgerData(abs); isDir(filepath.Join(abs, "commitlog")) || len(dl) > 0 {
+		var ev []string
+		if isDir(filepath.Join(abs, "commitlog")) {
+			ev = append(ev, "commitlog/")
+		}
+		ev = append(ev, dl...)
 		for _, f := range []string{"checkpoint", "consumequeue", "index", "abort", "lock", "config/topics.json"} {
 			if _, err := os.Stat(filepath.Join(abs, f)); err == nil {
 				ev = append(ev, f)
@@ -155,6 +159,19 @@ func detectDir(abs string) []Target {
 		}
 		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitStoreDir, Root: root, StoreDirs: []string{abs}, VHostDirs: vhosts,
 			Evidence: []string{fmt.Sprintf("%d .rdq file(s) in %s", len(rdqs), filepath.Base(abs))}})
+	}
+	return out
+}
+
+// dledgerData lists the dledger-<id>/data/ dirs of a RocketMQ store root
+// in DLedger mode (enableDLegerCommitLog: they take commitlog/'s place).
+func dledgerData(d string) []string {
+	m, _ := filepath.Glob(filepath.Join(d, "dledger-*", "data"))
+	var out []string
+	for _, p := range m {
+		if isDir(p) {
+			out = append(out, filepath.Base(filepath.Dir(p))+"/data/")
+		}
 	}
 	return out
 }

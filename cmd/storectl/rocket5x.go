@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
+	dlscan "github.com/storectl/storectl/pkg/scan/dledger"
+	"github.com/storectl/storectl/pkg/scan/rmqconfig"
+	timerscan "github.com/storectl/storectl/pkg/scan/timer"
+)
+
+// The RocketMQ 5.x parts of a store root beyond the commitlog: the DLedger
+// commitlog (dledger-<id>/, instead of or after commitlog/), the timer
+// store, the config files and a RocksDB consume queue. rocket5x runs their
+// scanners after the commitlog's and merges what they found.
+
+// hasCommitLog reports whether the target has a plain commitlog to scan.
+func hasCommitLog(t scan.Target) bool {
+	return t.Kind != scan.TargetRocketStore || isDirPath(t.CommitLogDir)
+}
+
+func isDirPath(p string) bool {
+	st, err := os.Stat(p)
+	return p != "" && err == nil && st.IsDir()
+}
+
+// timerNow is the start time the timer prediction assumes (--timer-now,
+// RFC 3339 or Unix ms; default now).
+func timerNow(env *Env) (time.Time, error) {
+	s := env.Config.GetString("timer-now")
+	if s == "" {
+		return time.Now(), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	var ms int64
+	if _, err := fmt.Sscan(s, &ms); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	return time.Time{}, usagef(fmt.Errorf("--timer-now %q: want RFC 3339 or Unix milliseconds", s))
+}
+
+// rocket5x runs the 5.x scanners for a RocketMQ store root and merges their
+// results into res (the commitlog scan's, or nil). command is scan,
+// verify or salvage.
+func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res *scan.Result, command string) (*scan.Result, error) {
+	if t.Store != scan.RocketMQ || t.Kind != scan.TargetRocketStore {
+		return res, nil
+	}
+	if res == nil {
+		res = &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{}}
+	}
+	maxMsg := env.Config.GetInt("max-message-size")
+	mapped := env.Config.GetInt64("mapped-file-size")
+	end := int64(-1)
+	if res.RecoveryEnd != nil {
+		end = *res.RecoveryEnd
+	}
+	var dlog *dlscan.Log
+	if dirs := dlscan.Dirs(t.Root); len(dirs) > 0 {
+		for _, d := range dirs {
+			dr, err := dlscan.Scan(ctx, dlscan.Config{Root: t.Root, Dir: d, DataFileSize: mapped, MaxMessageSize: maxMsg}, so)
+			if err != nil {
+				res.Fail(err)
+			}
+			if dr != nil {
+				if !hasCommitLog(t) && dr.RecoveryEnd != nil {
+					end = *dr.RecoveryEnd
+				}
+				mergeResult(res, dr)
+			}
+		}
+		if !hasCommitLog(t) && len(dirs) == 1 {
+			var err error
+			if dlog, err = dlscan.OpenLog(dirs[0], maxMsg); err != nil {
+				res.Fail(err)
+			} else {
+				defer dlog.Close()
+			}
+		}
+	}
+	if !hasCommitLog(t) && end >= 0 {
+		e := end
+		res.RecoveryEnd = &e
+	}
+	if timerscan.Present(t.Root) {
+		now, err := timerNow(env)
+		if err != nil {
+			return res, err
+		}
+		tc := timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: mapped, RecoveryEnd: end, Now: now}
+		if dlog != nil {
+			tc.CommitLog = dlog
+		} else if !hasCommitLog(t) {
+			tc.RecoveryEnd = 0 // no log at all: every unit points at nothing
+		}
+		tr, err := timerscan.Scan(ctx, tc, scan.Options{Records: so.Records, Progress: so.Progress})
+		if err != nil {
+			res.Fail(err)
+		}
+		if tr != nil {
+			mergeResult(res, tr)
+		}
+	}
+	if command == "verify" {
+		cr, err := rmqconfig.Scan(ctx, rmqconfig.Config{Root: t.Root, RecoveryEnd: end}, so)
+		if err != nil {
+			res.Fail(err)
+		}
+		if cr != nil {
+			mergeResult(res, cr)
+		}
+		if l, ok := cqueue.RocksDB(t.Root); ok {
+			res.Layout["consume_queue"] = "rocksdb"
+			res.Add(scan.Finding{Code: "rocketmq.consumequeue.rocksdb", Severity: scan.Info, Path: cqueue.Dir, Repair: scan.RepairRebuildIndex,
+				Details: map[string]any{"files": l.Files()},
+				Message: "consumequeue/ holds a RocksDB consume queue (storeType=defaultRocksDB): derived data the broker rebuilds from the commitlog; storectl does not read it (rebuild-index --apply moves it aside so the broker rebuilds it)"})
+		}
+	}
+	res.SortFindings()
+	return res, nil
+}
+
+// mergeResult adds src's files, findings, bytes, layout, extra and errors
+// to dst.
+func mergeResult(dst, src *scan.Result) {
+	dst.Files = append(dst.Files, src.Files...)
+	dst.Take(src.Findings)
+	dst.BytesScanned += src.BytesScanned
+	if dst.Layout == nil {
+		dst.Layout = map[string]any{}
+	}
+	for k, v := range src.Layout {
+		dst.Layout[k] = v
+	}
+	if dst.Extra == nil {
+		dst.Extra = map[string]any{}
+	}
+	for k, v := range src.Extra {
+		dst.Extra[k] = v
+	}
+	if src.Incomplete {
+		dst.Incomplete = true
+		dst.Errors = append(dst.Errors, src.Errors...)
+	}
+}
+
+// rocketCoverage corrects the registry's claims for a DLedger store root
+// without commitlog/: verify's commitlog cross checks do not run there
+// (the DLedger scanner checks the consume queues itself), so the index
+// files, the checkpoint and topics.json are not checked.
+func rocketCoverage(inv *scan.Inventory, t scan.Target) {
+	if t.Store != scan.RocketMQ || hasCommitLog(t) {
+		return
+	}
+	for i := range inv.Components {
+		c := &inv.Components[i]
+		switch c.Name {
+		case scan.RocketIndex, scan.RocketCheckpoint, scan.RocketTopics:
+			c.Checked = false
+		}
+	}
+}
