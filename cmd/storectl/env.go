@@ -37,6 +37,10 @@ type Env struct {
 	session *session
 	// cmd is the command being run (set before it runs).
 	cmd *cobra.Command
+	// metricsDone: this run's --metrics-file was written (writeMetrics).
+	metricsDone bool
+	// args are the command line (run's), for what flag parsing may miss.
+	args []string
 }
 
 func newEnv(s Streams) *Env {
@@ -131,6 +135,16 @@ func (e *Env) outputFormat() (report.Format, error) {
 // during its report (`tail -n1 | jq .exit_code` must always work).
 func (e *Env) finishAfterError(args []string, code int, err error) {
 	s := e.session
+	if s == nil || !s.em.Done() {
+		var sum *report.Summary
+		if s != nil {
+			v := s.summary(code)
+			sum = &v
+		}
+		if merr := e.writeMetrics(args, code, sum); merr != nil {
+			fmt.Fprintf(e.Streams.ErrOut, "storectl: %v\n", merr)
+		}
+	}
 	if s == nil {
 		f := guessFormat(args, e.Streams.Getenv)
 		if f == report.Text {
@@ -180,6 +194,12 @@ func guessFormat(args []string, getenv func(string) string) report.Format {
 func (e *Env) validateCommon() error {
 	if _, err := e.outputFormat(); err != nil {
 		return err
+	}
+	if p := e.Config.GetString("metrics-file"); p != "" {
+		if err := checkMetricsPath(p); err != nil {
+			e.metricsDone = true // nothing can be written there
+			return usagef(err)
+		}
 	}
 	c := e.Config
 	if _, failNew, err := parseFailOn(c.GetString("fail-on")); err != nil {

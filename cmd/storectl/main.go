@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 
@@ -45,9 +46,17 @@ func main() {
 // run is main without the process: tests call it with buffers.
 func run(ctx context.Context, args []string, s Streams) int {
 	env := newEnv(s)
+	env.args = args
 	root := newRootCmd(env)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if err != nil && exitCode(err) == exitIncomplete {
+		// cobra's own "unknown command" (and any other error its lookup
+		// of the command line gives) is usage, not an incomplete run.
+		if _, _, ferr := root.Find(args); ferr != nil {
+			err = usagef(errors.New(strings.Join(strings.Fields(err.Error()), " ")))
+		}
+	}
 	code := exitCode(err)
 	if ctx.Err() != nil && code != exitOK {
 		code = exitInterrupted

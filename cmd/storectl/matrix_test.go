@@ -135,6 +135,7 @@ func TestExitCodeMatrix(t *testing.T) {
 		{"scan rabbit", []string{"scan", rabbit}, exitOK},
 		{"scan missing", []string{"scan", missing}, exitUsage},
 		{"scan bad flag", []string{"scan", "--no-such-flag", clean}, exitUsage},
+		{"unknown command", []string{"verfy", clean}, exitUsage},
 		{"verify clean", []string{"verify", clean}, exitOK},
 		{"verify stale", []string{"verify", stale}, exitFindings},
 		{"verify rabbit", []string{"verify", rabbit}, exitOK},

@@ -54,6 +54,7 @@ and reports what the broker's own recovery would lose or misread.
 	pf.Int("jobs", runtime.NumCPU(), "files scanned in parallel")
 	pf.Float64("io-limit", 0, "read store files at most this many MB/s (10^6 bytes), for busy hosts; 0 = no limit")
 	pf.String("broker-version", "", "RabbitMQ: the broker version that will read the files (e.g. 3.13.7, 4.0.2); hazards that version does not have are info only")
+	pf.String("metrics-file", "", "also write a Prometheus textfile-collector file (for node_exporter) here, rewritten atomically on every exit with storectl_exit_code")
 	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")
 	markStore(pf, scan.RabbitMQ, "broker-version")
 	markStore(pf, scan.RocketMQ, "broker-config")

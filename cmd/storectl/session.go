@@ -31,7 +31,8 @@ type session struct {
 	applied     *bool
 	verdict     string
 	backupDir   string
-	assumptions []string // what the scans assumed (scan.Result.Assumptions)
+	assumptions []string   // what the scans assumed (scan.Result.Assumptions)
+	run         report.Run // the run record (labels of the metrics file)
 	// baseline (verify --baseline) marks each finding new or persistent;
 	// failNew (--fail-on new) makes only new findings fail.
 	baseline    *report.Baseline
@@ -56,7 +57,7 @@ func (e *Env) startSession(run report.Run) (*session, error) {
 	if err != nil {
 		return nil, usagef(err)
 	}
-	s := &session{env: e, em: em, start: time.Now(), failOn: failOn, failNew: failNew}
+	s := &session{env: e, em: em, start: time.Now(), failOn: failOn, failNew: failNew, run: run}
 	s.resetCounts()
 	e.session = s
 	run.Tool = "storectl"
@@ -188,6 +189,11 @@ func (s *session) finish(code int) error {
 			s.verdict = "apply failed and was rolled back: " + joinErrs(s.errors)
 		}
 	}
+	// The metrics file first: a failure to write it is in the summary.
+	if err := s.env.writeMetrics(s.env.args, code, ptr(s.summary(code))); err != nil {
+		s.errors = append(s.errors, fmt.Sprintf("--metrics-file: %v", err))
+		s.incomplete, code = true, max(code, exitIncomplete)
+	}
 	if err := s.em.Summary(s.summary(code)); err != nil {
 		return &incompleteError{fmt.Errorf("writing report: %w", err)}
 	}
@@ -216,3 +222,5 @@ func joinErrs(es []string) string {
 	}
 	return strings.Join(es, "; ")
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +34,6 @@ func newVerifyCmd(env *Env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.String("metrics-file", "", "also write a Prometheus textfile-collector file (for node_exporter) here")
 	f.String("baseline", "", "compare with the findings of the last run kept in this file (created on the first run), mark each new or persistent, list the resolved ones, then keep this run's there; see --fail-on new")
 	addRecordsFlag(cmd)
 	addRocketLayoutFlags(cmd, true)
@@ -98,13 +96,6 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	s.finishBaseline(tg.Root, code)
 	if s.incomplete {
 		code = max(code, exitIncomplete)
-	}
-	if path := env.Config.GetString("metrics-file"); path != "" {
-		m := report.Metrics{Command: "verify", Store: tg.Store, DataDir: tg.Root, Summary: s.summary(code), Now: time.Now()}
-		if err := report.WriteMetricsFile(path, m); err != nil {
-			s.errors = append(s.errors, fmt.Sprintf("--metrics-file: %v", err))
-			s.incomplete, code = true, max(code, exitIncomplete)
-		}
 	}
 	return s.finish(code)
 }
