@@ -45,7 +45,7 @@ type SegmentReader struct {
 // the first chunk. A file too short for a header, or with another magic,
 // is a *format.CorruptError.
 func NewSegmentReader(r io.ReaderAt, size int64) (*SegmentReader, error) {
-	s := &SegmentReader{r: r, size: size, pos: FileHeaderSize, window: DefaultWindow}
+	s := SegmentChunks(r, size)
 	var hdr [FileHeaderSize]byte
 	n, err := r.ReadAt(hdr[:min(size, FileHeaderSize)], 0)
 	s.Read += int64(n)
@@ -56,6 +56,14 @@ func NewSegmentReader(r io.ReaderAt, size int64) (*SegmentReader, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SegmentChunks returns a reader positioned at the first chunk without
+// checking the file header: osiris itself never checks it when it reads
+// (only its dump functions do), so chunks after a damaged header are
+// still the broker's data.
+func SegmentChunks(r io.ReaderAt, size int64) *SegmentReader {
+	return &SegmentReader{r: r, size: size, pos: FileHeaderSize, window: DefaultWindow}
 }
 
 // SetWindow sets how many bytes one read takes (at least a chunk header).
@@ -97,12 +105,22 @@ func (s *SegmentReader) view(off, n int64) ([]byte, error) {
 	if want < n {
 		return nil, io.ErrUnexpectedEOF
 	}
-	if int64(cap(s.buf)) < want {
-		s.buf = make([]byte, want)
+	// Bytes of the window at and after off are kept, not read again.
+	var keep int64
+	if off >= s.bufStart && off < s.bufStart+int64(len(s.buf)) {
+		keep = s.bufStart + int64(len(s.buf)) - off
+	}
+	if int64(cap(s.buf)) < want || int64(cap(s.buf)) > 4*max(int64(s.window), want) {
+		nb := make([]byte, want)
+		copy(nb, s.buf[len(s.buf)-int(keep):])
+		s.buf = nb
+	} else {
+		copy(s.buf[:keep], s.buf[len(s.buf)-int(keep):])
 	}
 	b := s.buf[:want]
-	got, err := s.r.ReadAt(b, off)
+	got, err := s.r.ReadAt(b[keep:], off+keep)
 	s.Read += int64(got)
+	got += int(keep)
 	if int64(got) < want {
 		s.buf = s.buf[:0]
 		if err == nil || errors.Is(err, io.EOF) {
@@ -195,17 +213,23 @@ type IndexReader struct {
 // NewIndexReader checks the index header and positions the reader at the
 // first record.
 func NewIndexReader(r io.ReaderAt, size int64) (*IndexReader, error) {
-	x := &IndexReader{r: r, size: size, pos: FileHeaderSize}
+	x := IndexRecords(r, size)
 	var hdr [FileHeaderSize]byte
 	n, err := r.ReadAt(hdr[:min(size, FileHeaderSize)], 0)
-	x.Read += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	if err := DecodeIndexHeader(hdr[:n], 0); err != nil {
 		return nil, err
 	}
+	x.Read = int64(n)
 	return x, nil
+}
+
+// IndexRecords returns a reader positioned at the first record without
+// checking the file header (osiris never checks it).
+func IndexRecords(r io.ReaderAt, size int64) *IndexReader {
+	return &IndexReader{r: r, size: size, pos: FileHeaderSize}
 }
 
 // Pos is the offset of the record Next returned last (or of the cut

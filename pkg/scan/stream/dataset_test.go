@@ -1,0 +1,241 @@
+package stream_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/storectl/storectl/internal/streamtest"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/stream"
+)
+
+func TestMain(m *testing.M) { os.Exit(streamtest.Main(m)) }
+
+func scanNode(t *testing.T, node, version string, records func(any) error) *stream.Result {
+	t.Helper()
+	res, err := stream.ScanStreams(context.Background(), stream.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")}, BrokerVersion: version},
+		scan.Options{Jobs: 2, Records: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Incomplete {
+		t.Fatalf("incomplete: %v", res.Errors)
+	}
+	return res
+}
+
+// listQueues reads the restarted broker's list_queues.tsv: name -> messages.
+func listQueues(t *testing.T, ds streamtest.Dataset) map[string]int {
+	f, err := os.Open(filepath.Join(ds.Results, "restart", "list_queues.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var name, typ string
+		var n int
+		if _, err := fmt.Sscan(sc.Text(), &name, &typ, &n); err == nil && typ == "stream" {
+			out[name] = n
+		}
+	}
+	return out
+}
+
+// TestRealStreamsClean: the undamaged 4.0.5 streams have no finding, the
+// queue line's counts are the broker's (list_queues counts offsets,
+// tracking chunks included; the restarted consumer got every message),
+// and the next start changes nothing.
+func TestRealStreamsClean(t *testing.T) {
+	for _, ds := range streamtest.Datasets40 {
+		res := scanNode(t, streamtest.NodeDir(t, ds), "4.0.5", nil)
+		for _, f := range res.Findings {
+			t.Errorf("%s: %s %s@%d: %s", ds.Name, f.Code, f.Path, f.Offset, f.Message)
+		}
+		lq := listQueues(t, ds)
+		if len(res.Streams) != len(lq) {
+			t.Fatalf("%s: %d streams, broker has %d", ds.Name, len(res.Streams), len(lq))
+		}
+		for _, st := range res.Streams {
+			q := st.Queue
+			n, ok := lq[q.Queue]
+			if !ok || q.VHost != "/" {
+				t.Fatalf("%s: stream %s (vhost %s) unknown to the broker", ds.Name, q.Queue, q.VHost)
+			}
+			if got := int(*q.LastOffset-*q.FirstOffset) + 1; got != n {
+				t.Errorf("%s %s: %d offsets, list_queues %d", ds.Name, q.Queue, got, n)
+			}
+			if got := int(*q.LastOffset-*q.FirstOffset) + 1 - int(q.TrackingOffsets); got != q.Entries {
+				t.Errorf("%s %s: %d offsets less %d tracking is not %d entries", ds.Name, q.Queue, got+int(q.TrackingOffsets), q.TrackingOffsets, q.Entries)
+			}
+			if dl := streamtest.Deliveries(t, ds, q.Queue); len(dl) != q.Entries || q.Keep != q.Entries || q.Drop != 0 {
+				t.Errorf("%s %s: entries %d keep %d drop %d, the restarted broker delivered %d", ds.Name, q.Queue, q.Entries, q.Keep, q.Drop, len(dl))
+			}
+			if q.NextStart.Changes() || len(q.Unattachable) != 0 || len(q.AtRisk) != 0 {
+				t.Errorf("%s %s: next start %+v, unattachable %v, at risk %v", ds.Name, q.Queue, q.NextStart, q.Unattachable, q.AtRisk)
+			}
+		}
+	}
+}
+
+// headers091 renders 0-9-1 headers as the fixture's dump consumer wrote
+// them: strings that are not UTF-8 as {"str_hex"}, binary as {"bin_hex"}.
+func headers091(t rfmt.Table) map[string]any {
+	out := map[string]any{}
+	for _, f := range t {
+		out[f.Name] = value091(f.Value)
+	}
+	return out
+}
+
+func value091(v rfmt.FieldValue) any {
+	switch x := v.V.(type) {
+	case []byte:
+		if v.Type == 'x' {
+			return map[string]any{"bin_hex": hex.EncodeToString(x)}
+		}
+		if !utf8.Valid(x) {
+			return map[string]any{"str_hex": hex.EncodeToString(x)}
+		}
+		return string(x)
+	case []rfmt.FieldValue:
+		var a []any
+		for _, e := range x {
+			a = append(a, value091(e))
+		}
+		return a
+	case rfmt.Table:
+		return headers091(x)
+	}
+	return v.V
+}
+
+func jsonEq(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	var u, w any
+	json.Unmarshal(x, &u)
+	json.Unmarshal(y, &w)
+	return fmt.Sprint(u) == fmt.Sprint(w)
+}
+
+// TestRecordsMatchRestart: per message, scan --records equals what the
+// restarted 4.0.5 broker delivered to an AMQP 0-9-1 consumer reading from
+// "first" (offset, message id, size, sha256; and, converted the broker's
+// way, headers, timestamp, correlation id, content type, delivery mode).
+// Tracking chunks take offsets but are no message: no record, no delivery.
+func TestRecordsMatchRestart(t *testing.T) {
+	rules, _ := stream.RulesFor("4.0.5")
+	var total, fields int
+	for _, ds := range streamtest.Datasets40 {
+		node := streamtest.NodeDir(t, ds)
+		var recs []stream.Record
+		type conv struct {
+			headers             map[string]any
+			ts                  uint64
+			corrID, contentType string
+			deliveryMode        uint8
+		}
+		var convs []conv
+		res, err := stream.ScanStreams(context.Background(), stream.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")}},
+			scan.Options{Records: func(r any) error { recs = append(recs, r.(stream.Record)); return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the 0-9-1 view, from the same pipeline's messages
+		_, err = stream.ScanStreams(context.Background(), stream.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")},
+			OnMessage: func(m *stream.Message) error {
+				d := stream.DecodeMessage(m)
+				if d.Err != nil {
+					return d.Err
+				}
+				p := stream.To091(d, rules).Properties // aliases m.Body: copy what is compared
+				convs = append(convs, conv{headers091(p.Headers), *p.Timestamp, deref(p.CorrelationID), deref(p.ContentType), *p.DeliveryMode})
+				return nil
+			}}, scan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byQueue := map[string][]int{}
+		for i, r := range recs {
+			byQueue[r.Queue] = append(byQueue[r.Queue], i)
+		}
+		for _, st := range res.Streams {
+			q := st.Queue.Queue
+			dl := streamtest.Deliveries(t, ds, q)
+			idx := byQueue[q]
+			if len(idx) != len(dl) {
+				t.Errorf("%s %s: %d records, %d deliveries", ds.Name, q, len(idx), len(dl))
+				continue
+			}
+			for n, d := range dl {
+				r, c := recs[idx[n]], convs[idx[n]]
+				w := fmt.Sprintf("%s %s delivery %d", ds.Name, q, n)
+				check := func(field string, want, got any) {
+					fields++
+					if fmt.Sprint(want) != fmt.Sprint(got) {
+						t.Errorf("%s: %s: broker %v, storectl %v", w, field, want, got)
+					}
+				}
+				check("offset", d.Offset, r.StreamOffset)
+				check("message_id", d.MessageID, r.MsgID)
+				check("size", d.Size, r.BodySize)
+				check("sha256", d.SHA256, r.BodySHA256)
+				check("crc", true, r.CRCMatch)
+				hdr := d.Headers
+				delete(hdr, "x-stream-offset")
+				fields++
+				if !jsonEq(hdr, c.headers) {
+					t.Errorf("%s: headers: broker %v, storectl %v", w, hdr, c.headers)
+				}
+				check("timestamp", d.Timestamp, c.ts)
+				check("correlation_id", d.CorrelationID, c.corrID)
+				check("content_type", d.ContentType, c.contentType)
+				check("delivery_mode", d.DeliveryMode, c.deliveryMode)
+				total++
+			}
+		}
+	}
+	t.Logf("%d deliveries, %d fields compared with the restarted broker's", total, fields)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func TestParseName(t *testing.T) {
+	for _, c := range []struct {
+		dir, vhost, queue string
+		ambiguous         bool
+	}{
+		{"__s1a_1796159969530842441", "/", "s1a", false},
+		{"__orders_eu_1796159969530842441", "/", "orders_eu", true},
+		{"prod_orders_1796159969530842441", "prod", "orders", true},
+		{"x_1796159969530842441", "", "x", true},
+		{"__s1a", "/", "s1a", true},
+	} {
+		n := stream.ParseName(c.dir)
+		if n.VHost != c.vhost || n.Queue != c.queue || n.Ambiguous != c.ambiguous {
+			t.Errorf("%s: %+v", c.dir, n)
+		}
+		if n.Ambiguous && len(n.Candidates) == 0 && strings.Contains(c.dir[:len(c.dir)-20], "_") {
+			t.Errorf("%s: ambiguous without candidates", c.dir)
+		}
+	}
+	if n := stream.ParseName("__s1a_1796159969530842441"); n.Created != "2026-12-01T21:19:29.530842441Z" {
+		t.Errorf("created %q", n.Created)
+	}
+}
