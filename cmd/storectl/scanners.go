@@ -8,6 +8,7 @@ import (
 	"github.com/storectl/storectl/pkg/live"
 	rabbitscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
+	streamscan "github.com/storectl/storectl/pkg/scan/stream"
 
 	"github.com/storectl/storectl/pkg/report"
 	"github.com/storectl/storectl/pkg/scan"
@@ -55,9 +56,57 @@ func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanO
 		}
 		return rocket5x(ctx, opts.Env, t, so, res, "scan")
 	case scan.RabbitMQ:
-		return rabbitscan.Scan(ctx, rabbitConfig(opts.Env, t), so)
+		return rabbitTarget(ctx, opts.Env, t, so, rabbitscan.Scan)
 	}
 	return nil, fmt.Errorf("unknown store kind %q", t.Store)
+}
+
+// rabbitTarget runs the RabbitMQ scanners a target has parts for: the
+// classic-queue scanner (scan or verify) on its vhosts, message stores
+// and .rdq files, the stream scanner on its stream dirs, one result.
+func rabbitTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options,
+	classic func(context.Context, rabbitscan.Config, scan.Options) (*scan.Result, error)) (*scan.Result, error) {
+	res := &scan.Result{Store: scan.RabbitMQ, Layout: map[string]any{}}
+	if hasClassic(t) {
+		r, err := classic(ctx, rabbitConfig(env, t), so)
+		if err != nil {
+			return r, err
+		}
+		res = r
+	}
+	if sc, ok := streamConfig(env, t); ok {
+		sr, err := streamscan.ScanStreams(ctx, sc, so)
+		if err != nil {
+			return res, usagef(err)
+		}
+		res.Merge(sr.Result)
+		for _, st := range sr.Streams {
+			res.QueueLines = append(res.QueueLines, st.Queue)
+		}
+	}
+	return res, nil
+}
+
+// hasClassic: the target has classic-queue parts (vhosts, message stores,
+// .rdq files).
+func hasClassic(t scan.Target) bool {
+	switch t.Kind {
+	case scan.TargetRabbitStreamRoot, scan.TargetRabbitStream, scan.TargetRabbitStreamFile:
+		return false
+	case scan.TargetRabbitNode:
+		return len(t.VHostDirs) > 0 || len(t.StreamRoots) == 0
+	}
+	return true
+}
+
+// streamConfig builds the stream scanner config for t (false: no streams).
+func streamConfig(env *Env, t scan.Target) (streamscan.Config, bool) {
+	v, _, _ := strings.Cut(env.Config.GetString("broker-version"), ",")
+	cfg := streamscan.Config{Root: t.Root, StreamRoots: t.StreamRoots, StreamDirs: t.StreamDirs, BrokerVersion: strings.TrimSpace(v)}
+	if t.Kind == scan.TargetRabbitStreamFile {
+		cfg.Files = t.Files
+	}
+	return cfg, len(cfg.StreamRoots)+len(cfg.StreamDirs)+len(cfg.Files) > 0
 }
 
 // liveCheck marks the run live when a broker seems to use the data dir,

@@ -82,6 +82,11 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 			return err
 		}
 	}
+	for _, q := range res.QueueLines {
+		if err := s.em.Queue(q); err != nil {
+			return err
+		}
+	}
 	if res.Layout != nil {
 		if s.extra == nil {
 			s.extra = map[string]any{}
@@ -132,7 +137,7 @@ func verifyTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options)
 		}
 		return rocket5x(ctx, env, t, so, res, "verify")
 	case scan.RabbitMQ:
-		return rabbitscan.Verify(ctx, rabbitConfig(env, t), so)
+		return rabbitTarget(ctx, env, t, so, rabbitscan.Verify)
 	}
 	return nil, fmt.Errorf("unknown store kind %q", t.Store)
 }

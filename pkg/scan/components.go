@@ -19,6 +19,8 @@ const (
 	// ScannerRabbitClassic is pkg/scan/rabbitmq: the classic-queue message
 	// stores (.rdq, clean-shutdown index) and the queue indexes.
 	ScannerRabbitClassic = "rabbitmq-classic"
+	// ScannerRabbitStream is pkg/scan/stream: osiris segments and indexes.
+	ScannerRabbitStream = "rabbitmq-stream"
 	// ScannerRocketCommitLog is pkg/scan/rocketmq's commitlog scan.
 	ScannerRocketCommitLog = "rocketmq-commitlog"
 	// ScannerRocketVerify is pkg/scan/rocketmq's cross-file checks: consume
@@ -43,6 +45,7 @@ const (
 // target (the commands whose runs say which components were checked).
 var Scanners = map[string][]string{
 	ScannerRabbitClassic:   {"scan", "verify", "salvage"},
+	ScannerRabbitStream:    {"scan", "verify"},
 	ScannerRocketCommitLog: {"scan", "verify", "salvage"},
 	ScannerRocketVerify:    {"verify"},
 	ScannerRocketTimer:     {"scan", "verify"},
@@ -99,7 +102,7 @@ var Components = map[string]ComponentSpec{
 	RabbitMsgStore:     {Messages: true, ReadBy: ScannerRabbitClassic, What: "classic-queue message store: .rdq files, clean-shutdown index"},
 	RabbitQueueIndex:   {Messages: true, ReadBy: ScannerRabbitClassic, What: "classic-queue indexes: .qi/.qs, .idx/journal.jif"},
 	RabbitQuorum:       {Messages: true, ReadBy: "", What: "quorum queues: ra WAL, segments, snapshots"},
-	RabbitStream:       {Messages: true, ReadBy: "", What: "streams: osiris segments and indexes"},
+	RabbitStream:       {Messages: true, ReadBy: ScannerRabbitStream, What: "streams: osiris segments and indexes"},
 	RabbitCoordination: {Messages: false, ReadBy: "", What: "ra coordination system: stream coordinator, khepri metadata"},
 	RabbitMetadata:     {Messages: false, ReadBy: "", What: "metadata: mnesia tables, DETS files, node bookkeeping"},
 	RabbitUnrecognised: {Messages: false, ReadBy: "", What: "files storectl does not recognise"},

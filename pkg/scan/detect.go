@@ -25,6 +25,10 @@ const (
 	TargetRabbitVHost    = "rabbitmq-vhost"          // one vhost dir
 	TargetRabbitStoreDir = "rabbitmq-store-dir"      // msg_store_persistent/ (or transient)
 	TargetRabbitRDQFile  = "rabbitmq-rdq-file"       // one .rdq file
+	// Streams (osiris): the stream/ dir, one stream dir, one file.
+	TargetRabbitStreamRoot = "rabbitmq-stream-root" // a node's stream/ dir
+	TargetRabbitStream     = "rabbitmq-stream-dir"  // one stream dir (.segment/.index files)
+	TargetRabbitStreamFile = "rabbitmq-stream-file" // one .segment or .index file
 )
 
 // ErrNotStore means the path is not a store layout storectl knows.
@@ -45,9 +49,39 @@ type Target struct {
 	VHostDirs []string
 	// StoreDirs are RabbitMQ message store dirs to scan when no vhost dir is known.
 	StoreDirs []string
-	// Files are single files to scan (commitlog file or .rdq).
-	Files    []string
-	Evidence []string
+	// Files are single files to scan (commitlog file, .rdq, or an osiris
+	// .segment/.index).
+	Files []string
+	// StreamRoots are stream/ dirs (every stream dir in them is scanned);
+	// StreamDirs single stream dirs.
+	StreamRoots []string
+	StreamDirs  []string
+	Evidence    []string
+}
+
+var streamFileName = regexp.MustCompile(`^[0-9]{20}\.(segment|index)$`)
+
+// IsStreamFileName reports whether name is an osiris segment or index name.
+func IsStreamFileName(name string) bool { return streamFileName.MatchString(name) }
+
+// streamRootOf is the data dir of a stream dir: the node dir above its
+// stream/ parent, else the parent.
+func streamRootOf(streamDir string) string {
+	parent := filepath.Dir(streamDir)
+	if filepath.Base(parent) == "stream" {
+		return filepath.Dir(parent)
+	}
+	return parent
+}
+
+// hasStreamDirs reports whether d holds stream dirs (dirs with osiris files).
+func hasStreamDirs(d string) bool {
+	for _, s := range subdirs(d) {
+		if len(listMatching(s, IsStreamFileName)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 var commitLogName = regexp.MustCompile(`^[0-9]{20}$`)
@@ -85,7 +119,7 @@ func Detect(path, force string) (Target, error) {
 	if force != "" && len(cands) > 0 {
 		return Target{}, fmt.Errorf("%s: looks like a %s %s, not --store %s: %w", path, cands[0].Store, cands[0].Kind, force, ErrNotStore)
 	}
-	return Target{}, fmt.Errorf("%s: %w (expected a RocketMQ store root, commitlog dir or file, or a RabbitMQ node, vhost or message-store dir or .rdq file)", path, ErrNotStore)
+	return Target{}, fmt.Errorf("%s: %w (expected a RocketMQ store root, commitlog dir or file, or a RabbitMQ node, vhost, message-store or stream dir, .rdq or osiris .segment/.index file)", path, ErrNotStore)
 }
 
 func detectFile(abs string) []Target {
@@ -99,6 +133,10 @@ func detectFile(abs string) []Target {
 		}
 		out = append(out, Target{Store: RocketMQ, Kind: TargetRocketLogFile, Root: root, CommitLogDir: dir, Files: []string{abs},
 			Evidence: []string{"20-digit commitlog file name " + name}})
+	}
+	if IsStreamFileName(name) {
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitStreamFile, Root: streamRootOf(dir), Files: []string{abs},
+			Evidence: []string{"osiris file name " + name}})
 	}
 	if strings.HasSuffix(name, ".rdq") {
 		root := dir
@@ -142,11 +180,25 @@ func detectDir(abs string) []Target {
 	}
 	// RabbitMQ node dir, or a mnesia base holding exactly one node dir.
 	if vh := filepath.Join(abs, "msg_stores", "vhosts"); isDir(vh) {
-		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: abs, VHostDirs: subdirs(vh), Evidence: []string{"msg_stores/vhosts/"}})
+		t := Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: abs, VHostDirs: subdirs(vh), Evidence: []string{"msg_stores/vhosts/"}}
+		out = append(out, withStreams(t, abs))
 	} else if nodes := nodeDirsIn(abs); len(nodes) == 1 {
 		vh := filepath.Join(nodes[0], "msg_stores", "vhosts")
-		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: nodes[0], VHostDirs: subdirs(vh),
-			Evidence: []string{filepath.Base(nodes[0]) + "/msg_stores/vhosts/"}})
+		t := Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: nodes[0], VHostDirs: subdirs(vh),
+			Evidence: []string{filepath.Base(nodes[0]) + "/msg_stores/vhosts/"}}
+		out = append(out, withStreams(t, nodes[0]))
+	} else if sr := filepath.Join(abs, "stream"); isDir(sr) && hasStreamDirs(sr) {
+		// a node dir holding streams only
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: abs, StreamRoots: []string{sr}, Evidence: []string{"stream/ with osiris files"}})
+	}
+	// A stream/ dir, one stream dir.
+	if filepath.Base(abs) == "stream" && hasStreamDirs(abs) || filepath.Base(abs) == "stream" && isDir(filepath.Join(filepath.Dir(abs), "msg_stores")) {
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitStreamRoot, Root: filepath.Dir(abs), StreamRoots: []string{abs},
+			Evidence: []string{"stream/ dir of a node"}})
+	}
+	if names := listMatching(abs, IsStreamFileName); len(names) > 0 {
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitStream, Root: streamRootOf(abs), StreamDirs: []string{abs},
+			Evidence: []string{fmt.Sprintf("%d osiris file(s), first %s", len(names), names[0])}})
 	}
 	if isRabbitVHost(abs) {
 		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitVHost, Root: abs, VHostDirs: []string{abs}, Evidence: vhostEvidence(abs)})
@@ -174,6 +226,15 @@ func dledgerData(d string) []string {
 		}
 	}
 	return out
+}
+
+// withStreams adds a node dir's stream/ to t.
+func withStreams(t Target, node string) Target {
+	if sr := filepath.Join(node, "stream"); isDir(sr) {
+		t.StreamRoots = []string{sr}
+		t.Evidence = append(t.Evidence, "stream/")
+	}
+	return t
 }
 
 func vhostEvidence(d string) []string {

@@ -11,6 +11,7 @@ package scan
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -141,6 +142,10 @@ type Result struct {
 	RecoveryEnd *int64 `json:"recovery_end,omitempty"`
 	// Queues is filled by RabbitMQ verify: one entry per queue.
 	Queues []Queue `json:"queues,omitempty"`
+	// QueueLines are verify's queue lines of the other queue types
+	// (streams, quorum queues): each marshals to an object with Queue's
+	// required fields and a queue_type. They follow Queues.
+	QueueLines []any `json:"queue_lines,omitempty"`
 	// Extra carries store-specific summary facts (merged into `summary`).
 	Extra map[string]any `json:"extra,omitempty"`
 	// Assumptions say what the scan assumed where the files lack context
@@ -187,6 +192,46 @@ func (r *Result) Assume(a string) {
 		}
 	}
 	r.Assumptions = append(r.Assumptions, a)
+}
+
+// Merge adds o's files, findings, queues, bytes, layout, extra facts,
+// assumptions and errors to r (one target read by several scanners).
+// r's Store stays.
+func (r *Result) Merge(o *Result) {
+	if o == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Files = append(r.Files, o.Files...)
+	r.Findings = append(r.Findings, o.Findings...)
+	r.Queues = append(r.Queues, o.Queues...)
+	r.QueueLines = append(r.QueueLines, o.QueueLines...)
+	r.BytesScanned += o.BytesScanned
+	for k, v := range o.Layout {
+		if r.Layout == nil {
+			r.Layout = map[string]any{}
+		}
+		r.Layout[k] = v
+	}
+	for k, v := range o.Extra {
+		if r.Extra == nil {
+			r.Extra = map[string]any{}
+		}
+		r.Extra[k] = v
+	}
+	for _, a := range o.Assumptions {
+		if !slices.Contains(r.Assumptions, a) {
+			r.Assumptions = append(r.Assumptions, a)
+		}
+	}
+	if o.RecoveryEnd != nil && r.RecoveryEnd == nil {
+		r.RecoveryEnd = o.RecoveryEnd
+	}
+	if o.Incomplete {
+		r.Incomplete = true
+		r.Errors = append(r.Errors, o.Errors...)
+	}
 }
 
 // Fail marks the result incomplete with err; safe for concurrent use.

@@ -203,7 +203,7 @@ func (w *indexWalk) endRun(s *segScan, atEnd bool) {
 		} else {
 			msg += ": a consumer attaching at these offsets is sent to the end of the stream and gets nothing of them"
 		}
-		s.add(scan.Finding{Code: CodeIndexShort, Severity: scan.Error, Path: w.rel, Offset: w.x.Pos() + osiris.IndexRecordSize, Repair: scan.RepairRebuildIndex,
+		s.add(scan.Finding{Code: CodeIndexShort, Severity: scan.Error, Path: w.rel, Offset: osiris.FileHeaderSize + int64(w.st.records)*osiris.IndexRecordSize, Repair: scan.RepairRebuildIndex,
 			Expected: fmt.Sprintf("%d more record(s)", w.runChunks), Actual: "end of index", Message: msg,
 			Details: map[string]any{"segment": s.rel, "chunk_pos": w.runPos, "offsets": rg, "chunks": w.runChunks}})
 	} else {

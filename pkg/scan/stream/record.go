@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/storectl/storectl/pkg/format"
 	"github.com/storectl/storectl/pkg/format/amqp10"
@@ -129,7 +130,7 @@ func NewRecord(m *Message) Record {
 	r.MsgID = MessageID(p.MessageID)
 	for i, v := range p.Fields() {
 		if !v.IsNull() {
-			r.Properties[amqp10.PropertyNames[i]] = JSONValue(v)
+			r.Properties[strings.ReplaceAll(amqp10.PropertyNames[i], "-", "_")] = JSONValue(v)
 		}
 	}
 	if am.Section(amqp10.SectionHeader) != nil {
