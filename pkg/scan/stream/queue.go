@@ -17,6 +17,9 @@ type Queue struct {
 	Entries int `json:"entries"`
 	Keep    int `json:"keep"` // messages the next start keeps
 	Drop    int `json:"drop"` // messages the next start drops
+	// Unknown: messages whose fate cannot be told (always 0 for a stream:
+	// a segment that cannot be read makes the scan incomplete instead).
+	Unknown int `json:"unknown"`
 	// AtRisk: per other RabbitMQ version range whose start drops more
 	// (or fails), the messages it drops.
 	AtRisk map[string]int `json:"at_risk"`
