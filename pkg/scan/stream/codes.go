@@ -1,6 +1,6 @@
 package stream
 
-// Finding codes of the stream scanner (cli-contract.md shape:
+// Finding codes of the stream scanner (docs/cli.md shape:
 // store.component.what). Repair code matches these constants.
 const (
 	// Chunks.

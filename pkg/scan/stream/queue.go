@@ -4,7 +4,7 @@ package stream
 const QueueType = "stream"
 
 // Queue is a stream's `queue` line of verify: the fields every queue line
-// has (vhost, queue, dir, entries, keep, drop, at_risk; cli-contract.md)
+// has (vhost, queue, dir, entries, keep, drop, at_risk; docs/cli.md)
 // and the stream's own. The line's "type" is the JSONL record type
 // ("queue"), so the kind of queue is queue_type.
 type Queue struct {
