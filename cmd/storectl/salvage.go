@@ -16,6 +16,7 @@ import (
 
 func newSalvageCmd(env *Env) *cobra.Command {
 	var out, sel, publish string
+	fl := &salvageFilterFlags{}
 	cmd := &cobra.Command{
 		Use:   "salvage DATADIR --out DIR",
 		Short: "Export messages (all, lost, at risk, ...) into DIR and optionally re-publish them; never writes into DATADIR",
@@ -28,12 +29,29 @@ It writes only into DIR, never into the data dir.
 --select (comma-separated):
   all               every decodable message
   lost              RabbitMQ: referenced by a queue but unreadable by the broker now
-                    (after a clean shutdown its saved index points elsewhere)
+                    (after a clean shutdown its saved index points elsewhere);
+                    RocketMQ: the records of consume queue units at or past the
+                    recovery end (the broker's recovery drops the units)
   at-risk           RabbitMQ: a version in --broker-version (comma-separated; every
-                    version when not given) would drop it (scanner misreads)
+                    version the scanner models when not given: the union) would
+                    drop it (scanner misreads)
   unreferenced      RabbitMQ: records no queue references
   after-corruption  valid records beyond a bad region that a recovery would
                     truncate away
+A selection the store kind has no notion of (at-risk, unreferenced on RocketMQ)
+is refused (exit 2). Referenced messages no file holds any more (lost, but no
+copy left) are listed in the report and make the exit code 1.
+
+Filters narrow the selection: --queue NAME (RabbitMQ), --topic TOPIC[:QUEUEID]
+(RocketMQ), --msg-id ID (RocketMQ: offset msg id or UNIQ_KEY), --since/--until
+TIME on --time store (RocketMQ store time) or publish (RocketMQ born time;
+RabbitMQ the AMQP timestamp property, so messages without one are left out).
+
+An --out that holds an export made with the same data dir, selection and
+filters is resumed: messages already in it (intact) are not written again, a
+complete one is left as it is. Any other non-empty --out is refused (exit 2).
+Bodies are made durable in batches (one syncfs per 1024 bodies or 64 MiB), then
+messages.jsonl and the dirs; export.json says "complete" once all of it is.
 
 --publish amqp://USER:PASS@HOST:PORT/VHOST (RabbitMQ) then re-publishes the export
 with the original exchange, routing key, properties and headers, persistent,
@@ -41,8 +59,9 @@ mandatory, with publisher confirms. Each confirmed message is recorded in
 DIR/confirmed.jsonl; running the same command again resumes and never re-sends a
 confirmed message. The exchanges and bindings must exist on the target broker.
 
-Exit 0 when the export (and publish) completed; 3 when a record could not be
-decoded or a message was not confirmed.
+Exit 0 when the export (and publish) completed; 1 when selected messages have no
+copy left to export; 3 when a record could not be decoded or a message was not
+confirmed.
 
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
@@ -67,7 +86,14 @@ decoded or a message was not confirmed.
 			if publish != "" && t.Store != scan.RabbitMQ {
 				return usagef(errors.New("--publish re-publishes RabbitMQ messages only"))
 			}
-			return runSalvage(cmd.Context(), env, t, out, sels, publish)
+			if err := salvage.Supported(t.Store, sels); err != nil {
+				return usagef(err)
+			}
+			filter, err := fl.filter(t.Store)
+			if err != nil {
+				return usagef(err)
+			}
+			return runSalvage(cmd.Context(), env, t, out, sels, publish, filter)
 		},
 	}
 	f := cmd.Flags()
@@ -75,6 +101,7 @@ decoded or a message was not confirmed.
 	f.StringVar(&sel, "select", "all", "which messages: all, lost, at-risk, unreferenced, after-corruption (comma-separated)")
 	f.StringVar(&publish, "publish", "", "RabbitMQ: re-publish the export to this AMQP URL with publisher confirms")
 	markStore(f, scan.RabbitMQ, "publish")
+	fl.add(cmd)
 	addRocketLayoutFlags(cmd, false)
 	return cmd
 }
@@ -91,7 +118,7 @@ func redact(s string) string {
 	return u.String()
 }
 
-func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels []salvage.Selection, publish string) error {
+func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels []salvage.Selection, publish string, filter *salvage.Filter) error {
 	run := report.Run{Command: "salvage", DataDir: t.Root, Store: t.Store, Layout: map[string]any{"target": t.Kind, "out": out},
 		DetectedFrom: t.Evidence}
 	liveCheck(env, &run, t)
@@ -103,9 +130,13 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	if err := s.coverage(invs); err != nil {
 		return err
 	}
-	w, err := salvage.Create(out, t.Root)
-	if errors.Is(err, salvage.ErrOutInsideData) || errors.Is(err, salvage.ErrOutNotEmpty) {
-		return usagef(err)
+	w, err := salvage.CreateExport(out, salvage.Spec{DataDir: t.Root, Store: t.Store, Select: sels, Filters: filter.String()})
+	if errors.Is(err, salvage.ErrOutInsideData) || errors.Is(err, salvage.ErrOutNotEmpty) || errors.Is(err, salvage.ErrOtherExport) {
+		s.errors = append(s.errors, err.Error())
+		return s.finish(exitUsage)
+	}
+	if !filter.Empty() {
+		w.Filter = filter.Match
 	}
 	if err != nil {
 		s.errors = append(s.errors, err.Error())
@@ -138,9 +169,12 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 		s.errors = append(s.errors, err.Error())
 		return s.finish(exitIncomplete)
 	}
-	s.extra = map[string]any{"salvage": rep}
-	s.verdict = fmt.Sprintf("exported %d message(s) (%d body bytes) into %s", rep.Selected, rep.Bytes, w.Dir())
+	s.extra = map[string]any{"salvage": rep, "writer": w.Stats()}
+	s.verdict = salvageVerdict(rep, sels, filter, w.Dir())
 	code := s.code() // coverage: what holds messages and was not exported
+	if len(rep.Missing) > 0 && missingApplies(sels) {
+		code = max(code, exitFindings) // asked for, and no copy left to export
+	}
 	if rep.Skipped > 0 {
 		s.errors = append(s.errors, fmt.Sprintf("%d selected record(s) could not be decoded", rep.Skipped))
 		code = exitIncomplete

@@ -2,6 +2,7 @@ package salvage
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,6 +28,25 @@ const (
 	StoreRabbitMQ = "rabbitmq"
 	StoreRocketMQ = "rocketmq"
 )
+
+// ErrUnsupported is returned for a selection the store kind has no
+// notion of.
+var ErrUnsupported = errors.New("salvage: selection not supported for this store kind")
+
+// Supported refuses the selections store has no notion of: at-risk
+// (scanner misreads of RabbitMQ versions) and unreferenced (records no
+// queue index references) are RabbitMQ's.
+func Supported(store string, sels []Selection) error {
+	if store != StoreRocketMQ {
+		return nil
+	}
+	for _, s := range sels {
+		if s == SelectAtRisk || s == SelectUnreferenced {
+			return fmt.Errorf("%w: --select %s is a RabbitMQ notion (RocketMQ has all, lost, after-corruption)", ErrUnsupported, s)
+		}
+	}
+	return nil
+}
 
 // ParseSelections parses a comma-separated --select value.
 func ParseSelections(s string) ([]Selection, error) {
@@ -85,6 +105,7 @@ type Message struct {
 	Tags           string `json:"tags,omitempty"`
 	Keys           string `json:"keys,omitempty"`
 	StoreTimestamp int64  `json:"store_timestamp,omitempty"`
+	BornTimestamp  int64  `json:"born_timestamp,omitempty"`
 
 	// Properties: RabbitMQ basic properties (PropsJSON), RocketMQ message
 	// properties (name -> value).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,8 +19,23 @@ type Options struct {
 	Select []Selection
 	// BrokerVersions are the RabbitMQ versions whose scanner misreads make
 	// a message at-risk (any of them); empty: every version the scanner
-	// models (with its default severities).
+	// models (ModeledVersions: the union over them).
 	BrokerVersions []string
+}
+
+// ModeledVersions are the RabbitMQ versions at the ends of every scanner
+// generation's range the scanner models (rscan.Versions*): at-risk without
+// a broker version is the union of what each of them drops.
+func ModeledVersions() []string {
+	var out []string
+	for _, r := range []string{rscan.VersionsGen1, rscan.VersionsGen2, rscan.VersionsOffByNine, rscan.VersionsGen3Unfixed} {
+		for _, v := range strings.Split(r, "-") {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 func (o *Options) has(s Selection) bool {
@@ -42,15 +58,29 @@ type Report struct {
 	// nothing can be exported for them.
 	Missing []MissingRef `json:"missing,omitempty"`
 	// Skipped counts records that matched but could not be decoded.
-	Skipped int      `json:"skipped"`
-	Notes   []string `json:"notes,omitempty"`
+	Skipped int `json:"skipped"`
+	// Resumed counts selected messages an earlier run of the same export
+	// had written (not written again); Filtered those the filters (queue,
+	// topic, id, time) left out; Written the ones written in this run.
+	Resumed  int      `json:"resumed"`
+	Filtered int      `json:"filtered"`
+	Written  int      `json:"written"`
+	Notes    []string `json:"notes,omitempty"`
+	// Versions are the broker versions at-risk was checked for.
+	Versions []string `json:"at_risk_versions,omitempty"`
 }
 
 // MissingRef is a referenced msg id with no record anywhere.
 type MissingRef struct {
-	VHost  string   `json:"vhost"`
-	MsgID  string   `json:"msg_id"`
+	VHost  string   `json:"vhost,omitempty"`
+	MsgID  string   `json:"msg_id,omitempty"`
 	Queues []string `json:"queues"`
+	// RocketMQ: the consume queue unit that points at no record.
+	Topic       string `json:"topic,omitempty"`
+	QueueID     *int32 `json:"queue_id,omitempty"`
+	QueueOffset *int64 `json:"queue_offset,omitempty"`
+	PhyOffset   *int64 `json:"phy_offset,omitempty"`
+	Why         string `json:"why,omitempty"`
 }
 
 type recKey struct {
@@ -64,6 +94,12 @@ type recKey struct {
 // (later duplicates are skipped); msg_store_transient is included in all.
 func ExportRabbitMQ(ctx context.Context, cfg rscan.Config, o Options, w *Writer) (*Report, error) {
 	rep := &Report{Store: StoreRabbitMQ, Out: w.Dir(), By: map[string]int{}}
+	if o.has(SelectAtRisk) && !slices.Contains(o.Select, SelectAll) {
+		rep.Versions = o.BrokerVersions
+		if len(rep.Versions) == 0 {
+			rep.Versions = ModeledVersions()
+		}
+	}
 	if len(cfg.VHostDirs) == 0 {
 		return nil, fmt.Errorf("salvage needs a RabbitMQ node or vhost dir")
 	}
@@ -165,8 +201,18 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 
 // addMessage writes one message and counts it.
 func addMessage(w *Writer, rep *Report, m Message, body []byte) error {
-	if err := w.Add(m, body); err != nil {
+	res, err := w.Put(m, body)
+	if err != nil {
 		return err
+	}
+	switch res {
+	case PutFiltered:
+		rep.Filtered++
+		return nil
+	case PutResumed:
+		rep.Resumed++
+	case PutWritten:
+		rep.Written++
 	}
 	rep.Selected++
 	rep.Bytes += int64(len(body))
@@ -296,17 +342,17 @@ func atRiskVictims(o Options, v *rscan.VHostScan) (map[recKey]string, error) {
 	}
 	// Per version, v's hazard findings with that version's severities (no
 	// second scan: a version changes nothing else).
-	found := [][]scan.Finding{v.Findings}
-	vers := []string{"any version"}
-	if len(o.BrokerVersions) > 0 {
-		found, vers = nil, nil
-		for _, bv := range o.BrokerVersions {
-			fs, err := v.HazardFindings(bv)
-			if err != nil {
-				return nil, err
-			}
-			found, vers = append(found, fs), append(vers, bv)
+	vers := o.BrokerVersions
+	if len(vers) == 0 {
+		vers = ModeledVersions()
+	}
+	var found [][]scan.Finding
+	for _, bv := range vers {
+		fs, err := v.HazardFindings(bv)
+		if err != nil {
+			return nil, err
 		}
+		found = append(found, fs)
 	}
 	for i, fs := range found {
 		for _, f := range fs {

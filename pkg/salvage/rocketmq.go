@@ -3,6 +3,7 @@ package salvage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -12,20 +13,16 @@ import (
 
 // ExportRocketMQ selects commitlog records of cfg and adds them to w:
 // all (every valid record of the primary walk and every salvage candidate
-// after a bad region) and after-corruption (salvage candidates, and
-// records at or past the recovery end, which the broker's recovery
-// truncates away). lost, at-risk and unreferenced are RabbitMQ notions
-// and select nothing here (a note says so). Bodies are read back through
-// Store.RecordAt, which re-checks every record.
+// after a bad region), after-corruption (salvage candidates, and records
+// at or past the recovery end, which the broker's recovery truncates
+// away) and lost (records of consume queue units at or past the recovery
+// end; units whose record is gone are listed in Missing). at-risk and
+// unreferenced are RabbitMQ notions: ErrUnsupported. Bodies are read back
+// through Store.RecordAt, which re-checks every record.
 func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Writer) (*Report, error) {
 	rep := &Report{Store: StoreRocketMQ, Out: w.Dir(), By: map[string]int{}}
-	for _, s := range o.Select {
-		if s == SelectLost || s == SelectAtRisk || s == SelectUnreferenced {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("--select %s applies to RabbitMQ only; it selects nothing in a RocketMQ store", s))
-		}
-	}
-	if !o.has(SelectAll) && !o.has(SelectAfterCorruption) {
-		return rep, nil
+	if err := Supported(StoreRocketMQ, o.Select); err != nil {
+		return rep, err
 	}
 	// Only the physical offsets of the walk's records are kept: a selected
 	// record is decoded again (and checked) when its body is read.
@@ -82,6 +79,24 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 				"after-corruption: at physical offset %d, at or past the recovery end %d; recovery drops it", phy, end))
 		}
 	}
+	type want struct {
+		topic string
+		qid   int32
+	}
+	expect := map[int64]want{} // lost: the record must be the unit's message
+	if o.has(SelectLost) {
+		sorted := slices.Clone(walked)
+		slices.Sort(sorted)
+		units, missing, err := lostUnits(cfg.Root, sorted, end)
+		if err != nil {
+			return nil, err
+		}
+		rep.Missing = append(rep.Missing, missing...)
+		for _, u := range units {
+			add(u.unit.CommitLogOffset, SelectLost, u.why(end))
+			expect[u.unit.CommitLogOffset] = want{u.topic, u.queueID}
+		}
+	}
 	for _, f := range res.Findings {
 		if f.Code != rmqscan.CodeSalvage {
 			continue
@@ -112,6 +127,22 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 		}
 		rel, pos, _ := st.Path(phy)
 		rec := rmqscan.NewRecord(&m, rel, phy-pos, pos)
+		if x, ok := expect[phy]; ok && (x.topic != rec.Topic || x.qid != rec.QueueID) {
+			// The unit points at another queue's record: its own is gone.
+			rep.Missing = append(rep.Missing, MissingRef{Topic: x.topic, QueueID: &x.qid, PhyOffset: &phy,
+				Queues: []string{fmt.Sprintf("%s/%d", x.topic, x.qid)}, Why: fmt.Sprintf("the record at its commitlog offset belongs to %s/%d", rec.Topic, rec.QueueID)})
+			var sels []Selection
+			var why []string
+			for i, s := range c.sels {
+				if s != SelectLost {
+					sels, why = append(sels, s), append(why, c.why[i])
+				}
+			}
+			if len(sels) == 0 {
+				continue
+			}
+			c.sels, c.why = sels, why
+		}
 		qid, qoff, p := rec.QueueID, rec.QueueOffset, rec.PhyOffset
 		props := make(map[string]any, len(rec.Properties))
 		for k, v := range rec.Properties {
@@ -119,14 +150,9 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 		}
 		msg := Message{Store: StoreRocketMQ, MsgID: rec.MsgID, Path: rec.Path, Offset: rec.Offset, RecordSize: rec.Size,
 			Topic: rec.Topic, QueueID: &qid, QueueOffset: &qoff, PhyOffset: &p, Tags: rec.Tags, Keys: rec.Keys,
-			StoreTimestamp: rec.StoreTimestamp, Properties: props, SelectedBy: dedupSel(c.sels), Why: c.why}
-		if err := w.Add(msg, m.Body); err != nil {
+			StoreTimestamp: rec.StoreTimestamp, BornTimestamp: rec.BornTimestamp, Properties: props, SelectedBy: dedupSel(c.sels), Why: c.why}
+		if err := addMessage(w, rep, msg, m.Body); err != nil {
 			return rep, err
-		}
-		rep.Selected++
-		rep.Bytes += int64(len(m.Body))
-		for _, s := range msg.SelectedBy {
-			rep.By[string(s)]++
 		}
 	}
 	return rep, nil

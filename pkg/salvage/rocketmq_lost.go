@@ -1,0 +1,107 @@
+package salvage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+)
+
+// RocketMQ lost: the messages a consumer will never get after the
+// broker's next start. Recovery drops every consume queue unit at or past
+// the recovery end (the commitlog is truncated there and the queues
+// follow), so a unit pointing there loses its message; a unit whose record
+// is gone (no valid record starts at its commitlog offset) has nothing to
+// export and is listed as missing.
+
+// lostUnit is one consume queue unit whose message is lost.
+type lostUnit struct {
+	topic       string
+	queueID     int32
+	queueOffset int64
+	unit        rmq.CQUnit
+}
+
+// lostUnits walks consumequeue/<topic>/<queueId>/<file> under root; walked
+// are the physical offsets of the valid records (sorted), end the recovery
+// end (-1 if unknown). Units past end whose record is walked are returned
+// to export; the others that point at no record are missing.
+func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missing []MissingRef, err error) {
+	cq := filepath.Join(root, "consumequeue")
+	topics, err := os.ReadDir(cq)
+	if os.IsNotExist(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	has := func(phy int64) bool {
+		_, ok := slices.BinarySearch(walked, phy)
+		return ok
+	}
+	for _, t := range topics {
+		if !t.IsDir() {
+			continue
+		}
+		qs, err := os.ReadDir(filepath.Join(cq, t.Name()))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, q := range qs {
+			qid, err := strconv.ParseInt(q.Name(), 10, 32)
+			if err != nil || !q.IsDir() {
+				continue
+			}
+			dir := filepath.Join(cq, t.Name(), q.Name())
+			files, err := os.ReadDir(dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			sort.Slice(files, func(i, j int) bool { return files[i].Name() < files[j].Name() })
+			for _, f := range files {
+				base, err := strconv.ParseInt(f.Name(), 10, 64)
+				if err != nil || !f.Type().IsRegular() {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+				if err != nil {
+					return nil, nil, err
+				}
+				for off := 0; off+rmq.CQUnitSize <= len(b); off += rmq.CQUnitSize {
+					u, err := rmq.DecodeCQUnit(b[off:off+rmq.CQUnitSize], int64(off))
+					if err != nil || u.IsZero() || u.IsPlaceholder() || !u.Valid() {
+						continue
+					}
+					lu := lostUnit{topic: t.Name(), queueID: int32(qid), queueOffset: (base + int64(off)) / rmq.CQUnitSize, unit: u}
+					past := end >= 0 && u.CommitLogOffset >= end
+					switch {
+					case past && has(u.CommitLogOffset):
+						export = append(export, lu)
+					case !has(u.CommitLogOffset):
+						missing = append(missing, lu.missing(past))
+					}
+				}
+			}
+		}
+	}
+	return export, missing, nil
+}
+
+func (lu lostUnit) missing(past bool) MissingRef {
+	why := "no valid record starts at its commitlog offset"
+	if past {
+		why += " (at or past the recovery end)"
+	}
+	p, qo := lu.unit.CommitLogOffset, lu.queueOffset
+	return MissingRef{Topic: lu.topic, QueueID: &lu.queueID, QueueOffset: &qo, PhyOffset: &p,
+		Queues: []string{fmt.Sprintf("%s/%d", lu.topic, lu.queueID)}, Why: why}
+}
+
+func (lu lostUnit) why(end int64) string {
+	return fmt.Sprintf("lost: consume queue %s/%d unit %d points at phy %d, at or past the recovery end %d: the broker's recovery drops the unit and the record",
+		lu.topic, lu.queueID, lu.queueOffset, lu.unit.CommitLogOffset, end)
+}
