@@ -83,7 +83,9 @@ func (f *Filter) Match(m *Message) bool {
 	}
 	if len(f.MsgIDs) > 0 {
 		uniq, _ := m.Properties["UNIQ_KEY"].(string)
-		if !slices.ContainsFunc(f.MsgIDs, func(id string) bool { return strings.EqualFold(id, m.MsgID) || (uniq != "" && strings.EqualFold(id, uniq)) }) {
+		if !slices.ContainsFunc(f.MsgIDs, func(id string) bool {
+			return strings.EqualFold(id, m.MsgID) || (uniq != "" && strings.EqualFold(id, uniq))
+		}) {
 			return false
 		}
 	}
