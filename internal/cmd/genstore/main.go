@@ -5,10 +5,16 @@
 //	genstore -kind rocketmq -size 1GiB -out /tmp/rmq -seed 1
 //	genstore -kind rabbitmq -size 4GiB -out /tmp/rabbit
 //
-// RocketMQ: mixed topics and queues, bodies of 0-20000 bytes, keys, tags,
-// IPv6 hosts, commitlog files of -file-size ending in BLANK records (the
-// last one half full and zero-filled), and matching consume queues. The
-// store root is -out.
+// RocketMQ: mixed topics and queues, bodies of 0-20000 bytes (-body-size
+// MIN-MAX draws them from a range instead, e.g. 100-200 for a store of
+// small messages), keys, tags, IPv6 hosts, commitlog files of -file-size
+// ending in BLANK records (the last one half full and zero-filled), and
+// matching consume queues, sparse as the broker leaves them (-topics N
+// -queues-per-topic M spreads the records over N×M queues). The store
+// root is -out.
+//
+//	genstore -kind rocketmq -size 1GiB -body-size 100-200 -out /tmp/small
+//	genstore -kind rocketmq -size 1GiB -topics 1000 -queues-per-topic 40 -out /tmp/queues
 //
 // RabbitMQ: one vhost whose msg_store_persistent holds .rdq files of about
 // -file-size with #basic_message{} (or #mc{} with -mc) records, zero holes
@@ -46,6 +52,9 @@ func run(args []string) error {
 	fileSize := fs.String("file-size", "", "store file size (default: RocketMQ 128MiB commitlog files, RabbitMQ 16MiB .rdq files)")
 	mc := fs.Bool("mc", false, "RabbitMQ: write 3.13+/4.x #mc{} terms instead of #basic_message{}")
 	clean := fs.Bool("clean", false, "RabbitMQ: also write the clean-shutdown files (clean.dot, msg_store_index.ets, file_summary.ets)")
+	bodySize := fs.String("body-size", "", "RocketMQ: body sizes drawn uniformly from MIN-MAX bytes (e.g. 100-200) instead of the default mix")
+	nTopics := fs.Int("topics", 0, "RocketMQ: spread the records over this many topics instead of the default five")
+	qpt := fs.Int("queues-per-topic", 4, "RocketMQ, with -topics: queues of each topic")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,8 +79,18 @@ func run(args []string) error {
 		mapped = min(mapped, max(total, 1<<20))
 		// Stop half-way into the last file, so the files add up to total.
 		files := max((total+mapped-1)/mapped, 1)
-		sum, err := genrmq.Generate(*out, genrmq.Config{MappedFileSize: mapped,
-			TotalBytes: (files-1)*mapped + mapped/2, Seed: *seed})
+		cfg := genrmq.Config{MappedFileSize: mapped, TotalBytes: (files-1)*mapped + mapped/2, Seed: *seed,
+			Topics: *nTopics, QueuesPerTopic: *qpt}
+		if *bodySize != "" {
+			lo, hi, ok := strings.Cut(*bodySize, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if !ok || err1 != nil || err2 != nil || a < 0 || b < a {
+				return fmt.Errorf("-body-size %q: want MIN-MAX bytes, e.g. 100-200", *bodySize)
+			}
+			cfg.BodyMin, cfg.BodyMax, cfg.MaxBody = a, b, max(b, 1)
+		}
+		sum, err := genrmq.Generate(*out, cfg)
 		if err != nil {
 			return err
 		}

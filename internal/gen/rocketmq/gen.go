@@ -19,6 +19,17 @@ type Config struct {
 	PropCRC        bool  // write __CRC32# on every record
 	CQFileSize     int64 // consume queue file size; default 300000 units
 	MaxBody        int   // largest body; default 20000
+	// BodyMin and BodyMax, when BodyMax > 0, draw every body size
+	// uniformly from [BodyMin, BodyMax] instead of the default mix
+	// (small-message stores: 100-200 bytes, millions of records per GiB).
+	BodyMin, BodyMax int
+	// Topics and QueuesPerTopic, when Topics > 0, spread the records over
+	// Topics topics (Topic-000000, ...) of QueuesPerTopic queues each
+	// instead of the default five topics (many-queue stores).
+	Topics, QueuesPerTopic int
+	// DenseCQ writes the consume queue files' zero tails out in full (as a
+	// copy that does not keep holes leaves them) instead of as holes.
+	DenseCQ bool
 }
 
 // Summary describes what Generate wrote.
@@ -28,10 +39,12 @@ type Summary struct {
 	End      int64 // physical offset after the last record
 }
 
-var topics = []struct {
+type topic struct {
 	name   string
 	queues int32
-}{{"TopicA", 4}, {"TopicB", 2}, {"TopicC-v6", 1}, {"%RETRY%GroupX", 1}, {"TopicLongName-V2-" + string(make128x()), 1}}
+}
+
+var topics = []topic{{"TopicA", 4}, {"TopicB", 2}, {"TopicC-v6", 1}, {"%RETRY%GroupX", 1}, {"TopicLongName-V2-" + string(make128x()), 1}}
 
 func make128x() []byte {
 	b := make([]byte, 120)
@@ -59,6 +72,17 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 	if cfg.MaxBody+1024 > int(cfg.MappedFileSize)/2 {
 		return nil, fmt.Errorf("gen: MaxBody %d too large for mapped size %d", cfg.MaxBody, cfg.MappedFileSize)
 	}
+	if cfg.BodyMax > 0 && (cfg.BodyMin < 0 || cfg.BodyMin > cfg.BodyMax || cfg.BodyMax > cfg.MaxBody) {
+		return nil, fmt.Errorf("gen: body sizes %d-%d out of range", cfg.BodyMin, cfg.BodyMax)
+	}
+	tops := topics
+	if cfg.Topics > 0 {
+		qpt := int32(max(cfg.QueuesPerTopic, 1))
+		tops = make([]topic, cfg.Topics)
+		for i := range tops {
+			tops[i] = topic{fmt.Sprintf("Topic-%06d", i), qpt}
+		}
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	cl := filepath.Join(dir, "commitlog")
 	if err := os.MkdirAll(cl, 0o755); err != nil {
@@ -82,7 +106,7 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 	}
 	var rec []byte
 	for i := 0; base+int64(len(buf)) < cfg.TotalBytes; i++ {
-		t := topics[rng.IntN(len(topics))]
+		t := tops[rng.IntN(len(tops))]
 		q := rng.Int32N(t.queues)
 		m := &Msg{Topic: t.name, QueueID: q, BornTimestamp: 1700000000000 + int64(i)*1000,
 			BornHost:  rmq.Host{Addr: netip.AddrFrom4([4]byte{10, 1, 2, 3}), Port: 50000 + int32(i%1000)},
@@ -95,6 +119,9 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 			m.StoreHost = rmq.Host{Addr: netip.IPv6Loopback(), Port: 10911}
 		}
 		n := min(bodySizes[rng.IntN(len(bodySizes))], cfg.MaxBody)
+		if cfg.BodyMax > 0 {
+			n = cfg.BodyMin + rng.IntN(cfg.BodyMax-cfg.BodyMin+1)
+		}
 		fillBody(body[:n], rng, i)
 		m.Body = body[:n]
 		kv := []string{rmq.PropUniqKey, fmt.Sprintf("7F00000100002A9F%016X", i)}
@@ -146,7 +173,7 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 	if err := flush(true); err != nil {
 		return nil, err
 	}
-	return sum, writeCQ(dir, cq, cfg.CQFileSize)
+	return sum, writeCQ(dir, cq, cfg.CQFileSize, cfg.DenseCQ)
 }
 
 func fillBody(b []byte, rng *rand.Rand, i int) {
@@ -174,19 +201,42 @@ func fillBody(b []byte, rng *rand.Rand, i int) {
 	}
 }
 
-func writeCQ(dir string, cq map[string][]byte, fileSize int64) error {
+// writeCQ writes every queue's units as the broker leaves them: files of
+// fileSize bytes, the last one sparse (the broker's FileChannel.map
+// extends a new file to its full size without writing it, so what follows
+// the last unit is a hole), or with its zeros written when dense.
+func writeCQ(dir string, cq map[string][]byte, fileSize int64, dense bool) error {
 	for key, units := range cq {
 		qdir := filepath.Join(dir, "consumequeue", filepath.FromSlash(key))
 		if err := os.MkdirAll(qdir, 0o755); err != nil {
 			return err
 		}
 		for off := int64(0); off < int64(len(units)); off += fileSize {
-			out := make([]byte, fileSize)
-			copy(out, units[off:])
-			if err := os.WriteFile(filepath.Join(qdir, rmq.FormatFileName(off)), out, 0o644); err != nil {
+			p := filepath.Join(qdir, rmq.FormatFileName(off))
+			b := units[off:min(off+fileSize, int64(len(units)))]
+			if dense {
+				b = append(b[:len(b):len(b)], make([]byte, fileSize-int64(len(b)))...)
+			}
+			if err := writeSparse(p, b, fileSize); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// writeSparse creates p with b, extended to size bytes by a hole.
+func writeSparse(p string, b []byte, size int64) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Truncate(size)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -36,8 +36,8 @@ func cqActions(p *repair.Plan) []repair.Action {
 // hold less: holes compare as zeros without a read (rbSameSparse).
 func TestRebuildSparseConsumeQueues(t *testing.T) {
 	roots := [2]string{t.TempDir(), t.TempDir()}
-	for _, root := range roots {
-		if _, err := gen.Generate(root, gen.Config{MappedFileSize: 1 << 20, TotalBytes: 1 << 20, Seed: 3}); err != nil {
+	for i, root := range roots {
+		if _, err := gen.Generate(root, gen.Config{MappedFileSize: 1 << 20, TotalBytes: 1 << 20, Seed: 3, DenseCQ: i == 0}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,8 +24,8 @@ import (
 func TestVerifySparseQueueTails(t *testing.T) {
 	roots := [2]string{t.TempDir(), t.TempDir()}
 	rel := "consumequeue/TopicB/1/" + rmq.FormatFileName(0)
-	for _, root := range roots {
-		if _, err := gen.Generate(root, gen.Config{MappedFileSize: 1 << 20, TotalBytes: 1 << 20, Seed: 3}); err != nil {
+	for i, root := range roots {
+		if _, err := gen.Generate(root, gen.Config{MappedFileSize: 1 << 20, TotalBytes: 1 << 20, Seed: 3, DenseCQ: i == 0}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(filepath.Join(root, rel))
