@@ -1,6 +1,8 @@
 package rocketmq
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -12,36 +14,24 @@ type queueKey struct {
 	queueID int32
 }
 
-// crossState runs the cross-file checks (queue offsets, timestamps) on
-// per-file results as they complete, in file order, so a file's compact
-// records are dropped as soon as they are checked: memory stays flat
-// whatever the store size.
+// crossState runs the cross-file checks (cross.go) on per-file results
+// as they complete, in file order: a file's own checks stand when the
+// files before it agree with what they assumed, else the file is checked
+// again from their state.
 type crossState struct {
+	ctx     context.Context
 	cfg     *Config
 	results []*fileResult
 	n       int // results[:n] are checked
 	stopped bool
 	next    map[queueKey]int64
 	maxTS   int64
-	free    [][]compact // record slices of checked files, for reuse
+	err     error // a recheck could not read its file
 	mu      sync.Mutex
 }
 
-// takeRecs returns an empty record slice of a checked file, or nil.
-func (cs *crossState) takeRecs() []compact {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	n := len(cs.free)
-	if n == 0 {
-		return nil
-	}
-	r := cs.free[n-1]
-	cs.free = cs.free[:n-1]
-	return r
-}
-
-func newCrossState(cfg *Config, n int) *crossState {
-	return &crossState{cfg: cfg, results: make([]*fileResult, n), next: map[queueKey]int64{}}
+func newCrossState(ctx context.Context, cfg *Config, n int) *crossState {
+	return &crossState{ctx: ctx, cfg: cfg, results: make([]*fileResult, n), next: map[queueKey]int64{}}
 }
 
 // done stores the result of file i and checks every file whose
@@ -53,17 +43,22 @@ func (cs *crossState) done(i int, fr *fileResult) {
 	for cs.n < len(cs.results) && cs.results[cs.n] != nil {
 		fr := cs.results[cs.n]
 		if !cs.stopped {
-			var tmp scan.Result
-			cs.maxTS = crossChecks(cs.cfg, fr, cs.next, cs.maxTS, &tmp)
-			fr.cross = tmp.Findings
+			cf := fr.cf
+			if cf != nil && !cf.exact(cs.next, cs.maxTS) {
+				var err error
+				if cf, err = recheck(cs.ctx, cs.cfg, &fr.seg, fr.failPos, cs.next, cs.maxTS); err != nil {
+					cs.err = errors.Join(cs.err, fmt.Errorf("%s: %w", fr.seg.rel, err))
+				}
+			}
+			if cf != nil {
+				fr.cross = cf.findings
+				cs.maxTS = cf.carry(cs.next, cs.maxTS)
+			}
 			// The recovery stops after this file unless it ends in a BLANK
 			// with a next file (see merge).
 			cs.stopped = fr.err != nil || !(fr.blank && cs.n+1 < len(cs.results))
 		}
-		if cap(fr.recs) > 0 {
-			cs.free = append(cs.free, fr.recs[:0]) // for a later file's walk
-		}
-		fr.recs, fr.topics = nil, nil
+		fr.cf = nil
 		if fr.done != nil {
 			fr.done()
 		}
@@ -128,66 +123,4 @@ func laterData(rs []*fileResult) bool {
 		}
 	}
 	return false
-}
-
-// crossChecks reports queue offsets going backwards per (topic, queue)
-// and store timestamps going backwards by more than the slack, for the
-// valid records of one file. It returns the new maximum store timestamp.
-func crossChecks(cfg *Config, fr *fileResult, next map[queueKey]int64, maxTS int64, res *scan.Result) int64 {
-	slack := cfg.TimestampSlack.Milliseconds()
-	// The file's queues by (local topic id, queue id): one string-keyed
-	// map lookup per queue of the file, not two per record. Written back
-	// to next at the end.
-	type local struct {
-		k    queueKey
-		next int64
-		seen bool
-	}
-	byID := map[uint64]*local{}
-	var order []*local
-	for _, r := range fr.recs {
-		if r.dispatched {
-			id := uint64(uint32(r.topic))<<32 | uint64(uint32(r.queueID))
-			q := byID[id]
-			if q == nil {
-				q = &local{k: queueKey{fr.topics[r.topic], r.queueID}}
-				q.next, q.seen = next[q.k]
-				byID[id] = q
-				order = append(order, q)
-			}
-			if want := q.next; q.seen && r.queueOff < want {
-				res.Add(regress(fr, r, CodeQueueRegress, "queue-offset-regress", fmtInt(want), fmtInt(r.queueOff),
-					fmt.Sprintf("queue offset of %s/%d goes backwards (expected at least %d)", q.k.topic, q.k.queueID, want),
-					map[string]any{"topic": q.k.topic, "queue_id": q.k.queueID}))
-			}
-			// As next[k] = max(next[k], n) with an absent key read as 0
-			// and only stored when n exceeds it.
-			if n := r.queueOff + r.innerNum; q.seen {
-				q.next = max(q.next, n)
-			} else if n > 0 {
-				q.next, q.seen = n, true
-			}
-		}
-		if maxTS-r.storeTS > slack {
-			res.Add(regress(fr, r, CodeTimestampRegress, "timestamp-regress", ">= "+fmtInt(maxTS-slack), fmtInt(r.storeTS),
-				fmt.Sprintf("store timestamp goes back %d ms from the newest earlier record", maxTS-r.storeTS),
-				map[string]any{"topic": fr.topics[r.topic], "queue_id": r.queueID}))
-		}
-		maxTS = max(maxTS, r.storeTS)
-	}
-	for _, q := range order {
-		if q.seen {
-			next[q.k] = q.next
-		}
-	}
-	return maxTS
-}
-
-func regress(fr *fileResult, r compact, code, check, exp, act, msg string, det map[string]any) scan.Finding {
-	det["phy_offset"] = fr.seg.base + r.pos
-	det["queue_offset"] = r.queueOff
-	det["store_timestamp"] = r.storeTS
-	return scan.Finding{Code: code, Severity: scan.Warning, Path: fr.seg.rel, Offset: r.pos,
-		Expected: exp, Actual: act, Repair: scan.RepairNone, Message: msg, Details: det,
-		Evidence: map[string]string{check: "fail"}}
 }

@@ -32,7 +32,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	res := &scan.Result{Store: "rocketmq", Findings: append([]scan.Finding(nil), lay.findings...),
 		Layout: map[string]any{"commitlog_dir": cfg.rel(cfg.CommitLogDir), "mapped_file_size": lay.mapped}}
 	perRecord := opts.Records != nil || cfg.OnMessage != nil || cfg.OnFile != nil
-	cs := newCrossState(&cfg, len(lay.segs))
+	cs := newCrossState(ctx, &cfg, len(lay.segs))
 	jobs := max(opts.Jobs, 1)
 	if opts.Records != nil || cfg.OnMessage != nil {
 		jobs = 1 // callbacks in file order from one goroutine
@@ -71,7 +71,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 						return nil
 					}
 				}
-				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr, cs.takeRecs())
+				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
 				fr.done = hook.Done
 				cs.done(i, fr)
 			}
@@ -83,6 +83,9 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	close(work)
 	wg.Wait()
 	merge(lay, cs.results, res)
+	if cs.err != nil {
+		res.Fail(cs.err)
+	}
 	if perRecord {
 		propCRC := 0
 		for _, fr := range cs.results {
@@ -95,10 +98,10 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 }
 
 func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
-	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult, recs []compact) (fr *fileResult) {
+	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult) (fr *fileResult) {
 	seg := lay.segs[i]
 	fr = &fileResult{seg: seg, file: scan.File{Path: seg.rel, Kind: "commitlog", Size: seg.size,
-		FirstValid: -1, LastValid: -1}, recs: recs}
+		FirstValid: -1, LastValid: -1}}
 	*out = fr // emit counts into it
 	f, err := fileview.Open(seg.path)
 	if err != nil {
@@ -116,8 +119,8 @@ func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
 	defer fileview.Guard(&ferr)()
 	size := f.Size()
 	fr.seg.size, fr.file.Size = size, size
-	wk := &walker{cfg: cfg, mapped: lay.mapped, isLast: i == len(lay.segs)-1, emit: emit,
-		res: fr, intern: map[string]int32{}}
+	fr.cf = newCrossFile(cfg, &fr.seg, 0, nil)
+	wk := &walker{cfg: cfg, mapped: lay.mapped, isLast: i == len(lay.segs)-1, emit: emit, res: fr}
 	if len(cfg.Files) > 0 {
 		wk.mapped = cfg.MappedFileSize // a single-file scan can't infer the mapped size
 	}

@@ -106,22 +106,14 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	}
 	var files []*collector // per commitlog file, merged in offset order
 	var mu sync.Mutex
-	var free [][]vrec // record slices of absorbed collectors, for reuse
 	hashes := hasIndexFiles(cfg.Root)
 	inner.OnFile = func(i int, _ int64) FileHook {
-		c := &collector{topicID: map[string]int32{}, userHook: cfg.OnMessage, wantHashes: hashes}
+		c := &collector{topicID: map[string]int32{}, userHook: cfg.OnMessage, wantHashes: hashes,
+			w: blockWriter{t: v.tab}}
 		mu.Lock()
 		files = append(files, c)
-		if n := len(free); n > 0 {
-			c.all, free = free[n-1], free[:n-1]
-		}
 		mu.Unlock()
-		return FileHook{Message: c.collect, Done: func() {
-			all := v.absorb(c)
-			mu.Lock()
-			free = append(free, all)
-			mu.Unlock()
-		}}
+		return FileHook{Message: c.collect, Done: func() { v.absorb(c) }}
 	}
 	res, err := ScanCommitLog(ctx, inner, opts)
 	if err != nil {
@@ -170,12 +162,15 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 }
 
 // collector keeps the compact form of the valid records of one commitlog
-// file; files are collected in parallel and absorbed in offset order.
+// file, in blocks written to the record table as they fill (files are
+// collected in parallel and their blocks adopted in offset order), so a
+// file's records are never all in memory.
 type collector struct {
-	all                   []vrec
+	w                     blockWriter
+	first                 vrec // the file's first record (local topic id and hash offset)
+	n                     int
 	topics                []string
 	topicID               map[string]int32
-	hashes                []int32
 	keyHash               rmq.IndexKeyHasher // topic + "#" prefix hashed once per run of one topic
 	wantHashes            bool               // compute index key hashes (there are index files to check)
 	v2, propCRC, trailing int
@@ -183,7 +178,8 @@ type collector struct {
 }
 
 // collect keeps the compact form of one valid record (topic and hash
-// offsets local to the file until absorb).
+// offsets local to the file and its block until absorb and the table's
+// decoding map them).
 func (c *collector) collect(m *rmq.Message, phy int64) error {
 	id, ok := c.topicID[string(m.Topic)]
 	if !ok {
@@ -198,7 +194,7 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
 	tags := rmq.DispatchTagsCode(m, vals[:], found[:])
 	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: tags, storeTS: m.StoreTimestamp,
-		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int64(len(c.hashes))}
+		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int64(len(c.w.hashes))}
 	if m.InnerBatch() {
 		r.flags |= vfInnerBatch
 	}
@@ -208,12 +204,16 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	if c.wantHashes {
 		rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) {
 			if r.nhash < 1<<16-1 {
-				c.hashes = append(c.hashes, c.keyHash.Hash(m.Topic, k))
+				c.w.hashes = append(c.w.hashes, c.keyHash.Hash(m.Topic, k))
 				r.nhash++
 			}
 		})
 	}
-	c.all = append(c.all, r)
+	if c.n == 0 {
+		c.first = r
+	}
+	c.n++
+	c.w.add(r)
 	if m.Magic == rmq.MagicMessageV2 {
 		c.v2++
 	}
@@ -229,10 +229,9 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	return nil
 }
 
-// absorb appends a file's records to the verifier, mapping its topic ids
-// and hash offsets to the verifier's, and frees them. It returns the
-// emptied record slice for the next collector.
-func (v *verifier) absorb(c *collector) []vrec {
+// absorb hands a file's records to the verifier's table, after every
+// earlier file's, mapping its topic ids to the verifier's.
+func (v *verifier) absorb(c *collector) {
 	ids := make([]int32, len(c.topics))
 	for i, t := range c.topics {
 		id, ok := v.topicID[t]
@@ -243,19 +242,14 @@ func (v *verifier) absorb(c *collector) []vrec {
 		}
 		ids[i] = id
 	}
-	off := v.tab.appendHashes(c.hashes)
-	for i := range c.all {
-		r := &c.all[i]
+	if first := v.tab.adopt(&c.w, ids); first >= 0 {
+		r := c.first
 		r.topic = ids[r.topic]
-		r.hashOff += off
-		v.tab.append(r)
+		r.hashOff = -1 // not needed of a file's first record
+		v.fileFirst[r.phy] = r
 	}
-	if len(c.all) > 0 {
-		v.fileFirst[c.all[0].phy] = c.all[0]
-	}
-	all := c.all[:0]
-	c.all, c.hashes, c.topics, c.topicID = nil, nil, nil, nil
-	return all
+	c.w = blockWriter{}
+	c.topics, c.topicID = nil, nil
 }
 
 // hasIndexFiles reports whether root/index may hold index files: only

@@ -1,38 +1,56 @@
 package rocketmq
 
 import (
-	"bufio"
 	"encoding/binary"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
 
 // recTable holds the compact records (vrec) the cross-file checks look
-// up, in phy order, in an unlinked temp file instead of the heap, so
-// verify's memory does not grow with the store: the heap keeps only the
-// first phy of every block of recBlockLen records, a small LRU of decoded
-// blocks and one window over the key hash file. The consume queue and
-// index walks look records up in increasing phy order (per queue, per
-// index file), so nearly every lookup hits a cached block.
+// up, in phy order, in two unlinked temp files instead of the heap, so
+// verify's memory does not grow with the store. Records reach it in
+// blocks of at most recBlockLen: each commitlog file's collector fills a
+// block, writes it at the end of the temp files (the collectors of files
+// walked in parallel interleave their blocks there) and, when the files
+// before its own are done, hands its blocks to the table in file order
+// (adopt). The heap keeps one descriptor per block (its place in the
+// files, first index and phy, newest store time, the file's topic ids), a
+// small LRU of decoded blocks and one window over the key hash file. The
+// consume queue and index walks look records up in increasing phy order
+// (per queue group, per index file), so nearly every lookup hits a cached
+// block.
 type recTable struct {
-	f, hf  *os.File      // records (recSlot bytes each), key hashes (4 bytes each)
-	w, hw  *bufio.Writer // while the scan appends
-	n      int           // records written
-	nh     int64         // hashes written
-	firsts []int64       // phy of the first record of each block
-	maxTS  []int64       // newest store timestamp of each block
-	err    error         // first I/O error; lookups then find nothing
+	f, hf  *os.File // records (recSlot bytes each), key hashes (4 bytes each)
+	mu     sync.Mutex
+	recEnd int64 // bytes reserved in f
+	hEnd   int64 // hashes reserved in hf
+	blocks []recBlockInfo
+	n      int   // records adopted
+	nh     int64 // hashes written
+	err    error // first I/O error; lookups then find nothing
 	cache  [recCacheBlocks]recBlock
 	mru    *recBlock // the block returned last
+	lastBI int       // the block blockOf found last
 	tick   uint64
-	slot   [recSlot]byte
 	hwin   []byte // window over the hash file
 	hwOff  int64  // first hash in hwin
 	hwN    int64  // hashes in hwin
 	hout   []int32
 	raw    []byte // read buffer of one block
+}
+
+// recBlockInfo describes one block of records in the temp files.
+type recBlockInfo struct {
+	off      int64   // of its first record in f
+	hashBase int64   // index in hf of its first key hash
+	first    int     // table index of its first record
+	n        int     // records
+	firstPhy int64   // phy of its first record
+	maxTS    int64   // newest store timestamp in it
+	topics   []int32 // the file's topic ids (collector-local) -> the verifier's
 }
 
 // recBlock is one cached block of decoded records.
@@ -53,8 +71,6 @@ const (
 	// hashWindow is the hash file window in hashes (64 KiB): the index
 	// walk reads the hashes of records in increasing phy order.
 	hashWindow = 16 << 10
-	// spillBuf is the write buffer of each temp file while the scan runs.
-	spillBuf = 256 << 10
 )
 
 // newRecTable creates the two temp files (unlinked at once: they vanish
@@ -69,7 +85,6 @@ func newRecTable() (*recTable, error) {
 		t.f.Close()
 		return nil, err
 	}
-	t.w, t.hw = bufio.NewWriterSize(t.f, spillBuf), bufio.NewWriterSize(t.hf, spillBuf)
 	for i := range t.cache {
 		t.cache[i].idx = -1
 	}
@@ -82,55 +97,117 @@ func (t *recTable) Close() {
 	t.hf.Close()
 }
 
-// appendHashes stores key hashes and returns the index of the first.
-func (t *recTable) appendHashes(h []int32) int64 {
-	first := t.nh
-	var b [4]byte
-	for _, x := range h {
-		binary.LittleEndian.PutUint32(b[:], uint32(x))
-		if _, err := t.hw.Write(b[:]); err != nil && t.err == nil {
-			t.err = err
-		}
+func (t *recTable) fail(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = err
 	}
-	t.nh += int64(len(h))
+	t.mu.Unlock()
+}
+
+// blockWriter collects the records of one commitlog file into blocks and
+// writes each full block to the table's temp files. Not safe for
+// concurrent use; the writers of several files are.
+type blockWriter struct {
+	t      *recTable
+	recs   []vrec  // the block being filled; hashOff is relative to hashes
+	hashes []int32 // its records' key hashes
+	enc    []byte
+	done   []recBlockInfo // written, not yet adopted
+}
+
+// add appends r (whose hashOff indexes w.hashes) to the current block.
+func (w *blockWriter) add(r vrec) {
+	w.recs = append(w.recs, r)
+	if len(w.recs) == recBlockLen {
+		w.flush()
+	}
+}
+
+// flush writes the current block, if any.
+func (w *blockWriter) flush() {
+	if len(w.recs) == 0 {
+		return
+	}
+	t := w.t
+	b := w.enc[:0]
+	var slot [recSlot]byte
+	info := recBlockInfo{n: len(w.recs), firstPhy: w.recs[0].phy, maxTS: w.recs[0].storeTS}
+	le := binary.LittleEndian
+	for i := range w.recs {
+		r := &w.recs[i]
+		info.maxTS = max(info.maxTS, r.storeTS)
+		le.PutUint64(slot[0:], uint64(r.phy))
+		le.PutUint64(slot[8:], uint64(r.queueOff))
+		le.PutUint64(slot[16:], uint64(r.tagsCode))
+		le.PutUint64(slot[24:], uint64(r.storeTS))
+		le.PutUint64(slot[32:], uint64(r.hashOff))
+		le.PutUint32(slot[40:], uint32(r.size))
+		le.PutUint32(slot[44:], uint32(r.topic))
+		le.PutUint32(slot[48:], uint32(r.queueID))
+		le.PutUint32(slot[52:], uint32(r.sysFlag))
+		le.PutUint16(slot[56:], r.nhash)
+		slot[58] = r.flags
+		b = append(b, slot[:]...)
+	}
+	hb := len(b)
+	for _, h := range w.hashes {
+		b = le.AppendUint32(b, uint32(h))
+	}
+	w.enc = b
+	t.mu.Lock()
+	info.off, info.hashBase = t.recEnd, t.hEnd
+	t.recEnd += int64(hb)
+	t.hEnd += int64(len(w.hashes))
+	t.mu.Unlock()
+	if _, err := t.f.WriteAt(b[:hb], info.off); err != nil {
+		t.fail(err)
+	}
+	if _, err := t.hf.WriteAt(b[hb:], info.hashBase*4); err != nil {
+		t.fail(err)
+	}
+	w.done = append(w.done, info)
+	w.recs, w.hashes = w.recs[:0], w.hashes[:0]
+}
+
+// adopt appends the blocks of w, whose file follows the files adopted
+// before it, with the map of its topic ids. It returns the first
+// record's table index (-1 when the file had none).
+func (t *recTable) adopt(w *blockWriter, topics []int32) int {
+	w.flush()
+	first := -1
+	for _, b := range w.done {
+		if first < 0 {
+			first = t.n
+		}
+		b.first, b.topics = t.n, topics
+		t.blocks = append(t.blocks, b)
+		t.n += b.n
+	}
+	w.done = w.done[:0]
 	return first
 }
 
-// append stores r, which must not start before the previous record.
-func (t *recTable) append(r *vrec) {
-	if t.n%recBlockLen == 0 {
-		t.firsts = append(t.firsts, r.phy)
-		t.maxTS = append(t.maxTS, r.storeTS)
-	} else if b := len(t.maxTS) - 1; r.storeTS > t.maxTS[b] {
-		t.maxTS[b] = r.storeTS
-	}
-	b := t.slot[:]
-	le := binary.LittleEndian
-	le.PutUint64(b[0:], uint64(r.phy))
-	le.PutUint64(b[8:], uint64(r.queueOff))
-	le.PutUint64(b[16:], uint64(r.tagsCode))
-	le.PutUint64(b[24:], uint64(r.storeTS))
-	le.PutUint64(b[32:], uint64(r.hashOff))
-	le.PutUint32(b[40:], uint32(r.size))
-	le.PutUint32(b[44:], uint32(r.topic))
-	le.PutUint32(b[48:], uint32(r.queueID))
-	le.PutUint32(b[52:], uint32(r.sysFlag))
-	le.PutUint16(b[56:], r.nhash)
-	b[58] = r.flags
-	if _, err := t.w.Write(b); err != nil && t.err == nil {
-		t.err = err
-	}
-	t.n++
+// finish ends the writing; lookups may follow.
+func (t *recTable) finish() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nh = t.hEnd
+	return t.err
 }
 
-// finish flushes the writers; lookups may follow.
-func (t *recTable) finish() error {
-	for _, w := range []*bufio.Writer{t.w, t.hw} {
-		if err := w.Flush(); err != nil && t.err == nil {
-			t.err = err
-		}
+// blockOf returns the number of the block holding record i (0 <= i < n).
+func (t *recTable) blockOf(i int) int {
+	if b := t.lastBI; b < len(t.blocks) && i >= t.blocks[b].first && i < t.blocks[b].first+t.blocks[b].n {
+		return b
 	}
-	return t.err
+	if b := t.lastBI + 1; b < len(t.blocks) && i >= t.blocks[b].first && i < t.blocks[b].first+t.blocks[b].n {
+		t.lastBI = b
+		return b
+	}
+	b := sort.Search(len(t.blocks), func(k int) bool { return t.blocks[k].first > i }) - 1
+	t.lastBI = max(b, 0)
+	return b
 }
 
 // block returns block bi, decoded, through the cache.
@@ -153,27 +230,27 @@ func (t *recTable) block(bi int) []vrec {
 	}
 	c := &t.cache[victim]
 	c.idx, c.used = -1, t.tick
-	n := min(recBlockLen, t.n-bi*recBlockLen)
-	if cap(t.raw) < n*recSlot {
+	info := &t.blocks[bi]
+	if cap(t.raw) < recBlockLen*recSlot {
 		t.raw = make([]byte, recBlockLen*recSlot)
 	}
-	raw := t.raw[:n*recSlot]
-	if err := readFull(t.f, raw, int64(bi)*recBlockLen*recSlot); err != nil {
+	raw := t.raw[:info.n*recSlot]
+	if err := readFull(t.f, raw, info.off); err != nil {
 		if t.err == nil {
 			t.err = err
 		}
 		return nil
 	}
-	if cap(c.recs) < n {
+	if cap(c.recs) < recBlockLen {
 		c.recs = make([]vrec, recBlockLen)
 	}
-	c.recs = c.recs[:n]
+	c.recs = c.recs[:info.n]
 	le := binary.LittleEndian
 	for i := range c.recs {
 		b := raw[i*recSlot : (i+1)*recSlot]
 		c.recs[i] = vrec{phy: int64(le.Uint64(b[0:])), queueOff: int64(le.Uint64(b[8:])), tagsCode: int64(le.Uint64(b[16:])),
-			storeTS: int64(le.Uint64(b[24:])), hashOff: int64(le.Uint64(b[32:])), size: int32(le.Uint32(b[40:])),
-			topic: int32(le.Uint32(b[44:])), queueID: int32(le.Uint32(b[48:])), sysFlag: int32(le.Uint32(b[52:])),
+			storeTS: int64(le.Uint64(b[24:])), hashOff: info.hashBase + int64(le.Uint64(b[32:])), size: int32(le.Uint32(b[40:])),
+			topic: info.topics[le.Uint32(b[44:])], queueID: int32(le.Uint32(b[48:])), sysFlag: int32(le.Uint32(b[52:])),
 			nhash: le.Uint16(b[56:]), flags: b[58]}
 	}
 	c.idx, t.mru = bi, c
@@ -182,8 +259,12 @@ func (t *recTable) block(bi int) []vrec {
 
 // at returns record i (0 <= i < n).
 func (t *recTable) at(i int) vrec {
-	b := t.block(i / recBlockLen)
-	if j := i % recBlockLen; j < len(b) {
+	bi := t.blockOf(i)
+	if bi < 0 {
+		return vrec{}
+	}
+	b := t.block(bi)
+	if j := i - t.blocks[bi].first; j < len(b) {
 		return b[j]
 	}
 	return vrec{}
@@ -192,7 +273,7 @@ func (t *recTable) at(i int) vrec {
 // lastAtOrBefore returns the index of the last record with phy <= p
 // among the first n, or -1.
 func (t *recTable) lastAtOrBefore(p int64, n int) int {
-	bi := sort.Search(len(t.firsts), func(i int) bool { return t.firsts[i] > p }) - 1
+	bi := sort.Search(len(t.blocks), func(i int) bool { return t.blocks[i].firstPhy > p }) - 1
 	if bi < 0 {
 		return -1
 	}
@@ -201,7 +282,7 @@ func (t *recTable) lastAtOrBefore(p int64, n int) int {
 	if j < 0 { // only after a read error
 		return -1
 	}
-	return min(bi*recBlockLen+j, n-1)
+	return min(t.blocks[bi].first+j, n-1)
 }
 
 // firstAtOrAfter returns the index of the first record with phy >= p, or
@@ -247,12 +328,16 @@ func (t *recTable) hashes(r *vrec) []int32 {
 // partial block is read.
 func (t *recTable) maxStoreTS(n int) int64 {
 	var m int64
-	full := n / recBlockLen
-	for _, ts := range t.maxTS[:min(full, len(t.maxTS))] {
-		m = max(m, ts)
-	}
-	for i := full * recBlockLen; i < n; i++ {
-		m = max(m, t.at(i).storeTS)
+	for bi := range t.blocks {
+		b := &t.blocks[bi]
+		if b.first+b.n <= n {
+			m = max(m, b.maxTS)
+			continue
+		}
+		for i := b.first; i < n; i++ {
+			m = max(m, t.at(i).storeTS)
+		}
+		break
 	}
 	return m
 }

@@ -6,39 +6,94 @@ import (
 )
 
 // TestRecTable checks the spilled record table against the slice it
-// replaces, over several blocks (more than the cache holds): every
-// record, exact and in-between lookups, the cut at n, and key hashes.
+// replaces: records of four "files" whose writers interleave their blocks
+// in the temp files (as files walked in parallel do), adopted in file
+// order with their own topic maps, over more blocks than the cache holds
+// and with partial blocks at each file's end: every record, exact and
+// in-between lookups, the cut at n, key hashes and the newest store time.
 func TestRecTable(t *testing.T) {
 	tab, err := newRecTable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tab.Close()
-	const n = recBlockLen*(recCacheBlocks+3) + 17
-	want := make([]vrec, n)
+	sizes := []int{recBlockLen*5 + 17, 3, recBlockLen * 2, recBlockLen*4 + 1000}
+	n := 0
+	for _, s := range sizes {
+		n += s
+	}
+	want := make([]vrec, 0, n)
 	var hashes [][]int32
+	writers := make([]*blockWriter, len(sizes))
+	local := make([][]vrec, len(sizes)) // per file, as its writer got them
 	phy := int64(1000)
-	for i := range want {
-		h := make([]int32, i%4)
-		for j := range h {
-			h[j] = int32(i*7 + j)
+	for f, size := range sizes {
+		writers[f] = &blockWriter{t: tab}
+		for i := 0; i < size; i++ {
+			g := len(want)
+			h := make([]int32, g%4)
+			for j := range h {
+				h[j] = int32(g*7 + j)
+			}
+			hashes = append(hashes, h)
+			r := vrec{phy: phy, queueOff: int64(g), tagsCode: -int64(g), storeTS: int64(g%5000) << 20, size: int32(50 + g%13),
+				topic: int32(f*10 + g%5), queueID: int32(g % 3), sysFlag: int32(g % 9), nhash: uint16(len(h)), flags: uint8(g % 3)}
+			want = append(want, r)
+			phy += int64(r.size)
+			lr := r
+			lr.topic = int32(g % 5) // the file's own topic ids
+			local[f] = append(local[f], lr)
 		}
-		hashes = append(hashes, h)
-		want[i] = vrec{phy: phy, queueOff: int64(i), tagsCode: -int64(i), storeTS: int64(i) << 20, size: int32(50 + i%13),
-			topic: int32(i % 5), queueID: int32(i % 3), sysFlag: int32(i % 9), nhash: uint16(len(h)), flags: uint8(i % 3)}
-		want[i].hashOff = tab.appendHashes(h)
-		tab.append(&want[i])
-		phy += int64(want[i].size)
+	}
+	// Interleave the writers: a record of each file in turn.
+	for i := 0; ; i++ {
+		more := false
+		for f := range sizes {
+			if i < len(local[f]) {
+				w := writers[f]
+				r := local[f][i]
+				g := indexOf(sizes, f, i)
+				r.hashOff = int64(len(w.hashes))
+				w.hashes = append(w.hashes, hashes[g]...)
+				w.add(r)
+				more = true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	for f := range sizes {
+		ids := []int32{int32(f * 10), int32(f*10 + 1), int32(f*10 + 2), int32(f*10 + 3), int32(f*10 + 4)}
+		if first := tab.adopt(writers[f], ids); first != indexOf(sizes, f, 0) {
+			t.Fatalf("file %d adopted at %d", f, first)
+		}
 	}
 	if err := tab.finish(); err != nil {
 		t.Fatal(err)
 	}
+	if tab.n != n {
+		t.Fatalf("%d records adopted, want %d", tab.n, n)
+	}
+	for i := range want {
+		want[i].hashOff = 0 // compared apart: offsets in the table's file
+	}
+	for _, cut := range []int{n, n - 100, recBlockLen*5 + 10} {
+		var m int64
+		for _, r := range want[:cut] {
+			m = max(m, r.storeTS)
+		}
+		if got := tab.maxStoreTS(cut); got != m {
+			t.Fatalf("maxStoreTS(%d) = %d, want %d", cut, got, m)
+		}
+	}
 	// Backwards first, so that every block is loaded again after eviction.
 	for i := n - 1; i >= 0; i-- {
-		if got := tab.at(i); got != want[i] {
+		got := tab.at(i)
+		r := got
+		if got.hashOff = 0; got != want[i] {
 			t.Fatalf("at(%d) = %+v, want %+v", i, got, want[i])
 		}
-		r := want[i]
 		if got := tab.hashes(&r); !slices.Equal(got, hashes[i]) {
 			t.Fatalf("hashes(%d) = %v, want %v", i, got, hashes[i])
 		}
@@ -68,4 +123,12 @@ func TestRecTable(t *testing.T) {
 	if tab.err != nil {
 		t.Fatal(tab.err)
 	}
+}
+
+// indexOf is the table index of record i of file f.
+func indexOf(sizes []int, f, i int) int {
+	for _, s := range sizes[:f] {
+		i += s
+	}
+	return i
 }

@@ -8,25 +8,13 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// compact is what the cross-file checks need of one valid record.
-type compact struct {
-	pos        int64
-	topic      int32 // index into fileResult.topics
-	queueID    int32
-	queueOff   int64
-	innerNum   int64
-	storeTS    int64
-	dispatched bool
-}
-
 // fileResult is the outcome of walking one file.
 type fileResult struct {
 	seg      segment
 	file     scan.File
 	findings []scan.Finding
-	recs     []compact // dropped once crossState has checked them
-	topics   []string
-	cross    []scan.Finding // cross-file findings of this file's records
+	cf       *crossFile     // the cross-file checks of this file's records, from nothing before it
+	cross    []scan.Finding // cross-file findings of this file's records, from the real state
 	propCRC  int            // records whose property CRC was verified (with record callbacks)
 	done     func()         // Config.OnFile's Done, called in file order
 	blank    bool           // the primary walk ended at a BLANK record
@@ -44,7 +32,6 @@ type walker struct {
 	emit    func(m *rmq.Message, seg *segment, pos int64) error
 	progres func(int64)
 	res     *fileResult
-	intern  map[string]int32
 	nfind   int
 	m       *rmq.Message // the current record (the Reader's): no allocation per record
 }
@@ -104,14 +91,7 @@ func (wk *walker) valid(m *rmq.Message, pos int64) error {
 	}
 	res.file.LastValid = pos
 	res.file.Records++
-	id, ok := wk.intern[string(m.Topic)]
-	if !ok {
-		id = int32(len(res.topics))
-		res.topics = append(res.topics, string(m.Topic))
-		wk.intern[string(m.Topic)] = id
-	}
-	res.recs = append(res.recs, compact{pos: pos, topic: id, queueID: m.QueueID, queueOff: m.QueueOffset,
-		innerNum: m.InnerNum(), storeTS: m.StoreTimestamp, dispatched: m.Dispatched()})
+	res.cf.record(m, pos)
 	if wk.emit != nil {
 		return wk.emit(m, &res.seg, pos)
 	}
