@@ -25,6 +25,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // MaxWindow bounds one window: the largest slice View or Whole hands out.
@@ -67,7 +69,7 @@ type File struct {
 
 // Open opens path read-only.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

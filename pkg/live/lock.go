@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // LockHeld reports whether another process holds a POSIX record lock on
@@ -21,7 +23,7 @@ import (
 func LockHeld(path string) (held bool, pid int, err error) {
 	// O_RDONLY is enough to ask; this process holds no lock on the file, so
 	// closing it releases nothing.
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return false, 0, err
 	}

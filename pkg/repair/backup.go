@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // ManifestSchema versions manifest.json. Bump it on any breaking change.
@@ -201,7 +203,7 @@ func recordFile(root, rel string, pre FileState) (FileRecord, error) {
 	if err != nil {
 		return rec, err
 	}
-	fi, err := os.Stat(abs)
+	fi, err := os.Lstat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, nil
 	}
@@ -236,7 +238,7 @@ func savePreImage(w *fsw, root, dir string, a *Action, rec FileRecord) (*PreImag
 			return img, nil // moved there by applyFile
 		}
 	}
-	src, err := os.Open(filepath.Join(root, a.Path))
+	src, err := storefile.OpenNoFollow(filepath.Join(root, a.Path))
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +299,7 @@ func writeManifest(w *fsw, dir string, m *Manifest) error {
 
 // ReadManifest loads dir/manifest.json.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := storefile.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
 		return nil, err
 	}

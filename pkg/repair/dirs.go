@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // dirModeMask is the part of a directory's mode that Apply and Undo keep:
@@ -128,7 +130,7 @@ func checkDir(root, rel string, removed map[string]bool) error {
 	if !fi.IsDir() {
 		return &StaleError{Path: rel, What: "type", Expected: "directory", Actual: fi.Mode().Type().String()}
 	}
-	ents, err := os.ReadDir(abs)
+	ents, err := storefile.ReadDir(abs)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // chunkSize bounds each counted write (and the copy buffer): 1 MiB keeps
@@ -104,7 +106,7 @@ func applyFile(w *fsw, root, bdir string, rec *FileRecord, acts []*Action) (comm
 // modifyCopy copies target into the stage, checking it still has the hash
 // the backup recorded, then applies each range or size action in plan order.
 func modifyCopy(w *fsw, f *os.File, target string, rec *FileRecord, acts []*Action) error {
-	src, err := os.Open(target)
+	src, err := storefile.OpenNoFollow(target)
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func writeContent(w *fsw, f *os.File, off int64, a *Action) error {
 	var src io.Reader = bytes.NewReader(a.Data)
 	want := a.SourceSHA256
 	if a.Source != "" {
-		s, err := os.Open(a.Source)
+		s, err := storefile.Open(a.Source)
 		if err != nil {
 			return err
 		}
@@ -230,7 +232,7 @@ func moveToBackup(w *fsw, target, dst string) (committed bool, err error) {
 }
 
 func copyOut(w *fsw, from, to string) error {
-	src, err := os.Open(from)
+	src, err := storefile.OpenNoFollow(from)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // ErrStale is wrapped when a file no longer matches the precondition
@@ -80,7 +82,7 @@ func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileSta
 	if len(absent) > 0 {
 		return FileState{AbsentDirs: absent}, nil
 	}
-	f, err := os.Open(abs)
+	f, err := storefile.OpenNoFollow(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -257,7 +259,7 @@ func hashRange(f io.ReaderAt, r Range) (string, error) {
 // hashWhole returns the size and hex SHA-256 of the file at path (holes
 // of a sparse file are hashed without being read).
 func hashWhole(path string) (int64, string, error) {
-	f, err := os.Open(path)
+	f, err := storefile.OpenNoFollow(path)
 	if err != nil {
 		return 0, "", err
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // zeroBlock feeds the holes of sparse files to a hash.
@@ -128,7 +130,7 @@ func prehashKeyOf(st os.FileInfo) (prehashKey, bool) {
 // critical path. The state is used once: a later check (the apply-time
 // precondition) reads the file again.
 func PrehashSource(path string) error {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // UndoOptions tune Undo.
@@ -245,7 +247,7 @@ func restoreFile(w *fsw, root, bdir string, rec *FileRecord, imgs []PreImage) er
 func buildRestore(w *fsw, f *os.File, target, bdir string, rec *FileRecord, imgs []PreImage) error {
 	whole := len(imgs) == 1 && imgs[0].Whole
 	if !whole {
-		cur, err := os.Open(target)
+		cur, err := storefile.OpenNoFollow(target)
 		if err != nil {
 			return fmt.Errorf("restoring %s: %w", rec.Path, err)
 		}
@@ -259,7 +261,7 @@ func buildRestore(w *fsw, f *os.File, target, bdir string, rec *FileRecord, imgs
 		}
 	}
 	for _, img := range imgs {
-		src, err := os.Open(filepath.Join(bdir, img.File))
+		src, err := storefile.OpenNoFollow(filepath.Join(bdir, img.File))
 		if err != nil {
 			return fmt.Errorf("pre-image of %s: %w", img.Action, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // classifyDirs fills rep.Dirs: a created dir that still exists is removed
@@ -73,7 +75,7 @@ func foreignEntry(root, rel string, fi fs.FileInfo, gone map[string]bool) (strin
 	if !fi.IsDir() {
 		return rel, nil
 	}
-	ents, err := os.ReadDir(filepath.Join(root, rel))
+	ents, err := storefile.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		return "", err
 	}

@@ -3,12 +3,12 @@ package salvage
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -166,7 +166,7 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 				continue
 			}
 			if data == nil {
-				if data, err = os.ReadFile(f.Abs); err != nil {
+				if data, err = storefile.ReadFile(f.Abs); err != nil {
 					return err
 				}
 			}

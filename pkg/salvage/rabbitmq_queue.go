@@ -10,10 +10,10 @@ package salvage
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format/etf"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -142,7 +142,7 @@ func queueMessage(root string, v *rscan.VHostScan, e *rfmt.QueueEntry, lost bool
 // check failed (bad_size: the size field disagrees with the .qi slot, or
 // the entry runs past the end of the file); nil if there are none.
 func rescueQS(e *rfmt.QueueEntry) []byte {
-	b, err := os.ReadFile(e.StorePath)
+	b, err := storefile.ReadFile(e.StorePath)
 	if err != nil || len(b) > maxQSRead || e.StoreOffset >= uint64(len(b)) {
 		return nil
 	}

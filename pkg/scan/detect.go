@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // Store kinds.
@@ -258,7 +260,7 @@ func nodeDirsIn(d string) []string {
 }
 
 func subdirs(d string) []string {
-	ents, err := os.ReadDir(d)
+	ents, err := storefile.ReadDir(d)
 	if err != nil {
 		return nil
 	}
@@ -273,13 +275,13 @@ func subdirs(d string) []string {
 }
 
 func listMatching(d string, ok func(string) bool) []string {
-	ents, err := os.ReadDir(d)
+	ents, err := storefile.ReadDir(d)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && ok(e.Name()) {
+		if ok(e.Name()) && storefile.IsRegular(d, e) {
 			out = append(out, e.Name())
 		}
 	}

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -191,7 +191,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
 		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	for _, e := range ents {
 		n := e.Name()
 		switch {
-		case !e.Type().IsRegular():
+		case !storefile.IsRegular(dir, e):
 		case n == ".queue_name":
 			if err := q.readName(); err != nil {
 				return nil, err
@@ -322,7 +322,7 @@ func (q *QueueDir) readInto(name string, buf *[]byte) (b []byte, ok bool, err er
 		buf = new([]byte)
 	}
 	p := filepath.Join(q.Dir, name)
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if err != nil {
 		return nil, false, err
 	}

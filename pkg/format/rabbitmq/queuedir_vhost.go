@@ -7,11 +7,12 @@ package rabbitmq
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // VHostQueues is the queue side of one vhost directory.
@@ -68,13 +69,13 @@ func ReadVHostQueuesRefsFunc(vhostDir string, take func(q *QueueDir, refs []Queu
 
 func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []QueueRef)) (*VHostQueues, error) {
 	v := &VHostQueues{Dir: vhostDir, SegmentEntryCount: LegacySegmentEntryCount, RefCounts: map[string]int{}}
-	if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
+	if b, err := storefile.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
 		v.VHost = string(b)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	cfgPath := filepath.Join(vhostDir, ".config")
-	switch b, err := os.ReadFile(cfgPath); {
+	switch b, err := storefile.ReadFile(cfgPath); {
 	case err == nil:
 		n, perr := ParseVHostConfig(b)
 		if perr != nil {
@@ -86,7 +87,7 @@ func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []Queu
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	ents, err := os.ReadDir(filepath.Join(vhostDir, "queues"))
+	ents, err := storefile.ReadDir(filepath.Join(vhostDir, "queues"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return v, nil
 	}

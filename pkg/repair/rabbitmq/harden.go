@@ -11,8 +11,8 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
-	"os"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/repair"
 	"github.com/storectl/storectl/pkg/scan"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -107,7 +107,7 @@ func hardenVHost(plan *repair.Plan, rep *HardenReport, v *rscan.VHostScan, sc sc
 		if f.Err != nil {
 			return fmt.Errorf("%s: refusing to plan from an incomplete scan: %w", f.Path, f.Err)
 		}
-		b, err := os.ReadFile(f.Abs)
+		b, err := storefile.ReadFile(f.Abs)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format/etf"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -56,7 +57,7 @@ func rbReadExisting(p string) (rbExisting, error) {
 	if st.Size() > rbMaxSmallFile {
 		return rbExisting{err: fmt.Errorf("%d bytes, over the %d this tool reads", st.Size(), rbMaxSmallFile)}, nil
 	}
-	b, err := os.ReadFile(p)
+	b, err := storefile.ReadFile(p)
 	if err != nil {
 		return rbExisting{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format/etf"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -43,7 +44,7 @@ func rbCheckMarkers(store string, v *rscan.VHostScan, vr *RebuildVHost) (string,
 	if st.Size() > rbMaxSmallFile {
 		return fmt.Sprintf("clean.dot is %d bytes, over the %d this tool reads", st.Size(), rbMaxSmallFile), nil
 	}
-	b, err := os.ReadFile(p)
+	b, err := storefile.ReadFile(p)
 	if err != nil {
 		return "", err
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/repair"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -67,7 +67,7 @@ func cutAction(root string, v *rscan.VHostScan, f *rscan.FileScan) (repair.Actio
 // off, as far as they were written: id is "" when fewer than the 24
 // header bytes exist, size is the declared Size + 9 (0 when unknown).
 func tailHeader(p string, off, n int64) (id string, size uint64, err error) {
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if err != nil {
 		return "", 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -94,7 +95,7 @@ func rbCompareIndex(plan *repair.Plan, data string, files []*idxbFile, ex *rbExi
 }
 
 func rbReadIndexHeader(p string) (rmq.IndexHeader, error) {
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if err != nil {
 		return rmq.IndexHeader{}, err
 	}

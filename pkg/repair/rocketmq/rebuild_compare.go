@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -18,7 +18,7 @@ import (
 
 // rbReadOpt reads a file; a missing file is nil, false.
 func rbReadOpt(p string) ([]byte, bool, error) {
-	b, err := os.ReadFile(p)
+	b, err := storefile.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -30,7 +30,7 @@ func rbReadOpt(p string) ([]byte, bool, error) {
 // allocates two file-sized buffers, not two per file. The result is valid
 // until the next call with the same buf.
 func rbReadInto(p string, buf *[]byte) ([]byte, bool, error) {
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -244,12 +244,12 @@ func rbQueueOf(rel string) (rbQueue, bool) {
 // rbDiffIndex compares two files in 1 MiB chunks and reports, for an index
 // layout, the differing header, slots and entries.
 func rbDiffIndex(oldPath, newPath string, lay rmq.IndexLayout, d *IndexFileDiff) (same bool, err error) {
-	of, err := os.Open(oldPath)
+	of, err := storefile.Open(oldPath)
 	if err != nil {
 		return false, err
 	}
 	defer of.Close()
-	nf, err := os.Open(newPath)
+	nf, err := storefile.Open(newPath)
 	if err != nil {
 		return false, err
 	}

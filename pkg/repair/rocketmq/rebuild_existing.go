@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
@@ -62,11 +63,11 @@ func rbListExisting(data string) (*rbExisting, error) {
 			ex.entries[qdir] = len(files)
 			for _, f := range files {
 				rel := filepath.Join(qdir, f.Name())
-				if _, err := rmq.ParseFileName(f.Name()); err != nil || !f.Type().IsRegular() {
+				if _, err := rmq.ParseFileName(f.Name()); err != nil || !storefile.IsRegular(filepath.Join(data, qdir), f) {
 					ex.other = append(ex.other, rel)
 					continue
 				}
-				fi, err := f.Info()
+				fi, err := storefile.Info(filepath.Join(data, qdir), f)
 				if err != nil {
 					return nil, err
 				}
@@ -102,7 +103,7 @@ func rbListExisting(data string) (*rbExisting, error) {
 
 // rbReadDirOpt is os.ReadDir where a missing dir is empty.
 func rbReadDirOpt(dir string) ([]os.DirEntry, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

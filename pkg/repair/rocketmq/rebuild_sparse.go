@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/repair"
 )
 
@@ -31,7 +31,7 @@ const rbCompareChunk = 256 << 10
 // bytes, or it shrank under the read): the caller then reads the file
 // whole.
 func rbSameSparse(p string, want []byte, zeroFrom int, buf *[]byte) (same, exists, ok bool, err error) {
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, false, true, nil
 	}

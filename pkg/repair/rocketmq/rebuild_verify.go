@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
@@ -138,7 +138,7 @@ func (v *rbVerifier) cqFile(stage, rel string, q QueueDiff) error {
 
 // indexFile checks one staged index file.
 func (v *rbVerifier) indexFile(p string, lay rmq.IndexLayout) error {
-	b, err := os.ReadFile(p)
+	b, err := storefile.ReadFile(p)
 	if err != nil {
 		return err
 	}

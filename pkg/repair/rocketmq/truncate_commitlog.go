@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
@@ -230,7 +230,7 @@ func trLastNonZero(p string, from, to int64) (int64, error) {
 	if from >= to {
 		return -1, nil
 	}
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if err != nil {
 		return -1, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -30,7 +31,7 @@ type trCQFile struct {
 // consume queue under consumequeue/<topic>/<queueId>/.
 func (t *trPlanner) consumeQueues() error {
 	dir := filepath.Join(t.root, "consumequeue")
-	topics, err := os.ReadDir(dir)
+	topics, err := storefile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -38,7 +39,7 @@ func (t *trPlanner) consumeQueues() error {
 		return err
 	}
 	for _, name := range []string{"consumequeue_ext", "batchconsumequeue"} {
-		if ents, err := os.ReadDir(filepath.Join(t.root, name)); err == nil && len(ents) > 0 {
+		if ents, err := storefile.ReadDir(filepath.Join(t.root, name)); err == nil && len(ents) > 0 {
 			t.note("%s/ is present and is not truncated by this plan; its units past the end are dropped by the broker's own recovery", name)
 		}
 	}
@@ -46,7 +47,7 @@ func (t *trPlanner) consumeQueues() error {
 		if !tp.IsDir() {
 			continue
 		}
-		queues, err := os.ReadDir(filepath.Join(dir, tp.Name()))
+		queues, err := storefile.ReadDir(filepath.Join(dir, tp.Name()))
 		if err != nil {
 			return err
 		}
@@ -65,14 +66,14 @@ func (t *trPlanner) consumeQueues() error {
 
 // cqFiles lists the files of one consume queue in offset order.
 func (t *trPlanner) cqFiles(relDir string) ([]trCQFile, error) {
-	ents, err := os.ReadDir(filepath.Join(t.root, relDir))
+	ents, err := storefile.ReadDir(filepath.Join(t.root, relDir))
 	if err != nil {
 		return nil, err
 	}
 	var out []trCQFile
 	for _, e := range ents {
 		base, err := rmq.ParseFileName(e.Name())
-		if !e.Type().IsRegular() || err != nil {
+		if err != nil || !storefile.IsRegular(filepath.Join(t.root, relDir), e) {
 			continue
 		}
 		out = append(out, trCQFile{name: e.Name(), rel: filepath.Join(relDir, e.Name()), base: base})
@@ -90,7 +91,7 @@ func (t *trPlanner) readCQ(f trCQFile) ([]byte, error) {
 	if st.Size() > trMaxCQFile {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d a consume queue file may have", f.rel, st.Size(), trMaxCQFile)
 	}
-	return os.ReadFile(p)
+	return storefile.ReadFile(p)
 }
 
 // consumeQueue mirrors truncateDirtyLogicFiles on one queue: while the

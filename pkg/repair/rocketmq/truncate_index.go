@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
@@ -20,7 +20,7 @@ const trIndexHint = "storectl rebuild-index"
 // past the recovery end. It never plans an action on them.
 func (t *trPlanner) indexFiles() error {
 	dir := filepath.Join(t.root, "index")
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -29,7 +29,7 @@ func (t *trPlanner) indexFiles() error {
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
+		if !storefile.IsRegular(dir, e) {
 			continue
 		}
 		rel := "index/" + e.Name()
@@ -51,7 +51,7 @@ func (t *trPlanner) indexFiles() error {
 // offset is at or past the end, reading the entry area in 1 MiB chunks.
 func (t *trPlanner) indexFile(p string) (TruncateIndexFile, error) {
 	var fi TruncateIndexFile
-	f, err := os.Open(p)
+	f, err := storefile.Open(p)
 	if err != nil {
 		return fi, err
 	}

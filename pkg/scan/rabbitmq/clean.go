@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -37,7 +38,7 @@ func readClean(store string, lean, digest bool) (*CleanIndex, *leanIndex, *clean
 		li, err = readLeanIndex(p, dig)
 	default:
 		var b []byte
-		if b, err = os.ReadFile(p); err == nil {
+		if b, err = storefile.ReadFile(p); err == nil {
 			c.Index, _ = ParseIndexETS(b)
 			for _, e := range c.Index {
 				c.byID[e.MsgID] = e
@@ -55,7 +56,7 @@ func readClean(store string, lean, digest bool) (*CleanIndex, *leanIndex, *clean
 		return nil, nil, nil, err
 	}
 	if ok {
-		b, err := os.ReadFile(p)
+		b, err := storefile.ReadFile(p)
 		if err != nil {
 			return nil, nil, nil, err
 		}

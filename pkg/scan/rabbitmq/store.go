@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/internal/fileview"
 
 	"github.com/storectl/storectl/pkg/scan"
@@ -93,13 +94,13 @@ type rdqFile struct {
 // listRDQ lists the .rdq files of dir in numeric order (non-numeric names
 // last, by name).
 func listRDQ(dir string) ([]rdqFile, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []rdqFile
 	for _, e := range ents {
-		if !isRDQ(e) {
+		if !isRDQ(dir, e) {
 			continue
 		}
 		out = append(out, rdqFile{filepath.Join(dir, e.Name()), rdqNumber(e.Name())})
@@ -117,24 +118,25 @@ func listRDQ(dir string) ([]rdqFile, error) {
 	return out, nil
 }
 
-// isRDQ reports whether a store dir entry is a message store file.
-func isRDQ(e os.DirEntry) bool {
-	return e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".rdq")
+// isRDQ reports whether an entry of the store dir is a message store
+// file (a symlink to one included: the broker opens it by path).
+func isRDQ(dir string, e os.DirEntry) bool {
+	return strings.HasSuffix(e.Name(), ".rdq") && storefile.IsRegular(dir, e)
 }
 
 // rdqShape returns how many .rdq files dir holds and the largest one's
 // size (0, 0 when it cannot be listed): what the id table's packing needs
 // to know before the scan.
 func rdqShape(dir string) (files int, maxSize int64) {
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if err != nil {
 		return 0, 0
 	}
 	for _, e := range ents {
-		if !isRDQ(e) {
+		if !isRDQ(dir, e) {
 			continue
 		}
-		if info, err := e.Info(); err == nil {
+		if info, err := storefile.Info(dir, e); err == nil {
 			files++
 			maxSize = max(maxSize, info.Size())
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -58,7 +59,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		}()
 	} else {
 		close(qdone)
-		if b, err := os.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
+		if b, err := storefile.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
 			v.VHost = string(b)
 		}
 	}

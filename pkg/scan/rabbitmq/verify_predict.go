@@ -13,9 +13,9 @@ package rabbitmq
 // dropped too. Queue dirs no durable queue can own are deleted whole.
 
 import (
-	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -232,7 +232,7 @@ func orphanReason(qd *rfmt.QueueDir, vhost string) string {
 
 // indexKind says which index versions the dir holds files of.
 func indexKind(dir string) string {
-	ents, _ := os.ReadDir(dir)
+	ents, _ := storefile.ReadDir(dir)
 	v1, v2 := false, false
 	for _, e := range ents {
 		switch filepath.Ext(e.Name()) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -117,7 +118,7 @@ func readSmall(p string) ([]byte, error) {
 	if err := statSmall(p); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	return storefile.ReadFile(p)
 }
 
 // statSmall is readSmall's check without the read.

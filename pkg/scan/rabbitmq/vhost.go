@@ -3,11 +3,11 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -108,7 +108,7 @@ func (s *scanner) layout(v *VHostScan) map[string]any {
 	cq := map[string]bool{}
 	if v.Queues != nil {
 		for _, q := range v.Queues.Queues {
-			ents, _ := os.ReadDir(q.Dir)
+			ents, _ := storefile.ReadDir(q.Dir)
 			for _, e := range ents {
 				switch filepath.Ext(e.Name()) {
 				case ".qi", ".qs":

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // BrokerConf holds the store layout keys of a broker's broker.conf (a
@@ -24,7 +25,7 @@ type BrokerConf struct {
 
 // ReadBrokerConf reads the layout keys from a broker.conf file.
 func ReadBrokerConf(path string) (BrokerConf, error) {
-	b, err := os.ReadFile(path)
+	b, err := storefile.ReadFile(path)
 	if err != nil {
 		return BrokerConf{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -108,12 +109,12 @@ func loadLayout(cfg *Config) (*layout, error) {
 	if len(cfg.Files) > 0 {
 		paths = append(paths, cfg.Files...)
 	} else {
-		ents, err := os.ReadDir(cfg.CommitLogDir)
+		ents, err := storefile.ReadDir(cfg.CommitLogDir)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range ents {
-			if e.Type().IsRegular() {
+			if storefile.IsRegular(cfg.CommitLogDir, e) {
 				paths = append(paths, filepath.Join(cfg.CommitLogDir, e.Name()))
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
@@ -68,7 +69,7 @@ func (s *Store) RecordAt(phy int64) (rmq.Message, error) {
 	f, ok := s.files[i]
 	if !ok {
 		var err error
-		if f, err = os.Open(seg.path); err != nil {
+		if f, err = storefile.Open(seg.path); err != nil {
 			return rmq.Message{}, err
 		}
 		s.files[i] = f

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -256,7 +257,7 @@ func (v *verifier) absorb(c *collector) {
 // then are the records' index key hashes (the costliest part of collect)
 // computed. A dir that cannot be listed counts as holding some.
 func hasIndexFiles(root string) bool {
-	ents, err := os.ReadDir(filepath.Join(root, "index"))
+	ents, err := storefile.ReadDir(filepath.Join(root, "index"))
 	if os.IsNotExist(err) {
 		return false
 	}

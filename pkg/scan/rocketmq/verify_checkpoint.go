@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -19,7 +19,7 @@ const maxRecoverySteps = 1 << 20
 // loadCheckpoint reads the checkpoint file (§6.1); a missing or short
 // file leaves cpPresent false (the broker then starts from zeros).
 func (v *verifier) loadCheckpoint() {
-	b, err := os.ReadFile(filepath.Join(v.cfg.Root, "checkpoint"))
+	b, err := storefile.ReadFile(filepath.Join(v.cfg.Root, "checkpoint"))
 	if err != nil || len(b) < rmq.CheckpointSize {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -38,7 +39,7 @@ type queueState struct {
 // picks the consume queue file size.
 func (v *verifier) listQueues() error {
 	root := filepath.Join(v.cfg.Root, "consumequeue")
-	topics, err := os.ReadDir(root)
+	topics, err := storefile.ReadDir(root)
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -49,7 +50,7 @@ func (v *verifier) listQueues() error {
 		if !t.IsDir() {
 			continue
 		}
-		qs, err := os.ReadDir(filepath.Join(root, t.Name()))
+		qs, err := storefile.ReadDir(filepath.Join(root, t.Name()))
 		if err != nil {
 			return err
 		}
@@ -72,15 +73,15 @@ func (v *verifier) listQueues() error {
 }
 
 func (v *verifier) listQueueFiles(qs *queueState, qdir string) error {
-	ents, err := os.ReadDir(qdir)
+	ents, err := storefile.ReadDir(qdir)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
+		if !storefile.IsRegular(qdir, e) {
 			continue
 		}
-		st, err := e.Info()
+		st, err := storefile.Info(qdir, e)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -48,7 +49,7 @@ func (c *cqCursor) advance() bool {
 	for c.fi < len(c.files) {
 		f := c.files[c.fi]
 		if c.fh == nil {
-			if c.fh, c.err = os.Open(f.path); c.err != nil {
+			if c.fh, c.err = storefile.Open(f.path); c.err != nil {
 				return false
 			}
 			c.end = min(f.size, c.fileSize) / rmq.CQUnitSize * rmq.CQUnitSize

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -58,7 +59,7 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 	if f.size < rmq.IndexHeaderSize {
 		return nil
 	}
-	fh, err := os.Open(f.path)
+	fh, err := storefile.Open(f.path)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -55,7 +56,7 @@ func (v *verifier) pickIndexLayout(files []indexFile) (rmq.IndexLayout, string) 
 // checkIndexFiles lists index/ and checks every file (verify_index.go).
 func (v *verifier) checkIndexFiles(ctx context.Context) error {
 	dir := filepath.Join(v.cfg.Root, "index")
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -64,10 +65,10 @@ func (v *verifier) checkIndexFiles(ctx context.Context) error {
 	}
 	var files []indexFile
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
+		if !storefile.IsRegular(dir, e) {
 			continue
 		}
-		st, err := e.Info()
+		st, err := storefile.Info(dir, e)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 
 	"github.com/storectl/storectl/pkg/scan"
@@ -54,7 +55,7 @@ func (v *verifier) checkTopics(context.Context) error {
 			Message: "config/topics.json is too large to check"})
 		return nil
 	}
-	b, err := os.ReadFile(p)
+	b, err := storefile.ReadFile(p)
 	if err != nil {
 		return err
 	}
