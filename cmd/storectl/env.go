@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/storectl/storectl/internal/storefile"
+	"github.com/storectl/storectl/pkg/repair"
 	"github.com/storectl/storectl/pkg/report"
 )
 
@@ -26,6 +29,9 @@ type Streams struct {
 	InTTY  bool // stdin is a terminal (prompts)
 	ErrTTY bool // stderr is a terminal (progress bar)
 	Getenv func(string) string
+	// Inject, set only by tests, fails (or kills the process at) chosen
+	// write steps of --apply and undo --apply; main never sets it.
+	Inject repair.Injector
 }
 
 // Env is what every command shares: streams, the viper instance and the
@@ -42,6 +48,10 @@ type Env struct {
 	// args are the command line (run's), for what flag parsing may miss.
 	args []string
 }
+
+// faults are the write faults this run injects: none unless a test set
+// Streams.Inject.
+func (e *Env) faults() repair.Faults { return repair.Faults{Injector: e.Streams.Inject} }
 
 func newEnv(s Streams) *Env {
 	if s.Getenv == nil {
@@ -87,7 +97,13 @@ func (e *Env) bindConfig(cmd *cobra.Command) error {
 	}
 	if path != "" {
 		v.SetConfigFile(path)
-		if err := v.ReadInConfig(); err != nil {
+		// Read through storefile: a FIFO or device named as the config
+		// file is refused instead of blocking the command.
+		b, err := storefile.ReadFileLimit(path, maxConfigFile)
+		if err == nil {
+			err = v.ReadConfig(bytes.NewReader(b))
+		}
+		if err != nil {
 			return usagef(fmt.Errorf("config file %s: %w", path, err))
 		}
 		for _, k := range v.AllKeys() {
@@ -98,6 +114,10 @@ func (e *Env) bindConfig(cmd *cobra.Command) error {
 	}
 	return nil
 }
+
+// maxConfigFile bounds the config file storectl reads (a few hundred
+// bytes in practice).
+const maxConfigFile = 1 << 20
 
 func defaultConfigPaths(getenv func(string) string) []string {
 	var out []string

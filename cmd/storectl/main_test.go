@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/repair"
 	"github.com/storectl/storectl/pkg/report/schema"
 )
 
@@ -28,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite testscript files with actual ou
 func TestMain(m *testing.M) {
 	// Re-executed as another user by the matrix test (see runAsNobody).
 	if os.Getenv("STORECTL_TEST_MAIN") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Getenv: os.Getenv}))
+		os.Exit(run(context.Background(), os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Getenv: os.Getenv, Inject: testInjector()}))
 	}
 	testscript.Main(m, map[string]func(){
 		"holdlock":      holdLock,
@@ -36,13 +37,10 @@ func TestMain(m *testing.M) {
 		"storectl-zero": checkZero,
 		"storectl-size": checkSize,
 		"storectl": func() {
-			// Test-only fault hook: fail the Nth write step of --apply.
-			if n, err := strconv.Atoi(os.Getenv("STORECTL_TEST_FAIL_WRITE")); err == nil {
-				testFaults.FailAtWrite = n
-			}
 			os.Exit(run(context.Background(), os.Args[1:], Streams{
 				In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 				IsTTY: isatty.IsTerminal(os.Stdout.Fd()), Getenv: os.Getenv,
+				Inject: testInjector(),
 			}))
 		},
 	})
@@ -67,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"waitfile": cmdWaitFile,
 			"escmv":    cmdEscMove,
 			"escwrite": cmdEscWrite,
+			"hardlink": cmdHardLink,
 		},
 	})
 }
@@ -253,6 +252,14 @@ func cmdEscWrite(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(unescape(ts, args[1])), 0o644))
 }
 
+// hardlink OLD NEW: make NEW a hard link to OLD.
+func cmdHardLink(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: hardlink OLD NEW")
+	}
+	ts.Check(os.Link(ts.MkAbs(args[0]), ts.MkAbs(args[1])))
+}
+
 // waitfile FILE: wait (at most 20 s) until FILE exists.
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
@@ -324,4 +331,47 @@ func checkSize() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// testInjector is the write-fault hook of the test binary, from the
+// environment: STORECTL_TEST_FAIL_WRITE=N fails step N (ErrInjected),
+// STORECTL_TEST_KILL_AT=N kills the process with SIGKILL at step N (a
+// crash: nothing after it runs), STORECTL_TEST_DISK_FULL_AT=N fails every
+// allocating step from N on with ENOSPC, rollback included.
+func testInjector() repair.Injector {
+	if n, err := strconv.Atoi(os.Getenv("STORECTL_TEST_FAIL_WRITE")); err == nil {
+		return repair.FailAt(n)
+	}
+	if n, err := strconv.Atoi(os.Getenv("STORECTL_TEST_KILL_AT")); err == nil {
+		return killAt(n)
+	}
+	if n, err := strconv.Atoi(os.Getenv("STORECTL_TEST_DISK_FULL_AT")); err == nil {
+		return repair.DiskFullAt(n)
+	}
+	if d, err := time.ParseDuration(os.Getenv("STORECTL_TEST_PAUSE")); err == nil {
+		return pauseAt(d)
+	}
+	return nil
+}
+
+// pauseAt sleeps that long at the first step: a writer that holds the
+// data dir long enough for a second one to meet it.
+type pauseAt time.Duration
+
+func (d pauseAt) Inject(step int, what string) error {
+	if step == 1 {
+		time.Sleep(time.Duration(d))
+	}
+	return nil
+}
+
+// killAt kills this process at step n, before the step runs.
+type killAt int
+
+func (n killAt) Inject(step int, what string) error {
+	if step == int(n) {
+		_ = unix.Kill(os.Getpid(), unix.SIGKILL)
+		select {} // never returns: the kernel ends the process
+	}
+	return nil
 }

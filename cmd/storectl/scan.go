@@ -94,6 +94,9 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	if err := s.coverage(invs); err != nil {
 		return err
 	}
+	if err := s.oddFindings(ctx, targets...); err != nil {
+		return err
+	}
 	var roots []string
 	for _, t := range targets {
 		roots = append(roots, progressRoots(t)...)

@@ -109,30 +109,55 @@ func streamConfig(env *Env, t scan.Target) (streamscan.Config, bool) {
 	return cfg, len(cfg.StreamRoots)+len(cfg.StreamDirs)+len(cfg.Files) > 0
 }
 
-// liveCheck marks the run live when a broker seems to use the data dir,
-// warns on stderr, and reports whether it is live.
-func liveCheck(env *Env, run *report.Run, t scan.Target) bool {
-	reasons := liveReasons(t)
-	if len(reasons) == 0 {
-		return false
-	}
-	run.Live, run.LiveReasons = true, reasons
-	fmt.Fprintf(env.Streams.ErrOut, "storectl: warning: the broker looks live (%s)\n", report.Escape(strings.Join(reasons, "; ")))
-	return true
+// liveVerdict is what the live probes said about a data dir.
+type liveVerdict struct {
+	live      bool     // a broker seems to use it
+	undecided bool     // a probe could not decide: a broker could have gone unseen
+	reasons   []string // why it looks live
+	warnings  []string // what could not be checked
 }
 
-// liveReasons runs the pkg/live probes on the target's data dir (for a
-// RabbitMQ vhost or store dir: on the node dir above it when known).
-func liveReasons(t scan.Target) []string {
+// refusal is why a writer must not go on ("" when it may): a live
+// broker, or probes that could not rule one out, unless force.
+func (v liveVerdict) refusal(force bool) string {
+	switch {
+	case force:
+		return ""
+	case v.live:
+		return "the broker looks live (" + strings.Join(v.reasons, "; ") + "); stop it first (or --force)"
+	case v.undecided:
+		return "could not tell whether a broker uses the data dir (" + strings.Join(v.warnings, "; ") + "); check it is stopped, then re-run with --force"
+	}
+	return ""
+}
+
+// liveCheck runs the pkg/live probes on the target's data dir, records
+// their verdict in the run record (live, live_reasons, live_warnings,
+// live_undecided) and warns on stderr.
+func liveCheck(env *Env, run *report.Run, t scan.Target) liveVerdict {
+	v := liveProbe(t)
+	run.Live, run.LiveReasons, run.LiveWarnings, run.LiveUndecided = v.live, v.reasons, v.warnings, v.undecided
+	if v.live {
+		fmt.Fprintf(env.Streams.ErrOut, "storectl: warning: the broker looks live (%s)\n", report.Escape(strings.Join(v.reasons, "; ")))
+	}
+	for _, w := range v.warnings {
+		fmt.Fprintf(env.Streams.ErrOut, "storectl: warning: live check: %s\n", report.Escape(w))
+	}
+	return v
+}
+
+// liveProbe runs pkg/live on the target's data dir. A probe that fails
+// outright (no /proc, an unreadable dir) leaves the verdict undecided.
+func liveProbe(t scan.Target) liveVerdict {
 	dir := t.Root
 	if dir == "" {
-		return nil
+		return liveVerdict{}
 	}
 	st, err := live.Detect(dir, t.Store)
 	if err != nil {
-		return nil
+		return liveVerdict{undecided: true, warnings: []string{"the live probes could not run: " + err.Error()}}
 	}
-	return st.Reasons
+	return liveVerdict{live: st.Live, undecided: st.Undecided, reasons: st.Reasons, warnings: st.Warnings}
 }
 
 // rabbitConfig builds the RabbitMQ scanner config for t.

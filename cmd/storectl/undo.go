@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -51,13 +52,27 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 		t = dt
 		run.Store = dt.Store
 	}
-	live := liveCheck(env, &run, t)
+	var lock *repair.WriterLock
+	var lockErr error
+	if wo.Apply {
+		lock, lockErr = repair.LockDataDir(lockRoot(t), "storectl undo --apply "+backup)
+		defer lock.Release()
+	}
+	lv := liveCheck(env, &run, t)
 	s, err := env.startSession(run)
 	if err != nil {
 		return err
 	}
-	if wo.Apply && live && !wo.Force {
-		s.errors = append(s.errors, "the broker looks live; stop it first (or --force)")
+	if lockErr != nil {
+		s.errors = append(s.errors, lockErr.Error())
+		if errors.Is(lockErr, repair.ErrLocked) {
+			return s.finish(exitRefused)
+		}
+		s.incomplete = true
+		return s.finish(exitIncomplete)
+	}
+	if why := lv.refusal(wo.Force); wo.Apply && why != "" {
+		s.errors = append(s.errors, why)
 		return s.finish(exitRefused)
 	}
 	if wo.Apply && !wo.Yes {
@@ -77,7 +92,7 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 			return s.finish(exitRefused)
 		}
 	}
-	rep, err := repair.Undo(ctx, backup, repair.UndoOptions{Apply: wo.Apply, Force: wo.Force, DataDir: env.Config.GetString("data-dir"), Faults: testFaults})
+	rep, err := repair.Undo(ctx, backup, repair.UndoOptions{Apply: wo.Apply, Force: wo.Force, DataDir: env.Config.GetString("data-dir"), Faults: env.faults()})
 	pending := 0
 	if rep != nil {
 		for _, f := range rep.Files {

@@ -46,6 +46,9 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 		return err
 	}
 	tg, widened := inContext(t[0])
+	if err := checkOutputs(env, tg, verifyOutputs...); err != nil {
+		return err
+	}
 	run := report.Run{Command: "verify", Args: []string{dir}, DataDir: tg.Root, Store: tg.Store,
 		Layout: map[string]any{"target": tg.Kind}, DetectedFrom: tg.Evidence}
 	liveCheck(env, &run, tg)
@@ -59,6 +62,12 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 		return err
 	}
 	if err := s.coverage(invs); err != nil {
+		return err
+	}
+	if err := s.oddFindings(ctx, tg); err != nil {
+		return err
+	}
+	if err := s.stageFindings(tg); err != nil {
 		return err
 	}
 	prog := env.newProgress(treeSize(tg.Path))

@@ -16,10 +16,6 @@ import (
 	rabbitscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
-// testFaults is set only by the test binary (main_test.go) to inject write
-// failures into --apply; the real binary never sets it.
-var testFaults repair.Faults
-
 // writerOptions are the flags every writing command shares. --apply,
 // --yes, --plan and --force are read from the command line only.
 type writerOptions struct {
@@ -133,24 +129,66 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 	if wo.PlanFile != "" && !wo.Apply {
 		return usagef(errors.New("--plan needs --apply (a saved plan is only ever applied)"))
 	}
+	if err := checkOutputs(env, t, writerOutputs...); err != nil {
+		return err
+	}
+	var p *repair.Plan
+	if wo.PlanFile != "" {
+		var err error
+		if p, err = repair.LoadPlan(wo.PlanFile); err != nil {
+			return usagef(fmt.Errorf("--plan: %w", err))
+		}
+	}
 	dry := !wo.Apply
 	run := report.Run{Command: name, DataDir: t.Root, Store: t.Store, Layout: map[string]any{"target": t.Kind},
 		DetectedFrom: t.Evidence, DryRun: &dry}
-	live := liveCheck(env, &run, t)
+	// An apply holds the writer lock from before anything is checked until
+	// the re-verify is done: a second writer refuses at once, naming it.
+	var lock *repair.WriterLock
+	var lockErr error
+	if wo.Apply {
+		lock, lockErr = repair.LockDataDir(lockRoot(t), fmt.Sprintf("storectl %s --apply %s", name, t.Root))
+		defer lock.Release()
+	}
+	lv := liveCheck(env, &run, t)
 	s, err := env.startSession(run)
 	if err != nil {
 		return err
 	}
-	if wo.Apply && live && !wo.Force {
-		s.errors = append(s.errors, "the broker looks live ("+strings.Join(run.LiveReasons, "; ")+"); stop it first (or --force)")
+	if lockErr != nil {
+		s.errors = append(s.errors, lockErr.Error())
+		if errors.Is(lockErr, repair.ErrLocked) {
+			return s.finish(exitRefused)
+		}
+		s.incomplete = true
+		return s.finish(exitIncomplete)
+	}
+	// A saved plan changes only the data dir it was made for.
+	if p != nil {
+		if err := p.CheckDataDir(t.Root); err != nil {
+			s.errors = append(s.errors, "--plan "+wo.PlanFile+": "+err.Error()+"; nothing was written")
+			return s.finish(exitRefused)
+		}
+	}
+	// Symlinked store files, FIFOs and devices: findings, and no writer
+	// touches such a data dir (dry runs included: the plan would pin bytes
+	// behind a link).
+	block, err := s.blockingOdd(ctx, t)
+	if err != nil {
+		s.incomplete = true
+		s.errors = append(s.errors, "checking the data dir's tree: "+err.Error())
+		return s.finish(exitIncomplete)
+	}
+	if len(block) > 0 {
+		s.errors = append(s.errors, fmt.Sprintf("the data dir holds %d symlink(s) or special file(s) (%s): writers refuse it; replace each link by the file it points at (or point the broker at the real path) and remove the special files; nothing was written",
+			len(block), strings.Join(firstN(block, 5), ", ")))
 		return s.finish(exitRefused)
 	}
-	var p *repair.Plan
-	if wo.PlanFile != "" {
-		if p, err = repair.LoadPlan(wo.PlanFile); err != nil {
-			return usagef(fmt.Errorf("--plan: %w", err))
-		}
-	} else {
+	if why := lv.refusal(wo.Force); wo.Apply && why != "" {
+		s.errors = append(s.errors, why)
+		return s.finish(exitRefused)
+	}
+	if p == nil {
 		var scanned *scan.Result
 		var extra map[string]any
 		p, scanned, extra, err = w.plan(ctx)
@@ -209,7 +247,7 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			return s.finish(exitRefused)
 		}
 	}
-	rep, err := repair.Apply(ctx, p, repair.ApplyOptions{BackupDir: wo.BackupDir, MaxRemoveBytes: wo.MaxBytes, Faults: testFaults})
+	rep, err := repair.Apply(ctx, p, repair.ApplyOptions{BackupDir: wo.BackupDir, MaxRemoveBytes: wo.MaxBytes, DataDir: t.Root, Faults: env.faults()})
 	applied := err == nil
 	s.applied = &applied
 	if rep != nil {
@@ -282,14 +320,14 @@ func dataDirTarget(env *Env, args []string) (scan.Target, error) {
 func rabbitPlan[R any](env *Env, t scan.Target, key string, fn func(context.Context, rabbitscan.Config) (*repair.Plan, R, error), keep func(R)) planner {
 	return func(ctx context.Context) (*repair.Plan, *scan.Result, map[string]any, error) {
 		p, rep, err := fn(ctx, rabbitConfig(env, t))
+		if keep != nil {
+			keep(rep) // also on failure: a stage made before it is removed
+		}
 		if errors.Is(err, rabbitrepair.ErrNoVHost) {
 			return nil, nil, nil, usagef(err)
 		}
 		if err != nil {
 			return nil, nil, nil, err
-		}
-		if keep != nil {
-			keep(rep)
 		}
 		var scanned *scan.Result
 		if sr, ok := any(rep).(interface{ Scanned() *scan.Result }); ok {
@@ -315,7 +353,7 @@ func (s *session) failRepair(err error) error {
 	switch {
 	case errors.Is(err, repair.ErrBackupDir), errors.Is(err, repair.ErrInvalidPlan):
 		return s.finish(exitUsage)
-	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit):
+	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit), errors.Is(err, repair.ErrWrongDataDir), errors.Is(err, repair.ErrLocked):
 		return s.finish(exitRefused)
 	case errors.Is(err, repair.ErrApplyFailed):
 		return s.finish(exitApplyFailed)

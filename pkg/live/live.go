@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // Store kinds Detect knows.
@@ -34,12 +36,14 @@ const (
 const maxPidFile = 64
 
 // Status is Detect's verdict. Reasons says why the store looks live, one
-// sentence each; Warnings says what could not be checked (the verdict may
-// then miss a broker run by another user).
+// sentence each; Warnings says what could not be checked. Undecided is set
+// when a warning means a live broker could have gone unseen: writers then
+// refuse without --force.
 type Status struct {
-	Live     bool     `json:"live"`
-	Reasons  []string `json:"reasons,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Live      bool     `json:"live"`
+	Reasons   []string `json:"reasons,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+	Undecided bool     `json:"undecided,omitempty"`
 }
 
 // Detect runs the probes for kind ("rocketmq", "rabbitmq", or "" for all)
@@ -64,6 +68,7 @@ func Detect(dataDir string, kind string) (Status, error) {
 			st.Reasons = append(st.Reasons, fmt.Sprintf("%s is locked by %s", lockFile, pidWord(pid)))
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			st.Warnings = append(st.Warnings, fmt.Sprintf("could not probe the lock on %s: %v", lockFile, err))
+			st.Undecided = true
 		}
 	}
 	hs, denied, err := openBy(root)
@@ -71,18 +76,63 @@ func Detect(dataDir string, kind string) (Status, error) {
 		return st, fmt.Errorf("live: scanning /proc: %w", err)
 	}
 	st.Reasons = append(st.Reasons, holderReasons(root, hs)...)
-	if denied > 0 {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("could not see the open files of %d processes of other users (run as root or as the broker's user)", denied))
+	if seesAll, why := procSeesAll(); !seesAll || denied > 0 {
+		if denied > 0 {
+			why = strings.TrimPrefix(why+fmt.Sprintf("; could not see the open files of %d processes of other users", denied), "; ")
+		}
+		leaseCheck(&st, root, hs, why)
 	}
 	if kind != RocketMQ {
 		for _, pf := range pidFiles(root) {
 			if alive, pid := PidFileAlive(pf); alive {
 				st.Reasons = append(st.Reasons, fmt.Sprintf("pid file %s names running process %d", pf, pid))
+			} else if _, err := os.Lstat(pf); err == nil {
+				if _, err := storefile.ReadFileLimit(pf, maxPidFile); err != nil {
+					st.Warnings = append(st.Warnings, fmt.Sprintf("could not read the pid file %s: %v", pf, err))
+					st.Undecided = true
+				}
 			}
 		}
 	}
 	st.Live = len(st.Reasons) > 0
 	return st, nil
+}
+
+// leaseCheck completes a /proc scan that cannot see every process (why)
+// with leaseProbe: a file another process has open makes the store live;
+// files it could not probe leave the verdict undecided.
+func leaseCheck(st *Status, root string, seen []Holder, why string) {
+	lr, err := leaseProbe(root)
+	if err != nil {
+		st.Undecided = true
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%s, and the files could not be checked with leases: %v", why, err))
+		return
+	}
+	known := map[string]bool{}
+	for _, h := range seen {
+		known[h.Path] = true
+	}
+	n := 0
+	for _, p := range lr.open {
+		if !known[p] {
+			n++
+		}
+	}
+	if n > 0 {
+		first := ""
+		for _, p := range lr.open {
+			if !known[p] {
+				first, _ = filepath.Rel(root, p)
+				break
+			}
+		}
+		st.Reasons = append(st.Reasons, fmt.Sprintf("%d file(s) of the data dir are open in a process this user or namespace cannot see (the kernel refused a write lease), e.g. %s", n, first))
+	}
+	if lr.unprobed > 0 {
+		st.Undecided = true
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%s, and %d of %d file(s) could not be checked with a lease instead (e.g. %s): a broker using them would not be seen (run as root on the host, or as the files' owner)",
+			why, lr.unprobed, lr.files, lr.example))
+	}
 }
 
 // holderReasons gives one reason per process, naming one of its files.
@@ -123,7 +173,7 @@ func pidFiles(root string) []string {
 // (kill(pid, 0) succeeds or is refused with EPERM). A missing, empty or
 // malformed file, or a pid <= 0, gives false and pid 0.
 func PidFileAlive(path string) (alive bool, pid int) {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return false, 0
 	}

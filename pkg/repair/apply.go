@@ -19,8 +19,42 @@ type ApplyOptions struct {
 	// exceed it, before anything is written: a guard against a planner bug
 	// that would zero or cut far more than a torn tail.
 	MaxRemoveBytes int64
+	// DataDir, when set, is the data dir the caller means to change: a
+	// plan made for another dir (symlinks resolved, then by device and
+	// inode) is refused with ErrWrongDataDir before anything is read or
+	// written. A saved plan names its data dir; applying it to the dir on
+	// the command line must never change a third one.
+	DataDir string
 	// Faults injects failures; tests only.
 	Faults Faults
+}
+
+// ErrWrongDataDir is wrapped when a plan is applied to a data dir other
+// than the one it was made for; nothing has been written.
+var ErrWrongDataDir = errors.New("the plan was made for another data dir")
+
+// CheckDataDir refuses (ErrWrongDataDir) a plan whose data dir is not dir.
+func (p *Plan) CheckDataDir(dir string) error {
+	if SameDir(p.DataDir, dir) {
+		return nil
+	}
+	return fmt.Errorf("%w: it names %s, the command names %s", ErrWrongDataDir, p.DataDir, dir)
+}
+
+// SameDir reports whether a and b are one directory: equal once symlinks
+// are resolved, or the same device and inode.
+func SameDir(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if ra == rb {
+		return true
+	}
+	sa, err1 := os.Stat(ra)
+	sb, err2 := os.Stat(rb)
+	return err1 == nil && err2 == nil && sa.IsDir() && os.SameFile(sa, sb)
 }
 
 // Action statuses in an ApplyReport.
@@ -67,6 +101,11 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	if o.DataDir != "" {
+		if err := p.CheckDataDir(o.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	if lost := p.LostBytes(); o.MaxRemoveBytes > 0 && lost > o.MaxRemoveBytes {
 		return nil, fmt.Errorf("%w: the plan overwrites or removes %d bytes, more than the limit of %d", ErrLimit, lost, o.MaxRemoveBytes)
@@ -223,7 +262,9 @@ func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, pr *p
 	if aw.faults.noRollback {
 		return fmt.Errorf("%w: %w (simulated crash: no rollback)", ErrApplyFailed, cause)
 	}
-	w := &fsw{faults: Faults{skipSync: aw.faults.skipSync}}
+	// Never faulted (FailAtWrite) but for the Injector, whose disk may
+	// still be full; its steps go on counting.
+	w := &fsw{faults: Faults{skipSync: aw.faults.skipSync, Injector: aw.faults.Injector}, n: aw.n}
 	for i := len(pr.removed) - 1; i >= 0; i-- {
 		d := pr.removed[i]
 		if _, err := makeDir(w, root, d); err != nil {

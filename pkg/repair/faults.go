@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // ErrApplyFailed is wrapped when Apply failed after it started writing (the
@@ -18,9 +20,50 @@ var ErrLimit = errors.New("plan exceeds a limit")
 // ErrInjected is the error a Faults hook returns.
 var ErrInjected = errors.New("injected fault")
 
+// Injector decides, before each counted write step of Apply or Undo (see
+// Faults.FailAtWrite for what counts), whether it fails: a test's way to
+// fail (or kill the process at) any step. step counts from 1; what names
+// the step ("write <file>", "rename <file>", ...). A nil Injector injects
+// nothing. FailAt, DiskFullAt and the test binaries' kill hooks implement
+// it.
+type Injector interface {
+	Inject(step int, what string) error
+}
+
+// FailAt fails the step with that number with ErrInjected.
+type FailAt int
+
+// Inject implements Injector.
+func (n FailAt) Inject(step int, what string) error {
+	if step == int(n) {
+		return fmt.Errorf("%w at write step %d (%s)", ErrInjected, step, what)
+	}
+	return nil
+}
+
+// DiskFullAt makes every step that allocates space (a write, a mkdir)
+// from the step with that number on fail as a full file system does
+// (ENOSPC), rollback included: renames, unlinks, truncates and fsyncs
+// still work.
+type DiskFullAt int
+
+// Inject implements Injector.
+func (n DiskFullAt) Inject(step int, what string) error {
+	if step >= int(n) && (strings.HasPrefix(what, "write ") || strings.HasPrefix(what, "mkdir ")) {
+		return &os.PathError{Op: what, Path: "", Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
 // Faults injects failures into Apply and Undo for tests. The CLI never sets
 // it; the zero value injects nothing.
 type Faults struct {
+	// Injector, when set, is asked before every counted step (after
+	// FailAtWrite). Unlike FailAtWrite it is also asked during the
+	// rollback of a failed Apply (steps go on counting), so a disk that
+	// fills up stays full while the rollback runs.
+	Injector Injector
+
 	// FailAtWrite, when > 0, makes the Nth counted write step fail with
 	// ErrInjected. Counted steps are every write, truncate, fsync (file or
 	// directory), rename, chown/chmod/chtimes, mkdir, rmdir and unlink made
@@ -55,6 +98,9 @@ func (w *fsw) step(what string) error {
 	}
 	if w.faults.FailAtWrite > 0 && w.n == w.faults.FailAtWrite {
 		return fmt.Errorf("%w at write step %d (%s)", ErrInjected, w.n, what)
+	}
+	if w.faults.Injector != nil {
+		return w.faults.Injector.Inject(w.n, what)
 	}
 	return nil
 }

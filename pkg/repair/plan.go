@@ -23,6 +23,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // PlanSchema versions the Plan JSON document. Bump it on any breaking change.
@@ -244,20 +246,32 @@ func (p *Plan) Write(w io.Writer) error {
 	return enc.Encode(p)
 }
 
-// Save writes the plan to path (created or truncated).
+// Save writes the plan to path atomically: into a new temporary file in
+// the same dir, fsynced, then renamed over path. A path that is a symlink
+// or a hard link to another file (a store file, say) has that name
+// replaced; the file it pointed at is never written.
 func (p *Plan) Save(path string) error {
 	if p.printOnly {
 		return ErrPrintOnly
 	}
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	if err := p.Write(f); err != nil {
-		f.Close()
-		return err
+	err = p.Write(f)
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // ReadPlan decodes and validates a plan.
@@ -276,7 +290,7 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 
 // LoadPlan reads a plan saved by Save.
 func LoadPlan(path string) (*Plan, error) {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -46,4 +47,23 @@ func SameDevice(a, b string) bool {
 	sa, ok1 := fa.Sys().(*syscall.Stat_t)
 	sb, ok2 := fb.Sys().(*syscall.Stat_t)
 	return ok1 && ok2 && sa.Dev == sb.Dev
+}
+
+// StageDirs lists the stage dirs beside dataDir (NewStageDir's names):
+// normally none once a writer has exited; a killed one leaves its stage
+// (verify lists them). A saved plan (--plan-out) may still point into one.
+func StageDirs(dataDir string) ([]string, error) {
+	parent, base := filepath.Dir(dataDir), filepath.Base(dataDir)
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "." + base + ".storectl-stage-"
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); e.IsDir() && strings.HasPrefix(n, prefix) && strings.Trim(n[len(prefix):], "0123456789") == "" {
+			out = append(out, filepath.Join(parent, n))
+		}
+	}
+	return out, nil
 }

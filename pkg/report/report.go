@@ -58,8 +58,12 @@ type Run struct {
 	DetectedFrom  []string       `json:"detected_from,omitempty"`
 	CleanShutdown map[string]any `json:"clean_shutdown,omitempty"`
 	Live          bool           `json:"live"`
-	LiveReasons   []string       `json:"live_reasons,omitempty"`
-	DryRun        *bool          `json:"dry_run,omitempty"`
+	// LiveUndecided: a live probe could not decide (LiveWarnings say
+	// which); writers refuse without --force.
+	LiveUndecided bool     `json:"live_undecided,omitempty"`
+	LiveWarnings  []string `json:"live_warnings,omitempty"`
+	LiveReasons   []string `json:"live_reasons,omitempty"`
+	DryRun        *bool    `json:"dry_run,omitempty"`
 	// Components is the coverage inventory of the data dir: every file
 	// in exactly one component, and whether this run checked it.
 	Components []scan.Component `json:"components,omitempty"`

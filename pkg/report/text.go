@@ -99,6 +99,9 @@ func (e *textEmitter) Summary(s Summary) error {
 		if r.Live {
 			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(EscapeAll(r.LiveReasons), "; "))
 		}
+		if r.LiveUndecided {
+			e.color(color.FgYellow).Fprintf(w, "WARNING: could not tell whether a broker uses the data dir (%s)\n", strings.Join(EscapeAll(r.LiveWarnings), "; "))
+		}
 	}
 	if len(e.records) > 0 {
 		fmt.Fprintln(w)
