@@ -40,7 +40,7 @@ var ErrTooLarge = errors.New("file too large")
 type NotRegularError struct {
 	Path string
 	Mode fs.FileMode // the file's type bits
-	Want string       // "regular file" or "directory"
+	Want string      // "regular file" or "directory"
 }
 
 func (e *NotRegularError) Error() string {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/storefile"
 
 	"github.com/storectl/storectl/pkg/scan"
 )

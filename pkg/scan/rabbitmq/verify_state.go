@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
