@@ -42,16 +42,26 @@ func checkOutputs(env *Env, t scan.Target, names ...string) error {
 		return nil
 	}
 	roots := dataRoots(t)
+	var first error
 	for _, o := range outs {
 		real, err := resolveExisting(o[1])
 		if err != nil {
-			return usagef(fmt.Errorf("--%s %s: %w", o[0], o[1], err))
+			err = fmt.Errorf("--%s %s: %w", o[0], o[1], err)
 		}
 		for _, r := range roots {
-			if within(r, real) {
-				return usagef(fmt.Errorf("--%s %s resolves to %s, inside the data dir %s: storectl never writes into the data dir; choose a path outside it", o[0], o[1], real, r))
+			if err == nil && within(r, real) {
+				err = fmt.Errorf("--%s %s resolves to %s, inside the data dir %s: storectl never writes into the data dir; choose a path outside it", o[0], o[1], real, r)
 			}
 		}
+		if err != nil && o[0] == "metrics-file" {
+			env.metricsDone = true // and not written at exit either
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return usagef(first)
 	}
 	return nil
 }

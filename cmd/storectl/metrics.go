@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/storectl/storectl/pkg/report"
 )
 
@@ -41,18 +43,23 @@ func (e *Env) metricsPath(args []string) string {
 
 // checkMetricsPath fails when path cannot be written: its dir must take
 // a new file (the temp file renamed over it) and path must not be a
-// directory.
+// directory. It asks the kernel (access(2) with the effective ids) and
+// writes nothing: the path is not yet known to be outside the data dir
+// (checkOutputs).
 func checkMetricsPath(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("--metrics-file %s: is a directory", path)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".check*")
-	if err != nil {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("--metrics-file %s: cannot write there: %w", path, errors.Unwrap(err))
+	} else if !st.IsDir() {
+		return fmt.Errorf("--metrics-file %s: %s is not a directory", path, dir)
 	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	if err := unix.Faccessat(unix.AT_FDCWD, dir, unix.W_OK|unix.X_OK, unix.AT_EACCESS); err != nil {
+		return fmt.Errorf("--metrics-file %s: cannot write there: %w", path, err)
+	}
+	return nil
 }
 
 // writeMetrics writes the metrics file once per run, for the exit code

@@ -100,7 +100,7 @@ func lockOnce(p, who string) (l *WriterLock, retry bool, err error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, false, &LockedError{Lock: p, Holder: readHolder(f)}
+			return nil, false, &LockedError{Lock: p, Holder: holderOf(f, st)}
 		}
 		return nil, false, fmt.Errorf("writer lock %s: %w", p, err)
 	}
@@ -115,16 +115,54 @@ func lockOnce(p, who string) (l *WriterLock, retry bool, err error) {
 	return &WriterLock{f: f, Path: p}, false, nil
 }
 
+// holderOf names the holder of the lock on f (whose stat is st): the
+// description it wrote, which can lag its flock by a moment (polled for
+// up to 200 ms), else the pid /proc/locks gives for the file.
+func holderOf(f *os.File, st os.FileInfo) string {
+	for i := 0; i < 20; i++ {
+		if h := readHolder(f); h != "" {
+			return h
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid := flockHolder(st); pid > 0 {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	return "holder unknown"
+}
+
 // readHolder is the holder description in a lock file (its first line,
-// at most 512 bytes), "unknown" when there is none.
+// at most 512 bytes), "" when there is none.
 func readHolder(f *os.File) string {
 	b := make([]byte, 512)
 	n, _ := f.ReadAt(b, 0)
 	line, _, _ := strings.Cut(string(b[:n]), "\n")
-	if line = strings.TrimSpace(line); line == "" {
-		return "holder unknown"
+	return strings.TrimSpace(line)
+}
+
+// flockHolder is the pid /proc/locks names for a FLOCK on the file st
+// describes ("1: FLOCK  ADVISORY  WRITE 4711 fd:01:1234 0 EOF"), 0 when
+// none is listed or /proc/locks cannot be read.
+func flockHolder(st os.FileInfo) int {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
 	}
-	return line
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	want := fmt.Sprintf(":%d", sys.Ino)
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) >= 6 && fs[1] == "FLOCK" && strings.HasSuffix(fs[5], want) {
+			var pid int
+			if _, err := fmt.Sscan(fs[4], &pid); err == nil {
+				return pid
+			}
+		}
+	}
+	return 0
 }
 
 // HolderOf is what the holder of dataDir's writer lock recorded, or ""
@@ -143,7 +181,11 @@ func HolderOf(dataDir string) string {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		return ""
 	}
-	return readHolder(f)
+	st, err := f.Stat()
+	if err != nil {
+		return "holder unknown"
+	}
+	return holderOf(f, st)
 }
 
 // Release removes the lock file and drops the lock. Safe on a nil lock
