@@ -10,6 +10,7 @@ import (
 	"github.com/storectl/storectl/pkg/repair"
 	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
 	rmqrepair "github.com/storectl/storectl/pkg/repair/rocketmq"
+	streamrepair "github.com/storectl/storectl/pkg/repair/stream"
 	"github.com/storectl/storectl/pkg/scan"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
@@ -31,6 +32,10 @@ func newRebuildIndexCmd(env *Env) *cobra.Command {
   its index from scratch. Only when clean.dot is present and consistent; without
   clean.dot there is nothing to do (the broker scans anyway), and when it is
   inconsistent the plan removes it instead (forcing that scan) and says why.
+  RabbitMQ streams: every .index that is missing or disagrees with its segment,
+  rebuilt from the segment's chunks byte for byte as osiris writes it (one
+  29-byte record per chunk), so the broker's index-driven start no longer cuts
+  whole chunks away and consumers attaching at an offset are served.
 
 It builds into a staging dir beside the data dir, compares with what is there and
 plans replace/remove actions (dry run: per queue units added, removed and changed;
@@ -41,11 +46,11 @@ with the same checks as verify before anything is swapped in.
 	}, func(t scan.Target, wo *writerOptions) (*writer, error) {
 		if t.Store == scan.RabbitMQ {
 			w := &writer{verify: rabbitVerifier(env, t)}
-			w.plan = rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) {
+			w.plan = withStreamPlan(env, t, "rebuild", rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) {
 				if r != nil {
 					w.stage = r
 				}
-			})
+			}), streamrepair.PlanRebuildIndex)
 			return w, nil
 		}
 		return rocketRebuildWriter(env, t, wo), nil

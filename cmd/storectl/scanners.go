@@ -77,7 +77,7 @@ func rabbitTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options,
 	if sc, ok := streamConfig(env, t); ok {
 		sr, err := streamscan.ScanStreams(ctx, sc, so)
 		if err != nil {
-			return res, usagef(err)
+			return res, usageIfVersion(err)
 		}
 		res.Merge(sr.Result)
 		for _, st := range sr.Streams {

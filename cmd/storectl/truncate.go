@@ -9,6 +9,7 @@ import (
 	"github.com/storectl/storectl/pkg/repair"
 	rabbitrepair "github.com/storectl/storectl/pkg/repair/rabbitmq"
 	rmqrepair "github.com/storectl/storectl/pkg/repair/rocketmq"
+	streamrepair "github.com/storectl/storectl/pkg/repair/stream"
 	"github.com/storectl/storectl/pkg/scan"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
@@ -27,6 +28,10 @@ func newTruncateCmd(env *Env) *cobra.Command {
   record (decided on evidence, not by the first bad frame); other files are only
   reported. After a clean shutdown clean.dot goes to the backup so the next start
   rebuilds its index.
+  RabbitMQ streams: cut the last segment after its last whole chunk whose data
+  matches its CRC (a torn chunk, damaged chunks after it) and the index records
+  of what is cut, as osiris' next start does; with --keep-whole-entries a torn
+  chunk is instead rewritten with its whole entries (the plan says which).
 
 Without --apply it prints the plan and changes nothing (exit 1 when the plan has
 actions). With --apply it refuses on a live broker, asks once on a terminal (or
@@ -37,6 +42,7 @@ changes to the backup dir, writes through fsynced staging files, and re-verifies
 ` + exitCodesHelp,
 	}, func(t scan.Target, _ *writerOptions) (*writer, error) { return truncateWriter(env, t) })
 	addRocketLayoutFlags(cmd, false)
+	cmd.Flags().Bool("keep-whole-entries", false, "RabbitMQ streams: rewrite a torn last chunk with its entries that are whole AMQP 1.0 messages, instead of cutting the chunk away as the broker does")
 	return cmd
 }
 
@@ -78,7 +84,8 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 		}
 		return &writer{plan: plan, verify: verify}, nil
 	case scan.RabbitMQ:
-		return &writer{plan: rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), verify: rabbitVerifier(env, t)}, nil
+		return &writer{plan: withStreamPlan(env, t, "truncate", rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), streamrepair.PlanTruncate),
+			verify: rabbitVerifier(env, t)}, nil
 	}
 	return nil, fmt.Errorf("unknown store kind %q", t.Store)
 }

@@ -340,7 +340,7 @@ func rabbitPlan[R any](env *Env, t scan.Target, key string, fn func(context.Cont
 // rabbitVerifier re-verifies a RabbitMQ data dir after an apply.
 func rabbitVerifier(env *Env, t scan.Target) verifier {
 	return func(ctx context.Context) (*scan.Result, error) {
-		return rabbitscan.Verify(ctx, rabbitConfig(env, t), scan.Options{Jobs: env.Config.GetInt("jobs")})
+		return rabbitTarget(ctx, env, t, scan.Options{Jobs: env.Config.GetInt("jobs")}, rabbitscan.Verify)
 	}
 }
 

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ var ruleSets = []struct {
 	{[3]int{3, 9, 0}, Rules{Name: "3.9.0-3.10.6", Osiris: "1.2.x", ReaderChecksCRC: true, MsgRecord: true}},
 }
 
+// ErrBrokerVersion is wrapped by the errors about --broker-version.
+var ErrBrokerVersion = errors.New("unusable broker version")
+
 // DefaultVersion is the RabbitMQ version whose rules apply when none is given.
 const DefaultVersion = "4.0.5"
 
@@ -72,7 +76,7 @@ func RulesFor(v string) (Rules, error) {
 			return rs.rules, nil
 		}
 	}
-	return Rules{}, fmt.Errorf("RabbitMQ %s has no streams (they came in 3.9)", v)
+	return Rules{}, fmt.Errorf("%w: RabbitMQ %s has no streams (they came in 3.9)", ErrBrokerVersion, v)
 }
 
 // AllRules is every rule set, newest first.
@@ -93,12 +97,12 @@ func parseVersion(v string) ([3]int, error) {
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			return p, fmt.Errorf("broker version %q: want MAJOR.MINOR[.PATCH]", v)
+			return p, fmt.Errorf("%w: %q: want MAJOR.MINOR[.PATCH]", ErrBrokerVersion, v)
 		}
 		p[i] = n
 	}
 	if len(parts) < 2 {
-		return p, fmt.Errorf("broker version %q: want MAJOR.MINOR[.PATCH]", v)
+		return p, fmt.Errorf("%w: %q: want MAJOR.MINOR[.PATCH]", ErrBrokerVersion, v)
 	}
 	return p, nil
 }
