@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -17,7 +18,12 @@ func takeCoverage(command string, run *report.Run, ts ...scan.Target) []*scan.In
 		inv := scan.TakeInventory(t)
 		inv.Check(command)
 		rocketCoverage(inv, t)
-		run.Components = append(run.Components, inv.Components...)
+		for _, c := range inv.Components {
+			if len(ts) > 1 {
+				c.Root = t.Root
+			}
+			run.Components = append(run.Components, c)
+		}
 		invs = append(invs, inv)
 	}
 	return invs
@@ -75,4 +81,29 @@ func nonEmpty(xs ...string) []string {
 		}
 	}
 	return out
+}
+
+// rootedRecords hands each record to emit with a "root" member (its
+// target's data dir) spliced in, for a run with several targets.
+func rootedRecords(emit func(any) error, root string) func(any) error {
+	return func(rec any) error { return emit(rootedRecord{root: root, rec: rec}) }
+}
+
+// rootedRecord is a record marshalled with "root" as its first member.
+type rootedRecord struct {
+	root string
+	rec  any
+}
+
+func (r rootedRecord) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.rec)
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	head, _ := json.Marshal(map[string]string{"root": r.root})
+	head = head[:len(head)-1] // {"root":"..."
+	if string(b) == "{}" {
+		return append(head, '}'), nil
+	}
+	return append(append(head, ','), b[1:]...), nil
 }

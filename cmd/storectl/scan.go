@@ -84,6 +84,11 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	t0 := targets[0]
 	run := report.Run{Command: "scan", Args: opts.Paths, DataDir: t0.Root, Store: t0.Store,
 		Layout: map[string]any{"target": t0.Kind}, DetectedFrom: t0.Evidence}
+	if len(targets) > 1 {
+		for _, t := range targets {
+			run.Targets = append(run.Targets, report.RunTarget{Path: t.Path, DataDir: t.Root, Store: t.Store, Kind: t.Kind, DetectedFrom: t.Evidence})
+		}
+	}
 	liveCheck(env, &run, t0)
 	run.Assumptions = nonEmpty(append(assumed, versionAssumption(env, t0.Store))...)
 	invs := takeCoverage("scan", &run, targets...)
@@ -91,12 +96,7 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := s.coverage(invs); err != nil {
-		return err
-	}
-	if err := s.oddFindings(ctx, targets...); err != nil {
-		return err
-	}
+	s.multi = len(targets) > 1
 	var roots []string
 	for _, t := range targets {
 		roots = append(roots, progressRoots(t)...)
@@ -106,9 +106,21 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 	if opts.Records {
 		so.Records = s.record
 	}
-	for _, t := range targets {
+	for i, t := range targets {
 		if ctx.Err() != nil {
 			break
+		}
+		if s.multi {
+			s.beginTarget(t)
+			if opts.Records {
+				so.Records = rootedRecords(s.record, t.Root)
+			}
+		}
+		if err := s.coverage(invs[i : i+1]); err != nil {
+			return err
+		}
+		if err := s.oddFindings(ctx, t); err != nil {
+			return err
 		}
 		res, err := scanTarget(ctx, t, so, opts)
 		if res == nil {

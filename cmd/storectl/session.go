@@ -33,6 +33,9 @@ type session struct {
 	backupDir   string
 	assumptions []string   // what the scans assumed (scan.Result.Assumptions)
 	run         report.Run // the run record (labels of the metrics file)
+	// multi: the run has several targets; targets are their summaries.
+	multi   bool
+	targets []report.TargetSummary
 	// baseline (verify --baseline) marks each finding new or persistent;
 	// failNew (--fail-on new) makes only new findings fail.
 	baseline    *report.Baseline
@@ -86,7 +89,28 @@ func (s *session) finding(f scan.Finding) error {
 	}
 	s.counts[f.Severity.String()]++
 	s.codes[f.Code]++
+	if t := s.target(); t != nil {
+		f.Root = t.DataDir
+		t.Counts[f.Severity.String()]++
+		t.Codes[f.Code]++
+	}
 	return s.em.Finding(f)
+}
+
+// beginTarget starts the share of the next target of a run given
+// several: its files and findings carry its data dir as their root and
+// count in its own summary (summary.targets).
+func (s *session) beginTarget(t scan.Target) {
+	s.targets = append(s.targets, report.TargetSummary{Path: t.Path, DataDir: t.Root, Store: t.Store,
+		Counts: map[string]int{"error": 0, "warning": 0, "info": 0}, Codes: map[string]int{}})
+}
+
+// target is the current target's summary (nil with one target).
+func (s *session) target() *report.TargetSummary {
+	if len(s.targets) < 2 && !s.multi {
+		return nil
+	}
+	return &s.targets[len(s.targets)-1]
 }
 
 func (s *session) action(a any) error {
@@ -113,12 +137,18 @@ func (s *session) result(res *scan.Result) error {
 		}
 	}
 	res.SortFindings()
+	t := s.target()
 	for _, f := range res.Files {
 		if f.End == "" {
 			continue
 		}
 		s.files++
 		s.records += f.Records
+		if t != nil {
+			f.Root = t.DataDir
+			t.Files++
+			t.Records += f.Records
+		}
 		if err := s.em.File(f); err != nil {
 			return err
 		}
@@ -136,6 +166,15 @@ func (s *session) result(res *scan.Result) error {
 	if res.Incomplete {
 		s.incomplete = true
 		s.errors = append(s.errors, res.Errors...)
+	}
+	if t != nil {
+		t.BytesScanned += res.BytesScanned
+		if res.RecoveryEnd != nil {
+			v := *res.RecoveryEnd
+			t.RecoveryEnd = &v
+		}
+		t.Incomplete = t.Incomplete || res.Incomplete
+		t.Errors = append(t.Errors, res.Errors...)
 	}
 	for _, a := range res.Assumptions {
 		if !slices.Contains(s.assumptions, a) {
@@ -169,11 +208,15 @@ func (s *session) code() int {
 }
 
 func (s *session) summary(code int) report.Summary {
-	return report.Summary{
+	recoveryEnd := s.recoveryEnd
+	if s.multi {
+		recoveryEnd = nil // one per RocketMQ store: summary.targets
+	}
+	return report.Summary{Targets: s.targets,
 		ExitCode: code, Incomplete: s.incomplete || code == exitIncomplete, Errors: s.errors,
 		Counts: s.counts, Codes: s.codes, BytesScanned: s.bytes,
 		DurationMS: time.Since(s.start).Milliseconds(), Files: s.files, Records: s.records,
-		RecoveryEnd: s.recoveryEnd, Actions: s.actions, Applied: s.applied, Extra: s.extra,
+		RecoveryEnd: recoveryEnd, Actions: s.actions, Applied: s.applied, Extra: s.extra,
 		Verdict: s.verdict, BackupDir: s.backupDir, Baseline: s.baselineSum, Assumptions: s.assumptions,
 	}
 }

@@ -124,6 +124,10 @@ func (fe *findingEncoder) appendFindingFields(b []byte, f *scan.Finding) ([]byte
 			return b, err
 		}
 	}
+	if f.Root != "" {
+		b = append(b, `,"root":`...)
+		b = appendJSONString(b, f.Root)
+	}
 	return b, nil
 }
 

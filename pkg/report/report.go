@@ -67,6 +67,9 @@ type Run struct {
 	// Components is the coverage inventory of the data dir: every file
 	// in exactly one component, and whether this run checked it.
 	Components []scan.Component `json:"components,omitempty"`
+	// Targets lists each path of a run given several (scan A B): each has
+	// its own data dir, and its files' and findings' `root` is that dir.
+	Targets []RunTarget `json:"targets,omitempty"`
 	// Assumptions say what the run assumed where the path it was given
 	// lacks context (e.g. the broker version), and why.
 	Assumptions []string `json:"assumptions,omitempty"`
@@ -91,6 +94,9 @@ type Summary struct {
 	// Assumptions say what the scans assumed where the files lack context
 	// (the broker version their terms show, queue references), and why.
 	Assumptions []string `json:"assumptions,omitempty"`
+	// Targets is each target's own summary when the run had several
+	// (recovery_end per RocketMQ store); the totals above add them up.
+	Targets []TargetSummary `json:"targets,omitempty"`
 	// BackupDir is where an --apply put the pre-images (what undo takes).
 	BackupDir string `json:"backup_dir,omitempty"`
 	// Baseline is verify --baseline's comparison with the last run.
@@ -122,4 +128,28 @@ func New(w io.Writer, f Format, st Style) (Emitter, error) {
 		return newText(w, st), nil
 	}
 	return nil, fmt.Errorf("unknown output format %q", f)
+}
+
+// RunTarget is one path of a run given several.
+type RunTarget struct {
+	Path         string   `json:"path"`     // as given
+	DataDir      string   `json:"data_dir"` // the root its files' paths are relative to
+	Store        string   `json:"store"`
+	Kind         string   `json:"kind"`
+	DetectedFrom []string `json:"detected_from,omitempty"`
+}
+
+// TargetSummary is one target's share of a run given several.
+type TargetSummary struct {
+	Path         string         `json:"path"`
+	DataDir      string         `json:"data_dir"`
+	Store        string         `json:"store"`
+	Files        int            `json:"files"`
+	Records      int            `json:"records"`
+	BytesScanned int64          `json:"bytes_scanned"`
+	Counts       map[string]int `json:"counts"`
+	Codes        map[string]int `json:"codes"`
+	RecoveryEnd  *int64         `json:"recovery_end,omitempty"`
+	Incomplete   bool           `json:"incomplete"`
+	Errors       []string       `json:"errors,omitempty"`
 }

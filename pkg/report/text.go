@@ -49,9 +49,24 @@ func (e *textEmitter) Record(rec any) error {
 	return err
 }
 
-func (e *textEmitter) File(f scan.File) error       { e.files = append(e.files, f); return nil }
-func (e *textEmitter) Finding(f scan.Finding) error { e.findings = append(e.findings, f); return nil }
-func (e *textEmitter) Done() bool                   { return e.done }
+// File and Finding show a path with its target's root when a run has
+// several targets (Root set), so two stores' files do not merge.
+func (e *textEmitter) File(f scan.File) error {
+	if f.Root != "" {
+		f.Path = path.Join(f.Root, f.Path)
+	}
+	e.files = append(e.files, f)
+	return nil
+}
+
+func (e *textEmitter) Finding(f scan.Finding) error {
+	if f.Root != "" {
+		f.Path = path.Join(f.Root, f.Path)
+	}
+	e.findings = append(e.findings, f)
+	return nil
+}
+func (e *textEmitter) Done() bool { return e.done }
 
 func (e *textEmitter) Queue(q any) error {
 	if sq, ok := asQueue(q); ok {
@@ -197,6 +212,17 @@ func writeBaseline(w io.Writer, bl *BaselineSummary) {
 }
 
 func (e *textEmitter) verdict(s Summary) error {
+	for _, t := range s.Targets {
+		line := fmt.Sprintf("%s (%s): %d error(s), %d warning(s), %d info · %d file(s), %s scanned",
+			Escape(t.Path), t.Store, t.Counts["error"], t.Counts["warning"], t.Counts["info"], t.Files, humanBytes(t.BytesScanned))
+		if t.RecoveryEnd != nil {
+			line += fmt.Sprintf(" · recovery end %d", *t.RecoveryEnd)
+		}
+		if t.Incomplete {
+			line += " (INCOMPLETE)"
+		}
+		fmt.Fprintln(e.w, line)
+	}
 	parts := []string{fmt.Sprintf("%d error(s), %d warning(s), %d info", s.Counts["error"], s.Counts["warning"], s.Counts["info"])}
 	parts = append(parts, fmt.Sprintf("%d file(s), %s scanned in %d ms", s.Files, humanBytes(s.BytesScanned), s.DurationMS))
 	if s.RecoveryEnd != nil {

@@ -108,6 +108,9 @@ func Detect(path, force string) (Target, error) {
 	}
 	var cands []Target
 	if st.Mode().IsRegular() {
+		if e := notDataFile(path, abs); e != nil {
+			return Target{}, e
+		}
 		cands = detectFile(abs)
 	} else if st.IsDir() {
 		cands = detectDir(abs)

@@ -30,6 +30,9 @@ type Component struct {
 	What          string `json:"what"`
 	// Examples names a few of its files (unrecognised files only).
 	Examples []string `json:"examples,omitempty"`
+	// Root is the data dir Path is relative to, when a run has several
+	// targets.
+	Root string `json:"root,omitempty"`
 }
 
 // maxExamples bounds Component.Examples.

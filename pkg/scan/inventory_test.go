@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -475,5 +476,49 @@ func TestInventoryUnlistable(t *testing.T) {
 	inv := TakeInventory(tg)
 	if len(inv.Errors) != 1 || !strings.Contains(inv.Errors[0], path.Join("stream")) {
 		t.Fatalf("errors %v", inv.Errors)
+	}
+}
+
+// TestDetectNotDataFile: a file of a data dir that is not a store data
+// file (a consume queue, an index file, a queue index, a timer log, a
+// stream segment, an ra WAL) is not mistaken for a commitlog or .rdq: the
+// error says what it is and names verify of its data dir.
+func TestDetectNotDataFile(t *testing.T) {
+	d := fixtures(t)
+	t1 := filepath.Join(d, "t1", "store")
+	q3 := filepath.Join(d, "Q3", "rmq40@localhost")
+	vhost := filepath.Join(q3, "msg_stores", "vhosts", "628WB79CIFDYO9LJI6DKMI09L")
+	one := func(glob string) string {
+		m, _ := filepath.Glob(glob)
+		if len(m) == 0 {
+			t.Fatalf("no file matches %s", glob)
+		}
+		return m[0]
+	}
+	for _, c := range []struct{ file, what, root string }{
+		{filepath.Join(t1, "consumequeue", "TopicA", "0", "00000000000000000000"), "consume queue", t1},
+		{one(filepath.Join(t1, "index", "2*")), "index file", t1},
+		{filepath.Join(t1, "timerlog", "00000000000000000000"), "timer log", t1},
+		{filepath.Join(t1, "timerwheel"), "timerwheel", t1},
+		{filepath.Join(d, "dl1", "store", "dledger-n0", "data", "00000000000000000000"), "DLedger entry", filepath.Join(d, "dl1", "store")},
+		{one(filepath.Join(vhost, "queues", "*", "0.qi")), "queue index", vhost},
+		{one(filepath.Join(vhost, "queues", "*", "0.qs")), "queue index", vhost},
+		{one(filepath.Join(q3, "stream", "*", "*.segment")), "stream", q3},
+		{one(filepath.Join(q3, "quorum", "*", "*.wal")), "ra (quorum)", q3},
+	} {
+		_, err := Detect(c.file, "")
+		var nd *NotDataFileError
+		if !errors.As(err, &nd) || !errors.Is(err, ErrNotStore) {
+			t.Fatalf("%s: %v, want a NotDataFileError", c.file, err)
+		}
+		if !strings.Contains(nd.What, c.what) || nd.DataDir != c.root || !strings.Contains(err.Error(), "storectl verify "+c.root) {
+			t.Fatalf("%s: %q (data dir %q), want %q naming verify %s", c.file, err, nd.DataDir, c.what, c.root)
+		}
+	}
+	// Data files keep their targets.
+	for _, f := range []string{filepath.Join(t1, "commitlog", "00000000000000000000"), filepath.Join(vhost, "msg_store_persistent", "0.rdq")} {
+		if _, err := Detect(f, ""); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
 	}
 }

@@ -91,6 +91,9 @@ type Finding struct {
 	Key      string         `json:"key,omitempty"`
 	Baseline string         `json:"baseline,omitempty"`
 	Details  map[string]any `json:"details,omitempty"` // more machine-readable facts
+	// Root is the data dir Path is relative to, set when a run has
+	// several targets (scan A B), each with its own data dir.
+	Root string `json:"root,omitempty"`
 }
 
 // File ends (docs/cli.md, `file.end`).
@@ -110,10 +113,11 @@ type File struct {
 	Size         int64  `json:"size"`
 	BytesScanned int64  `json:"bytes_scanned"`
 	Records      int    `json:"records"`
-	FirstValid   int64  `json:"first_valid"` // offset of the first valid record, -1 if none
-	LastValid    int64  `json:"last_valid"`  // offset of the last valid record, -1 if none
-	ValidEnd     int64  `json:"valid_end"`   // where the data a correct recovery keeps ends
-	End          string `json:"end"`         // blank | zero | eof | torn | garbage | short
+	FirstValid   int64  `json:"first_valid"`    // offset of the first valid record, -1 if none
+	LastValid    int64  `json:"last_valid"`     // offset of the last valid record, -1 if none
+	ValidEnd     int64  `json:"valid_end"`      // where the data a correct recovery keeps ends
+	End          string `json:"end"`            // blank | zero | eof | torn | garbage | short
+	Root         string `json:"root,omitempty"` // the data dir Path is relative to, when a run has several targets
 }
 
 // Options are shared by every scanner.
