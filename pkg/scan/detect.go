@@ -108,10 +108,10 @@ func Detect(path, force string) (Target, error) {
 	}
 	var cands []Target
 	if st.Mode().IsRegular() {
-		if e := notDataFile(path, abs); e != nil {
+		cands = detectFile(abs)
+		if e := notDataFile(path, abs); e != nil && !claimed(cands) {
 			return Target{}, e
 		}
-		cands = detectFile(abs)
 	} else if st.IsDir() {
 		cands = detectDir(abs)
 	}

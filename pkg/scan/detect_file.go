@@ -24,6 +24,18 @@ func (e *NotDataFileError) Error() string {
 
 func (e *NotDataFileError) Unwrap() error { return ErrNotStore }
 
+// claimed reports whether a detector took the file for a kind of its
+// own: anything but the guess that a 20-digit name outside a commitlog/
+// dir is a commitlog file (which a consume queue file also matches).
+func claimed(cands []Target) bool {
+	for _, c := range cands {
+		if c.Kind != TargetRocketLogFile || filepath.Base(c.CommitLogDir) == "commitlog" {
+			return true
+		}
+	}
+	return false
+}
+
 var indexFileName = regexp.MustCompile(`^[0-9]{17}$`) // RocketMQ index: yyyyMMddHHmmssSSS
 
 // notDataFile says what a file that is not a data file is; nil when it
@@ -74,8 +86,6 @@ func notDataFile(path, abs string) *NotDataFileError {
 		}
 	case strings.HasSuffix(name, ".dets"):
 		return e("a RabbitMQ DETS metadata file (not read by storectl)", "`storectl verify` of its node dir lists it among the node's components", "")
-	case (strings.HasSuffix(name, ".segment") || strings.HasSuffix(name, ".index")) && base(1) == "stream":
-		return e("a RabbitMQ stream (osiris) file", verify(up(2))+" and lists stream/ among the node's components", up(2))
 	case strings.HasSuffix(name, ".wal") || strings.HasSuffix(name, ".segment"):
 		for i := 0; i < 3; i++ {
 			if b := base(i); b == "quorum" || b == "coordination" {
