@@ -17,9 +17,10 @@
 //	genstore -kind rocketmq -size 1GiB -topics 1000 -queues-per-topic 40 -out /tmp/queues
 //
 // RabbitMQ: one vhost whose msg_store_persistent holds .rdq files of about
-// -file-size with #basic_message{} (or #mc{} with -mc) records, zero holes
-// before about one record in 50 and one unreferenced record in 20, and v2
-// queue indexes (q1..q4) referencing the rest; with -clean also the files
+// -file-size with #basic_message{} (or #mc{} with -mc) records of
+// 4096-20000-byte payloads (-body-size MIN-MAX), zero holes before about
+// one record in 50 and one unreferenced record in 20, and v2 queue indexes
+// (q1..q4, or q1..qN with -queues N) referencing the rest; with -clean also the files
 // a clean stop leaves (clean.dot, msg_store_index.ets, file_summary.ets).
 // It prints the vhost dir.
 package main
@@ -51,6 +52,8 @@ func run(args []string) error {
 	seed := fs.Uint64("seed", 1, "generator seed; the same seed and size give the same bytes")
 	fileSize := fs.String("file-size", "", "store file size (default: RocketMQ 128MiB commitlog files, RabbitMQ 16MiB .rdq files)")
 	mc := fs.Bool("mc", false, "RabbitMQ: write 3.13+/4.x #mc{} terms instead of #basic_message{}")
+	bodySize := fs.String("body-size", "", "RabbitMQ: payload sizes MIN-MAX in bytes, e.g. 100-200 (default 4096-20000)")
+	queues := fs.Int("queues", 0, "RabbitMQ: number of queues q1..qN the messages go to (default 4)")
 	clean := fs.Bool("clean", false, "RabbitMQ: also write the clean-shutdown files (clean.dot, msg_store_index.ets, file_summary.ets)")
 	bodySize := fs.String("body-size", "", "RocketMQ: body sizes drawn uniformly from MIN-MAX bytes (e.g. 100-200) instead of the default mix")
 	nTopics := fs.Int("topics", 0, "RocketMQ: spread the records over this many topics instead of the default five")
@@ -106,8 +109,13 @@ func run(args []string) error {
 		if *mc {
 			k = genrabbit.MC
 		}
+		lo, hi, err := parseRange(*bodySize)
+		if err != nil {
+			return fmt.Errorf("-body-size: %w", err)
+		}
 		sum, err := genrabbit.Generate(*out, genrabbit.Config{Seed: *seed, Kind: k, TotalBytes: total,
-			FileLimit: limit, HoleEvery: 50, UnrefEvery: 20, CleanShutdown: *clean})
+			FileLimit: limit, HoleEvery: 50, UnrefEvery: 20, CleanShutdown: *clean, Queues: *queues,
+			BodyMin: lo, BodyMax: hi})
 		if err != nil {
 			return err
 		}
@@ -116,6 +124,24 @@ func run(args []string) error {
 		return fmt.Errorf("-kind must be rocketmq or rabbitmq, not %q", *kind)
 	}
 	return nil
+}
+
+// parseRange reads "MIN-MAX" (or one number N for N-N); "" is 0, 0.
+func parseRange(s string) (lo, hi int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		b = a
+	}
+	if lo, err = strconv.Atoi(strings.TrimSpace(a)); err == nil {
+		hi, err = strconv.Atoi(strings.TrimSpace(b))
+	}
+	if err != nil || lo < 0 || hi < lo || hi > 1<<29 {
+		return 0, 0, fmt.Errorf("bad range %q (want MIN-MAX, 0 <= MIN <= MAX)", s)
+	}
+	return lo, hi, nil
 }
 
 // parseSize reads "1GiB", "64MiB", "512KiB", "1G", "1048576".

@@ -70,6 +70,9 @@ type Config struct {
 	HoleEvery, HoleMax int
 	// UnrefEvery, when > 0, leaves every UnrefEvery-th record unreferenced.
 	UnrefEvery int
+	// BodyMin and BodyMax bound the payload sizes (bytes); 0, 0 is the
+	// fixtures' 4096..20000.
+	BodyMin, BodyMax int
 	// CleanShutdown writes what a clean stop leaves in msg_store_persistent:
 	// clean.dot (one client ref per queue), msg_store_index.ets (one entry,
 	// ref count 1, per referenced record) and file_summary.ets (each
@@ -122,7 +125,7 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 		return err
 	}
 	for seq := 0; s.Bytes+int64(len(cur)) < cfg.TotalBytes; seq++ {
-		m := genMessage(rng, seq)
+		m := genMessage(rng, seq, cfg.BodyMin, cfg.BodyMax)
 		rec := Record(cfg.Kind, m)
 		if cfg.HoleEvery > 0 && len(cur) > 0 && rng.IntN(cfg.HoleEvery) == 0 {
 			if k := 1 + rng.IntN(cfg.HoleMax); !HoleMisreads(rec, k) {
@@ -193,15 +196,18 @@ func writeCleanShutdown(store string, rng *rand.Rand, clients int, locs []rfmt.M
 }
 
 // genMessage is the publisher scheme of the fixtures: payload 4096..20000
-// bytes, content by seq%6 (zeros, 0xFF, 0xFF runs + text, random, fake
-// .rdq frames, text with a 0xFF tail).
-func genMessage(rng *rand.Rand, seq int) *Message {
+// bytes (lo..hi when hi > 0), content by seq%6 (zeros, 0xFF, 0xFF runs +
+// text, random, fake .rdq frames, text with a 0xFF tail).
+func genMessage(rng *rand.Rand, seq, lo, hi int) *Message {
 	m := &Message{Exchange: "fx.direct", RoutingKey: "k" + strconv.Itoa(1+seq%4),
 		MessageID: fmt.Sprintf("m%06d", seq), Timestamp: 1795998643560 + int64(seq)}
 	for i := 0; i < 16; i += 8 {
 		binary.BigEndian.PutUint64(m.ID[i:], rng.Uint64())
 	}
-	n := 4096 + (seq*7919)%15905
+	if hi <= 0 {
+		lo, hi = 4096, 20000
+	}
+	n := lo + (seq*7919)%(hi-lo+1)
 	p := make([]byte, n)
 	switch seq % 6 {
 	case 1:
