@@ -19,19 +19,6 @@ import (
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
-// Reason codes of rebuild-index actions; they have the shape of the
-// finding codes of docs/cli.md.
-const (
-	// CodeSummaryMismatch marks a file_summary.ets that is missing,
-	// unreadable or says other than the files (valid or file size).
-	CodeSummaryMismatch = "rabbitmq.summary.mismatch"
-	// CodeCleanMarkersInconsistent marks clean.dot when the clean-shutdown
-	// markers cannot be trusted (unparsable, wrong index module, client
-	// refs that cannot match the queues, queues referencing messages no
-	// file holds): removing it forces the dirty recovery that checks them.
-	CodeCleanMarkersInconsistent = "rabbitmq.store.clean-markers-inconsistent"
-)
-
 // States of a vhost's store in a RebuildReport.
 const (
 	// RebuildClean: clean.dot is present and consistent; the .ets files
@@ -218,7 +205,7 @@ func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rb
 	}
 	if why != "" {
 		vr.State, vr.Why = RebuildInconsistent, why
-		a := repair.Action{Op: repair.OpRemoveFile, Path: filepath.Join(store, rbCleanDot), Reason: CodeCleanMarkersInconsistent,
+		a := repair.Action{Op: repair.OpRemoveFile, Path: filepath.Join(store, rbCleanDot), Reason: rscan.CodeCleanMarkersInconsistent,
 			Lost: repair.Loss{Note: "clean-shutdown marker: " + why + "; without it the next start rebuilds the index from the queue indexes and the files (dirty recovery; 4.0.0+ then keeps one extra reference per message, rabbitmq-server PR #17351)"}}
 		if err := plan.Add(a, repair.SnapshotOptions{}); err != nil {
 			return vr, err
@@ -237,7 +224,7 @@ func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rb
 	if err := rbPlanTable(plan, st, vhostDir, &vr.Index, b.index, rscan.CodeIndexMismatch); err != nil {
 		return vr, err
 	}
-	if err := rbPlanTable(plan, st, vhostDir, &vr.Summary, b.summary, CodeSummaryMismatch); err != nil {
+	if err := rbPlanTable(plan, st, vhostDir, &vr.Summary, b.summary, rscan.CodeSummaryMismatch); err != nil {
 		return vr, err
 	}
 	if st.dir != "" && !repair.SameDevice(root, st.dir) {

@@ -93,7 +93,7 @@ func TestRebuildInconsistentMarkers(t *testing.T) {
 				t.Fatalf("state %s, why %q (want %q)", vr.State, vr.Why, c.why)
 			}
 			if len(p.Actions) != 1 || p.Actions[0].Op != repair.OpRemoveFile || filepath.Base(p.Actions[0].Path) != rbCleanDot ||
-				p.Actions[0].Reason != CodeCleanMarkersInconsistent || rep.StageDir != "" {
+				p.Actions[0].Reason != rscan.CodeCleanMarkersInconsistent || rep.StageDir != "" {
 				t.Fatalf("actions %+v, stage %q", p.Actions, rep.StageDir)
 			}
 		})

@@ -20,17 +20,6 @@ import (
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
-// Reason codes of truncate actions that no scan finding names; they have
-// the shape of the finding codes of docs/cli.md.
-const (
-	// CodeZeroTail marks zero bytes after the last record of the current
-	// file (a power-loss zero fill).
-	CodeZeroTail = "rabbitmq.rdq.zero-tail"
-	// CodeCleanStateStale marks clean.dot when the plan changes a file the
-	// clean-shutdown state (file_summary.ets, msg_store_index.ets) describes.
-	CodeCleanStateStale = "rabbitmq.store.clean-state-stale"
-)
-
 // Decisions for one .rdq file in a TruncateReport.
 const (
 	DecisionCut        = "cut"         // the current file: cut at the end of its last record
@@ -153,7 +142,7 @@ func planVHost(root string, plan *repair.Plan, v *rscan.VHostScan) (VHostReport,
 	}
 	if cut && vr.CleanShutdown {
 		rel := filepath.Join(filepath.FromSlash(v.Dir), "msg_store_persistent", "clean.dot")
-		a := repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: CodeCleanStateStale,
+		a := repair.Action{Op: repair.OpRemoveFile, Path: rel, Reason: rscan.CodeCleanStateStale,
 			Lost: repair.Loss{Note: "clean-shutdown marker: file_summary.ets holds the current file's old size, so the next start must rebuild the message index by scanning the files (dirty recovery; 4.0.0+ then keeps one extra reference per message, rabbitmq-server PR #17351)"}}
 		if err := plan.Add(a, repair.SnapshotOptions{}); err != nil {
 			return vr, err

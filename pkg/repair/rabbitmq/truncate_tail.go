@@ -51,7 +51,7 @@ func cutAction(root string, v *rscan.VHostScan, f *rscan.FileScan) (repair.Actio
 		}
 		a.Lost = repair.Loss{Records: 1 + bad, MsgIDs: ids, Note: note}
 	case f.End == "zero":
-		a.Reason = CodeZeroTail
+		a.Reason = rscan.CodeZeroTail
 		a.Lost = repair.Loss{Records: bad, Note: fmt.Sprintf("%d zero bytes after the last record", tail)}
 	default:
 		a.Reason = rscan.CodeGarbageTail

@@ -155,7 +155,7 @@ func TestTruncateCleanShutdownTorn(t *testing.T) {
 			if len(p.Actions) != 2 || cut.Op != repair.OpTruncateFile || cut.NewSize != size || rm.Op != repair.OpRemoveFile {
 				t.Fatalf("actions %+v; want truncate-file of %s to %d and remove-file of clean.dot", p.Actions, rdq, size)
 			}
-			if cut.Reason != rscan.CodeTornTail || len(cut.Lost.MsgIDs) != 1 || cut.Lost.MsgIDs[0] != id || rm.Reason != CodeCleanStateStale {
+			if cut.Reason != rscan.CodeTornTail || len(cut.Lost.MsgIDs) != 1 || cut.Lost.MsgIDs[0] != id || rm.Reason != rscan.CodeCleanStateStale {
 				t.Errorf("cut %+v / remove %+v", cut, rm)
 			}
 			if vr := rep.VHosts[0]; !vr.CleanShutdown || !vr.RemovesCleanDot || len(vr.Notes) == 0 {

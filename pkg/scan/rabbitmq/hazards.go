@@ -18,31 +18,6 @@ import (
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
-// Finding codes of this scanner (docs/cli.md and new ones in the same
-// shape).
-const (
-	CodeZeroHoleMisread = "rabbitmq.rdq.zero-hole-misread"
-	CodeOffByNine       = "rabbitmq.rdq.off-by-nine"
-	CodeGen1Stop        = "rabbitmq.rdq.gen1-stop"
-	CodeScannerCrash    = "rabbitmq.rdq.scanner-crash"
-	CodeTornTail        = "rabbitmq.rdq.torn-tail"
-	CodeGarbageTail     = "rabbitmq.rdq.garbage-tail"
-	CodeUnreferenced    = "rabbitmq.rdq.unreferenced"
-	CodeDuplicate       = "rabbitmq.rdq.duplicate"
-	CodeBadMarker       = "rabbitmq.rdq.bad-marker"
-	CodeBadBody         = "rabbitmq.rdq.bad-body"
-	CodeLargeInline     = "rabbitmq.rdq.large-message-inline"
-	CodeTransient       = "rabbitmq.rdq.transient"
-	CodeFileError       = "rabbitmq.rdq.unreadable"
-	CodeMessageMissing  = "rabbitmq.queue.message-missing"
-	// CodeMessageUnknown: a queue references a message no readable .rdq
-	// holds while some .rdq could not be read: it may be there, so its
-	// fate is unknown, not lost (the finding names the files it waits on).
-	CodeMessageUnknown = "rabbitmq.queue.message-unknown"
-	CodeIndexMismatch  = "rabbitmq.index.mismatch"
-	CodeQueueIndex     = "rabbitmq.queue.index-anomaly"
-)
-
 // Version ranges of the scanner generations (§0).
 const (
 	VersionsGen1        = "3.10.0-3.13.0"

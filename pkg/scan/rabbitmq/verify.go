@@ -15,14 +15,6 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// Finding codes added by verify.
-const (
-	CodeFileSummary = "rabbitmq.index.file-summary"        // file_summary.ets disagrees with the files
-	CodeIndexUnread = "rabbitmq.index.unreadable"          // a clean-shutdown file that does not parse
-	CodeCleanPart   = "rabbitmq.index.partial-clean-state" // only some clean-shutdown files exist
-	CodeQueueOrphan = "rabbitmq.queue.orphan"              // a queue dir no durable queue can own
-)
-
 // Shutdown states of a message store (§1.3).
 const (
 	StateClean   = "clean"   // clean.dot and both .ets dumps present and readable
