@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -198,7 +197,7 @@ func jsonLines[T any](t *testing.T, path string, fn func(T)) {
 func FuzzQueueMessage(f *testing.F) {
 	for _, ds := range []string{"crash-cqv2", "crash"} {
 		root := testutil.Untar(f, testutil.Testdata("rabbitmq", "datasets", ds+".tar.gz"))
-		q, err := rfmt.ReadVHostQueues(filepath.Join(root, "rmqfix@localhost", "msg_stores", "vhosts", vhostHash))
+		q, err := rscan.ReadVHostQueues(filepath.Join(root, "rmqfix@localhost", "msg_stores", "vhosts", vhostHash))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -206,7 +205,7 @@ func FuzzQueueMessage(f *testing.F) {
 		for _, qd := range q.Queues {
 			for _, e := range qd.Entries {
 				if len(e.Body) > 0 && n < 3 {
-					f.Add(append([]byte(nil), e.Body...), e.Location == rfmt.LocationEmbedded, false)
+					f.Add(append([]byte(nil), e.Body...), e.Location == rscan.LocationEmbedded, false)
 					n++
 				}
 			}
@@ -215,10 +214,10 @@ func FuzzQueueMessage(f *testing.F) {
 	f.Add([]byte{}, false, true)
 	f.Add([]byte{131, 104, 0}, true, false)
 	f.Fuzz(func(t *testing.T, b []byte, embedded, lost bool) {
-		e := rfmt.QueueEntry{Location: rfmt.LocationQueueStore, Body: b, StorePath: filepath.Join(t.TempDir(), "0.qs"),
+		e := rscan.QueueEntry{Location: rscan.LocationQueueStore, Body: b, StorePath: filepath.Join(t.TempDir(), "0.qs"),
 			Path: "0.qi", StoreSize: uint32(len(b))}
 		if embedded {
-			e.Location, e.Path = rfmt.LocationEmbedded, "0.idx"
+			e.Location, e.Path = rscan.LocationEmbedded, "0.idx"
 		}
 		m, body, err := queueMessage("/", &rscan.VHostScan{VHost: "/"}, &e, lost)
 		if err != nil {

@@ -240,7 +240,7 @@ func rabbitMessage(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record, frame
 		return Message{}, nil, err
 	}
 	m := Message{Store: StoreRabbitMQ, MsgID: r.ID(), Path: f.Path, Offset: r.Offset, RecordSize: r.TotalSize,
-		VHost: v.VHost, Queues: r.ReferencedBy, Status: r.Status, Location: rfmt.LocationSharedStore.String()}
+		VHost: v.VHost, Queues: r.ReferencedBy, Status: r.Status, Location: rscan.LocationSharedStore.String()}
 	if f.Transient {
 		m.Status += " (msg_store_transient)"
 	}

@@ -6,7 +6,7 @@ package salvage
 // v2 per-queue store entry (<S>.qs, found through its .qi slot, §5.2) or
 // a v1 index record with the message embedded (EmbSize > 0, §5.3). They
 // are exported like .rdq records, from the body terms the queue index
-// reader (pkg/format/rabbitmq ReadVHostQueues, via ScanVHost) sliced out.
+// reader (pkg/scan/rabbitmq ReadVHostQueues, via ScanVHost) sliced out.
 
 import (
 	"fmt"
@@ -51,10 +51,10 @@ func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip
 			name = qd.Name.Name
 		}
 		for _, e := range qd.Entries {
-			if e.Location != rfmt.LocationQueueStore && e.Location != rfmt.LocationEmbedded {
+			if e.Location != rscan.LocationQueueStore && e.Location != rscan.LocationEmbedded {
 				continue
 			}
-			lost := e.Location == rfmt.LocationQueueStore && (e.Drop == "bad_crc" || e.Drop == "bad_size")
+			lost := e.Location == rscan.LocationQueueStore && (e.Drop == "bad_crc" || e.Drop == "bad_size")
 			var sel []Selection
 			var why []string
 			if o.has(SelectAll) {
@@ -95,14 +95,14 @@ func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip
 // its bytes hold (the first term of the blob, or of the bytes after the
 // entry header when the size check failed); a readable one must be one
 // term followed only by zero padding.
-func queueMessage(root string, v *rscan.VHostScan, e *rfmt.QueueEntry, lost bool) (Message, []byte, error) {
+func queueMessage(root string, v *rscan.VHostScan, e *rscan.QueueEntry, lost bool) (Message, []byte, error) {
 	m := Message{Store: StoreRabbitMQ, MsgID: e.MsgID, VHost: v.VHost, Location: e.Location.String(), Status: rscan.StatusReferenced}
 	if e.Drop != "" {
 		m.Status = "dropped at recovery: " + e.Drop
 	}
 	body, bodyOff := e.Body, e.Offset
 	switch e.Location {
-	case rfmt.LocationQueueStore:
+	case rscan.LocationQueueStore:
 		m.Path, m.Offset = scan.Rel(root, e.StorePath), int64(e.StoreOffset)
 		m.RecordSize = rfmt.QSEntryHeaderSize + int64(e.StoreSize)
 		io := e.Offset
@@ -141,7 +141,7 @@ func queueMessage(root string, v *rscan.VHostScan, e *rfmt.QueueEntry, lost bool
 // rescueQS reads the bytes after the header of a .qs entry whose size
 // check failed (bad_size: the size field disagrees with the .qi slot, or
 // the entry runs past the end of the file); nil if there are none.
-func rescueQS(e *rfmt.QueueEntry) []byte {
+func rescueQS(e *rscan.QueueEntry) []byte {
 	b, err := storefile.ReadFile(e.StorePath)
 	if err != nil || len(b) > maxQSRead || e.StoreOffset >= uint64(len(b)) {
 		return nil

@@ -11,6 +11,7 @@ package rabbitmq
 // The first del/ack record of a RelSeq marks it delivered, the second acked.
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -85,6 +86,27 @@ func DecodeIDXRecord(b []byte, off int64) (IDXRecord, error) {
 	}
 	r.Len = c.Off
 	return r, c.Err(off)
+}
+
+// AppendIDXRecord appends r as rabbit_queue_index writes it: a publish
+// (Kind IDXPublish: prefix, msg id, expiry, size, embedded message) or a
+// del/ack (Kind IDXDelAck). RelSeq keeps its low 14 bits. Offset and Len
+// are ignored.
+func AppendIDXRecord(b []byte, r IDXRecord) []byte {
+	rel := r.RelSeq & 0x3fff
+	if r.Kind == IDXDelAck {
+		return binary.BigEndian.AppendUint16(b, 0x4000|rel)
+	}
+	p := 0x8000 | rel
+	if r.Persistent {
+		p |= 0x4000
+	}
+	b = binary.BigEndian.AppendUint16(b, p)
+	b = append(b, r.MsgID[:]...)
+	b = binary.BigEndian.AppendUint64(b, r.Expiry)
+	b = binary.BigEndian.AppendUint32(b, r.Size)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Embedded)))
+	return append(b, r.Embedded...)
 }
 
 // ReadIDX decodes a whole segment into records in file order. It stops at

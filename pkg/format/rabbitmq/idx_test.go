@@ -3,8 +3,6 @@ package rabbitmq
 import (
 	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -12,37 +10,21 @@ import (
 
 // qxIDXPub builds a segment publish record as rabbit_queue_index writes it.
 func qxIDXPub(rel uint16, persistent bool, id byte, size uint32, emb []byte) []byte {
-	p := uint16(0x8000) | rel
-	if persistent {
-		p |= 0x4000
-	}
-	b := binary.BigEndian.AppendUint16(nil, p)
-	b = append(b, make([]byte, 16)...)
-	b[2] = id
-	b = binary.BigEndian.AppendUint64(b, 0)
-	b = binary.BigEndian.AppendUint32(b, size)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(emb)))
-	return append(b, emb...)
+	return AppendIDXRecord(nil, IDXRecord{Kind: IDXPublish, RelSeq: rel, Persistent: persistent, MsgID: [16]byte{id}, Size: size, Embedded: emb})
 }
 
-func qxIDXRel(rel uint16) []byte { return binary.BigEndian.AppendUint16(nil, 0x4000|rel) }
+func qxIDXRel(rel uint16) []byte {
+	return AppendIDXRecord(nil, IDXRecord{Kind: IDXDelAck, RelSeq: rel})
+}
 
 // qxJPub builds a journal publish record.
 func qxJPub(seq uint64, persistent bool, id byte, emb []byte) []byte {
-	w := seq
-	if !persistent {
-		w |= 1 << 62
-	}
-	b := binary.BigEndian.AppendUint64(nil, w)
-	b = append(b, make([]byte, 16)...)
-	b[8] = id
-	b = binary.BigEndian.AppendUint64(b, 0)
-	b = binary.BigEndian.AppendUint32(b, 7)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(emb)))
-	return append(b, emb...)
+	return AppendJournalRecord(nil, JournalRecord{Kind: JournalPublish, SeqID: seq, Persistent: persistent, MsgID: [16]byte{id}, Size: 7, Embedded: emb})
 }
 
-func qxJOp(kind uint64, seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, kind<<62|seq) }
+func qxJOp(kind uint64, seq uint64) []byte {
+	return AppendJournalRecord(nil, JournalRecord{Kind: JournalKind(kind), SeqID: seq})
+}
 
 func qxCat(parts ...[]byte) []byte {
 	var b []byte
@@ -165,68 +147,6 @@ func TestReadJournal(t *testing.T) {
 	}
 }
 
-// TestIDXReplay checks the segment + journal combination rules.
-func TestIDXReplay(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), QueueDirName("/", "qr"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	seg0 := qxCat(
-		qxIDXPub(0, true, 10, 1, nil), qxIDXRel(0), qxIDXRel(0), // acked in the segment
-		qxIDXPub(1, true, 11, 1, nil), qxIDXRel(1), // delivered, acked in the journal
-		qxIDXPub(2, true, 12, 1, nil),              // live, journal repeats its publish
-		qxIDXPub(3, false, 13, 1, nil),             // transient: dropped at recovery
-		qxIDXPub(4, true, 14, 1, []byte{131, 106}), // embedded: no store ref
-	)
-	seg1 := qxCat(qxIDXPub(0, true, 20, 1, nil)) // seq 8 with 8 entries per segment
-	jrn := qxCat(qxJOp(3, 1), qxJPub(2, true, 12, nil), qxJOp(2, 2),
-		qxJPub(5, true, 15, nil), qxJOp(3, 6), // ack without publish: ignored
-		qxJPub(7, true, 17, nil), qxJOp(2, 7), qxJOp(3, 7)) // published and acked in the journal
-	for name, b := range map[string][]byte{"0.idx": seg0, "1.idx": seg1, "journal.jif": jrn,
-		".queue_name": []byte("VHOST: /\nQUEUE: qr\n")} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q, err := ReadQueueDir(dir, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type want struct {
-		seq       uint64
-		id        byte
-		loc       EntryLocation
-		drop      string
-		delivered bool
-	}
-	exp := []want{{2, 12, LocationSharedStore, "", true}, {3, 13, LocationSharedStore, DropTransient, false},
-		{4, 14, LocationEmbedded, "", false}, {5, 15, LocationSharedStore, "", false}, {8, 20, LocationSharedStore, "", false}}
-	if len(q.Entries) != len(exp) || len(q.Anomalies) != 0 {
-		t.Fatalf("entries %+v, anomalies %v", q.Entries, q.Anomalies)
-	}
-	for i, w := range exp {
-		e := q.Entries[i]
-		if e.SeqID != w.seq || e.MsgID[:2] != string("0123456789abcdef"[w.id>>4])+string("0123456789abcdef"[w.id&15]) ||
-			e.Location != w.loc || e.Drop != w.drop || e.Delivered != w.delivered || e.IndexVersion != 1 {
-			t.Errorf("entry %d: %+v, want %+v", i, e, w)
-		}
-	}
-	if len(q.Refs) != 3 { // seqs 2, 5, 8: persistent, unacked, not embedded
-		t.Errorf("refs %+v", q.Refs)
-	}
-	// A del/ack for a slot with no publish and a RelSeq past the segment
-	// size are anomalies with their offsets.
-	bad := qxCat(qxIDXRel(6), qxIDXPub(9, true, 1, 1, nil))
-	if err := os.WriteFile(filepath.Join(dir, "2.idx"), bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	q, err = ReadQueueDir(dir, 8)
-	if err != nil || len(q.Anomalies) != 2 || q.Anomalies[0].Code != CodeIDXUnknownSeq || q.Anomalies[0].Offset != 0 ||
-		q.Anomalies[1].Code != CodeIDXBadRecord || q.Anomalies[1].Offset != 2 {
-		t.Errorf("anomalies %v, %v", q.Anomalies, err)
-	}
-}
-
 func FuzzIDX(f *testing.F) {
 	for _, b := range qxFixtureFiles(f, ".idx") {
 		f.Add(b)
@@ -245,9 +165,6 @@ func FuzzIDX(f *testing.F) {
 		if err != nil && (!errors.As(err, &ce) || ce.Offset < int64(end) || ce.Offset > int64(len(b))) {
 			t.Fatalf("error %v after %d", err, end)
 		}
-		r := newIDXReplayer(2048)
-		r.segment(0, "x", recs)
-		_ = r.live()
 	})
 }
 
@@ -271,8 +188,5 @@ func FuzzJournal(f *testing.F) {
 		if j.End != end || (err != nil && (!errors.As(err, &ce) || ce.Offset < end || ce.Offset > int64(len(b)))) {
 			t.Fatalf("end %d, records end %d, %v", j.End, end, err)
 		}
-		r := newIDXReplayer(16384)
-		r.journal("x", j.Records)
-		_ = r.live()
 	})
 }

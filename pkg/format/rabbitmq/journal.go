@@ -12,6 +12,7 @@ package rabbitmq
 // by a dirty shutdown); any other unparsable tail is ignored by the broker.
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -82,6 +83,29 @@ func DecodeJournalRecord(b []byte, off int64) (JournalRecord, error) {
 	}
 	r.Len = c.Off
 	return r, c.Err(off)
+}
+
+// AppendJournalRecord appends r as rabbit_queue_index writes it: a
+// publish (prefix 00 persistent, 01 transient, then the msg id, expiry,
+// size and embedded message), a deliver or an ack. SeqID keeps its low
+// 62 bits. Offset and Len are ignored.
+func AppendJournalRecord(b []byte, r JournalRecord) []byte {
+	seq := r.SeqID & (1<<62 - 1)
+	switch r.Kind {
+	case JournalDeliver:
+		return binary.BigEndian.AppendUint64(b, 2<<62|seq)
+	case JournalAck:
+		return binary.BigEndian.AppendUint64(b, 3<<62|seq)
+	}
+	if !r.Persistent {
+		seq |= 1 << 62
+	}
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = append(b, r.MsgID[:]...)
+	b = binary.BigEndian.AppendUint64(b, r.Expiry)
+	b = binary.BigEndian.AppendUint32(b, r.Size)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Embedded)))
+	return append(b, r.Embedded...)
 }
 
 // JournalFile is a decoded journal.jif.

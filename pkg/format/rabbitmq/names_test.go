@@ -2,8 +2,7 @@ package rabbitmq
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"testing"
 
@@ -29,27 +28,26 @@ func TestDirNamesSpecExamples(t *testing.T) {
 	}
 }
 
-// TestDirNamesFixtures checks the names against the dirs the brokers made.
+// TestDirNamesFixtures checks the names against the dirs the brokers
+// made (read from the tarballs in memory).
 func TestDirNamesFixtures(t *testing.T) {
 	for _, ds := range qxDatasets {
 		t.Run(ds.name, func(t *testing.T) {
-			vdir := qxExtract(t, ds.tarball)
-			vhost, err := os.ReadFile(filepath.Join(vdir, ".vhost"))
-			if err != nil {
-				t.Fatal(err)
+			vdir, files := qxVHost(t, ds.tarball)
+			vhost, ok := files[vdir+"/.vhost"]
+			if !ok {
+				t.Fatal("no .vhost")
 			}
-			if got := VHostDirName(string(vhost)); got != filepath.Base(vdir) {
-				t.Errorf("VHostDirName(%q) = %s, dir is %s", vhost, got, filepath.Base(vdir))
+			if got := VHostDirName(string(vhost)); got != path.Base(vdir) {
+				t.Errorf("VHostDirName(%q) = %s, dir is %s", vhost, got, path.Base(vdir))
 			}
-			qdirs, _ := filepath.Glob(filepath.Join(vdir, "queues", "*"))
-			if len(qdirs) < 3 {
-				t.Fatalf("only %d queue dirs", len(qdirs))
-			}
-			for _, qd := range qdirs {
-				b, err := os.ReadFile(filepath.Join(qd, ".queue_name"))
-				if err != nil {
-					t.Fatal(err)
+			qdirs := 0
+			for name, b := range files {
+				if path.Base(name) != ".queue_name" || path.Dir(path.Dir(name)) != vdir+"/queues" {
+					continue
 				}
+				qdirs++
+				qd := path.Dir(name)
 				n, err := ParseQueueName(b)
 				if err != nil {
 					t.Fatalf("%s: %v", qd, err)
@@ -57,13 +55,16 @@ func TestDirNamesFixtures(t *testing.T) {
 				if n.VHost != string(vhost) || n.IndexV2 != strings.Contains(string(b), "INDEX: v2") {
 					t.Errorf("%s: parsed %+v from %q", qd, n, b)
 				}
-				if got := QueueDirName(n.VHost, n.Name); got != filepath.Base(qd) {
-					t.Errorf("QueueDirName(%s) = %s, dir is %s", n.Name, got, filepath.Base(qd))
+				if got := QueueDirName(n.VHost, n.Name); got != path.Base(qd) {
+					t.Errorf("QueueDirName(%s) = %s, dir is %s", n.Name, got, path.Base(qd))
 				}
 			}
-			cfg, err := os.ReadFile(filepath.Join(vdir, ".config"))
-			if err != nil {
-				t.Fatal(err)
+			if qdirs < 3 {
+				t.Fatalf("only %d queue dirs", qdirs)
+			}
+			cfg, ok := files[vdir+"/.config"]
+			if !ok {
+				t.Fatal("no .config")
 			}
 			if n, err := ParseVHostConfig(cfg); err != nil || n != 2048 {
 				t.Errorf("ParseVHostConfig(%q) = %d, %v; want 2048", cfg, n, err)

@@ -198,13 +198,13 @@ var (
 // problems go to QIFile.Anomalies and decoding goes on.
 func ReadQI(b []byte) (QIFile, error) {
 	var f QIFile
-	err := readQIInto(&f, b)
+	err := ReadQIInto(&f, b)
 	return f, err
 }
 
-// readQIInto is ReadQI decoding into f, reusing its slices' storage (a
+// ReadQIInto is ReadQI decoding into f, reusing its slices' storage (a
 // queue dir reader decodes segment after segment into one QIFile).
-func readQIInto(f *QIFile, b []byte) error {
+func ReadQIInto(f *QIFile, b []byte) error {
 	*f = QIFile{Records: f.Records[:0], WalkerRefs: f.WalkerRefs[:0], Anomalies: f.Anomalies[:0]}
 	h, err := DecodeQIHeader(b)
 	f.Header = h

@@ -3,7 +3,6 @@ package rabbitmq
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -158,24 +157,6 @@ func TestReadQITorn(t *testing.T) {
 		t.Errorf("torn anomalies %v, want one at %d", torn.Anomalies, last.Offset)
 	}
 
-	// The same through the queue dir reader: file and offset, entry gone.
-	dir := filepath.Join(qxExtract(t, "rabbitmq/datasets/crash-cqv2.tar.gz"), "queues", qxQ1)
-	before, err := ReadQueueDir(dir, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(filepath.Join(dir, "0.qi"), last.Offset+13); err != nil {
-		t.Fatal(err)
-	}
-	after, err := ReadQueueDir(dir, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after.Entries) != len(before.Entries)-1 || len(after.Anomalies) != 1 ||
-		after.Anomalies[0].Code != CodeQITorn || after.Anomalies[0].Offset != last.Offset ||
-		after.Anomalies[0].Path != filepath.Join(dir, "0.qi") {
-		t.Errorf("queue dir after tear: %d entries (was %d), anomalies %v", len(after.Entries), len(before.Entries), after.Anomalies)
-	}
 }
 
 func FuzzQI(f *testing.F) {

@@ -117,7 +117,7 @@ func QSDropReason(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, errQSNoFile):
+	case errors.Is(err, ErrQSNoFile):
 		return "no_file"
 	case errors.Is(err, ErrQSNoEntry):
 		return "eof"
@@ -130,8 +130,8 @@ func QSDropReason(err error) string {
 	}
 }
 
-// errQSNoFile marks a type-2 slot whose segment has no .qs file.
-var errQSNoFile = errors.New("no .qs file for this segment")
+// ErrQSNoFile marks a type-2 slot whose segment has no .qs file.
+var ErrQSNoFile = errors.New("no .qs file for this segment")
 
 // TrimQSPadding cuts the zero padding after the term in a .qs entry's
 // blob: Size is erlang:external_size of the message, an upper bound, and

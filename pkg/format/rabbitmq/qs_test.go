@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -78,51 +76,6 @@ func TestReadQSEntryErrors(t *testing.T) {
 	}
 	if _, err := DecodeQSEntry([]byte{0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0}, 100); !qxErrIs(err, "size", format.ErrTooLarge) {
 		t.Errorf("huge size: %v", err)
-	}
-}
-
-// TestQueueDirQSCRC flips one blob byte of a real .qs and expects the queue
-// dir reader to report it at the entry's CRC field and drop the entry.
-func TestQueueDirQSCRC(t *testing.T) {
-	qi, _, _, _ := qxQIFixture(t)
-	s := qxQSSlots(qi)[1]
-	dir := filepath.Join(qxExtract(t, "rabbitmq/datasets/crash-cqv2.tar.gz"), "queues", qxQ1)
-	p := filepath.Join(dir, "0.qs")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[s[0]+8+s[1]-3] ^= 0x20
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ReadQueueDir(dir, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(q.Anomalies) != 1 || q.Anomalies[0].Code != CodeQSCRC || q.Anomalies[0].Path != p ||
-		q.Anomalies[0].Offset != int64(s[0])+5 {
-		t.Fatalf("anomalies %v, want one %s at %s@%d", q.Anomalies, CodeQSCRC, p, s[0]+5)
-	}
-	dropped := 0
-	for _, e := range q.Entries {
-		if e.Drop != "" {
-			dropped++
-			if e.Drop != "bad_crc" || e.StoreOffset != s[0] {
-				t.Errorf("dropped %+v", e)
-			}
-		}
-	}
-	if dropped != 1 {
-		t.Errorf("%d entries dropped, want 1", dropped)
-	}
-	// Without its .qi the .qs is an orphan.
-	if err := os.Remove(filepath.Join(dir, "0.qi")); err != nil {
-		t.Fatal(err)
-	}
-	q, err = ReadQueueDir(dir, 2048)
-	if err != nil || len(q.Entries) != 0 || len(q.Anomalies) != 1 || q.Anomalies[0].Code != CodeQSOrphan {
-		t.Errorf("orphan .qs: %d entries, %v, %v", len(q.Entries), q.Anomalies, err)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // Verify also predicts every queue index entry (one a record here). The
 // queue index reader gave each shared-store entry its msg id as a 32-byte
 // hex string, one allocation an entry (1.06-1.09 a record here); it now
-// hands ids as bytes (rfmt.ReadQueueDirSegmentsIDs) and only the entries
+// hands ids as bytes (ReadQueueDirSegmentsIDs) and only the entries
 // that get a finding are given the string, so verify is held to the same
 // bound as scan.
 func TestScanAllocationsNotPerRecord(t *testing.T) {

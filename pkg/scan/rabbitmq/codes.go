@@ -63,3 +63,24 @@ const (
 	// (file_summary.ets, msg_store_index.ets) describes.
 	CodeCleanStateStale = "rabbitmq.store.clean-state-stale"
 )
+
+// Queue index files (queues/<dir>/: .qi/.qs of index v2, .idx and
+// journal.jif of v1, .queue_name) and the vhost's .config: the anomalies
+// of the queue index readers (queuedir*.go).
+const (
+	CodeQIBadHeader     = "rabbitmq.qi.bad-header"
+	CodeQITorn          = "rabbitmq.qi.torn-entry"
+	CodeQIBadEntry      = "rabbitmq.qi.bad-entry"
+	CodeQISeqMismatch   = "rabbitmq.qi.seq-mismatch"
+	CodeQSCRC           = "rabbitmq.qs.crc"
+	CodeQSBadEntry      = "rabbitmq.qs.bad-entry"
+	CodeQSOrphan        = "rabbitmq.qs.orphan"
+	CodeIDXBadRecord    = "rabbitmq.idx.bad-record"
+	CodeIDXAllZero      = "rabbitmq.idx.all-zero"
+	CodeIDXUnknownSeq   = "rabbitmq.idx.unknown-seq"
+	CodeJournalTail     = "rabbitmq.journal.bad-tail"
+	CodeJournalConflict = "rabbitmq.journal.conflict"
+	CodeQueueName       = "rabbitmq.queue.bad-name"
+	CodeVHostConfig     = "rabbitmq.vhost.bad-config"
+	CodeFileTooLarge    = "rabbitmq.index.too-large"
+)

@@ -4,7 +4,7 @@ package rabbitmq
 // findings and the per-file summary, not the records. In lean mode each
 // file's record findings are made as soon as the file is done and its
 // records, gaps and markers are released, and the queue indexes are read
-// without their entries (rfmt.ReadVHostQueuesRefs, lean_refs.go), so memory stays flat
+// without their entries (ReadVHostQueuesRefs, lean_refs.go), so memory stays flat
 // as the store grows. ScanVHost's own callers (verify, truncate, salvage,
 // harden, rebuild) keep the detailed result.
 

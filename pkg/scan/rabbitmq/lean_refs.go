@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/offheap"
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -26,23 +25,23 @@ type leanRefs struct {
 }
 
 // leanRefsBuilder collects the references of a vhost's queue dirs as id
-// slots while rfmt.ReadVHostQueuesRefsFunc reads them (take is safe for
+// slots while ReadVHostQueuesRefsFunc reads them (take is safe for
 // concurrent use); build then makes the lean references.
 type leanRefsBuilder struct {
 	mu    sync.Mutex
 	slots *offheap.Buf[refSlot] // q: the queue dir's ordinal in ord
-	ord   map[*rfmt.QueueDir]int32
+	ord   map[*QueueDir]int32
 	// files and maxSize describe the persistent store's .rdq files, for
 	// the table's packing (newIDPack); 0 when unknown.
 	files   int
 	maxSize int64
 }
 
-func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
+func (b *leanRefsBuilder) take(qd *QueueDir, refs []QueueRef) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ord == nil {
-		b.ord = map[*rfmt.QueueDir]int32{}
+		b.ord = map[*QueueDir]int32{}
 		b.slots = offheap.New[refSlot]()
 	}
 	o, ok := b.ord[qd]
@@ -58,7 +57,7 @@ func (b *leanRefsBuilder) take(qd *rfmt.QueueDir, refs []rfmt.QueueRef) {
 // build turns the collected references into the fixed part of seen
 // (idTable.setSorted). The name lists are those queueRefs makes: the
 // sorted names of every queue reference to the id.
-func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
+func (b *leanRefsBuilder) build(q *VHostQueues, seen *idTable) *leanRefs {
 	l := &leanRefs{dir: q.Dir}
 	names := make([]string, len(q.Queues))
 	index := make([]int32, len(b.ord)) // ordinal -> index in q.Queues
@@ -143,7 +142,7 @@ func (b *leanRefsBuilder) build(q *rfmt.VHostQueues, seen *idTable) *leanRefs {
 
 // queueName is the name a queue dir's findings and references use: its
 // .queue_name's queue name, or the dir's hash when that is unreadable.
-func queueName(qd *rfmt.QueueDir) string {
+func queueName(qd *QueueDir) string {
 	if qd.HasName {
 		return qd.Name.Name
 	}
@@ -171,7 +170,7 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	if !lost {
 		return nil
 	}
-	q, err := rfmt.ReadVHostQueuesRefs(l.dir)
+	q, err := ReadVHostQueuesRefs(l.dir)
 	if err != nil {
 		return nil // read once already: only a concurrent change gets here
 	}

@@ -3,7 +3,6 @@ package rabbitmq
 import (
 	"encoding/hex"
 
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -132,7 +131,7 @@ type VHostScan struct {
 	VHost string // from .vhost
 	// Queues is what the queue indexes say (nil when the vhost has no
 	// queues dir: references unknown).
-	Queues *rfmt.VHostQueues
+	Queues *VHostQueues
 	// Refs maps each referenced msg id (32 hex) to its queue names, one
 	// per reference.
 	Refs     map[string][]string

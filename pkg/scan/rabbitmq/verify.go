@@ -11,7 +11,6 @@ import (
 	"hash/maphash"
 	"path/filepath"
 
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -49,7 +48,7 @@ func atRiskKey(code string) string {
 
 // EntryFate is what the next start does with one queue index entry.
 type EntryFate struct {
-	Entry  rfmt.QueueEntry
+	Entry  QueueEntry
 	MsgID  string // Entry.MsgID, or the id inside a .qs/embedded body; "" if unknown
 	Keep   bool
 	Reason string  // drop reason when !Keep
@@ -200,10 +199,10 @@ var rebuiltCodes = func() map[string]bool {
 }()
 
 // anomalyCodes are the format package's queue index anomaly codes.
-var anomalyCodes = []string{rfmt.CodeQIBadHeader, rfmt.CodeQITorn, rfmt.CodeQIBadEntry, rfmt.CodeQISeqMismatch,
-	rfmt.CodeQSCRC, rfmt.CodeQSBadEntry, rfmt.CodeQSOrphan, rfmt.CodeIDXBadRecord, rfmt.CodeIDXAllZero,
-	rfmt.CodeIDXUnknownSeq, rfmt.CodeJournalTail, rfmt.CodeJournalConflict, rfmt.CodeQueueName,
-	rfmt.CodeVHostConfig, rfmt.CodeFileTooLarge}
+var anomalyCodes = []string{CodeQIBadHeader, CodeQITorn, CodeQIBadEntry, CodeQISeqMismatch,
+	CodeQSCRC, CodeQSBadEntry, CodeQSOrphan, CodeIDXBadRecord, CodeIDXAllZero,
+	CodeIDXUnknownSeq, CodeJournalTail, CodeJournalConflict, CodeQueueName,
+	CodeVHostConfig, CodeFileTooLarge}
 
 // dedupe merges findings with the same code, path, offset and msg id (a
 // missing .qs is reported by every entry that points into it); the merged

@@ -177,9 +177,9 @@ func TestVerifyQueueStoreDamage(t *testing.T) {
 	qi := readFile(t, filepath.Join(qdir, "0.qi"))
 	qsPath, orig, storeOff, nslots := flipQSBlob(t, dir)
 	vv := verifyDir(t, root, dir, "")
-	f := only(t, vv, rfmt.CodeQSCRC, scan.Rel(root, qsPath))
+	f := only(t, vv, CodeQSCRC, scan.Rel(root, qsPath))
 	q := queueFate(t, vv, q1Dir)
-	if f.Offset != storeOff || f.Severity != scan.Error || q.Keep != before.Keep-1 || len(codes(vv.Findings, rfmt.CodeQSCRC)) != 1 {
+	if f.Offset != storeOff || f.Severity != scan.Error || q.Keep != before.Keep-1 || len(codes(vv.Findings, CodeQSCRC)) != 1 {
 		t.Errorf("crc flip: %+v (want offset %d), keep %d was %d", f, storeOff, q.Keep, before.Keep)
 	}
 	t.Logf("crc flip: %s@%d %s; q1 drops %v", f.Path, f.Offset, f.Message, q.DropMsgIDs)
@@ -188,7 +188,7 @@ func TestVerifyQueueStoreDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	vv = verifyDir(t, root, dir, "")
-	f = only(t, vv, rfmt.CodeQSBadEntry, scan.Rel(root, qsPath))
+	f = only(t, vv, CodeQSBadEntry, scan.Rel(root, qsPath))
 	q = queueFate(t, vv, q1Dir)
 	if f.Offset != 0 || q.Keep != before.Keep-nslots || q.Drop != nslots {
 		t.Errorf("deleted .qs: %+v; keep %d drop %d, want %d dropped", f, q.Keep, q.Drop, nslots)
@@ -198,7 +198,7 @@ func TestVerifyQueueStoreDamage(t *testing.T) {
 	writeFile(t, qsPath, orig)
 	writeFile(t, filepath.Join(qdir, "0.qi"), append(bytes.Clone(qi), 1, 1, 0, 1, 9, 9, 9))
 	vv = verifyDir(t, root, dir, "")
-	f = only(t, vv, rfmt.CodeQITorn, scan.Rel(root, filepath.Join(qdir, "0.qi")))
+	f = only(t, vv, CodeQITorn, scan.Rel(root, filepath.Join(qdir, "0.qi")))
 	if f.Offset != int64(len(qi)) || queueFate(t, vv, q1Dir).Keep != before.Keep {
 		t.Errorf("torn .qi: %+v, want offset %d", f, len(qi))
 	}

@@ -18,7 +18,7 @@ import (
 
 // entryLength is the bytes of an index entry: a v2 slot is 32 bytes; a v1
 // publish record's length is not kept by the reader (0: a point).
-func entryLength(e rfmt.QueueEntry) int64 {
+func entryLength(e QueueEntry) int64 {
 	if e.IndexVersion == 2 {
 		return rfmt.QIEntrySize
 	}
@@ -33,7 +33,7 @@ func missingFindings(root string, qs []*QueueFate, refs map[string][]string, cle
 	for _, q := range qs {
 		for _, ef := range q.Entries {
 			e := ef.Entry
-			if e.Location != rfmt.LocationSharedStore || !e.Persistent || q.OrphanWhy != "" {
+			if e.Location != LocationSharedStore || !e.Persistent || q.OrphanWhy != "" {
 				continue
 			}
 			var what string
@@ -73,14 +73,14 @@ func missingFindings(root string, qs []*QueueFate, refs map[string][]string, cle
 // anomalyFindings turns the queue index readers' anomalies into findings.
 // A .qs CRC failure is placed at the start of its entry (the reader
 // reports the crc16 field) and names the .qi entry that points at it.
-func anomalyFindings(root string, vq *rfmt.VHostQueues, qs []*QueueFate) []scan.Finding {
+func anomalyFindings(root string, vq *VHostQueues, qs []*QueueFate) []scan.Finding {
 	if vq == nil {
 		return nil
 	}
 	byStore := map[string][]*EntryFate{}
 	for _, q := range qs {
 		for i := range q.Entries {
-			if e := &q.Entries[i]; e.Entry.Location == rfmt.LocationQueueStore {
+			if e := &q.Entries[i]; e.Entry.Location == LocationQueueStore {
 				byStore[e.Entry.StorePath] = append(byStore[e.Entry.StorePath], e)
 			}
 		}
@@ -113,7 +113,7 @@ func anomalyFindings(root string, vq *rfmt.VHostQueues, qs []*QueueFate) []scan.
 // header the broker deletes with its .qs), warnings otherwise.
 func anomalySeverity(code string) scan.Severity {
 	switch code {
-	case rfmt.CodeQSCRC, rfmt.CodeQSBadEntry, rfmt.CodeQIBadHeader:
+	case CodeQSCRC, CodeQSBadEntry, CodeQIBadHeader:
 		return scan.Error
 	}
 	return scan.Warning

@@ -30,7 +30,7 @@ func FuzzVerifyCleanDumps(f *testing.F) {
 	rec := &Record{File: 9, Offset: 0, TotalSize: 100, Status: StatusReferenced}
 	v := &VHostScan{Files: []*FileScan{{Path: "9.rdq", Number: 9, Size: 100, Records: []*Record{rec}}},
 		Refs:   map[string][]string{rec.ID(): {"q1"}},
-		Queues: &rfmt.VHostQueues{RefCounts: map[string]int{rec.ID(): 1}}}
+		Queues: &VHostQueues{RefCounts: map[string]int{rec.ID(): 1}}}
 	f.Fuzz(func(t *testing.T, ix, sum []byte) {
 		cs := &cleanState{}
 		okIx := cs.readIndex("/", "/s/msg_store_index.ets", ix)
@@ -51,7 +51,7 @@ func FuzzEntryMsgID(f *testing.F) {
 	f.Add([]byte{131, 104, 1, 119, 2, 'm', 'c', 0, 0})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		id := entryMsgID(rfmt.QueueEntry{Body: b})
+		id := entryMsgID(QueueEntry{Body: b})
 		if id != "" && len(id) != 32 {
 			t.Fatalf("id %q", id)
 		}

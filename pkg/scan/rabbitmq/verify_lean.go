@@ -3,7 +3,7 @@ package rabbitmq
 // Lean verify: the lean scan (lean.go: records released per file, queue
 // indexes read without entries) plus a prediction made per queue dir
 // (--jobs dirs at once, results in dir order). Each queue dir is read
-// again one .qi segment at a time (rfmt.ReadQueueDirSegments), its
+// again one .qi segment at a time (ReadQueueDirSegments), its
 // entries decided against the scanner's pointer-free id map (found /
 // missing) and a compact set of hazard victims and dropped, so memory
 // does not grow with a queue. A store with a clean-shutdown index
@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"sync"
 
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -123,16 +122,16 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 // findings: .qs entries in a file with an anomaly (anomalyFindings places
 // .qs damage at them) and shared-store entries whose record is missing or
 // has a bad body (missingFindings).
-func findingEntries(qd *rfmt.QueueDir) func(EntryFate) bool {
+func findingEntries(qd *QueueDir) func(EntryFate) bool {
 	damaged := map[string]bool{}
 	for _, a := range qd.Anomalies {
 		damaged[a.Path] = true
 	}
 	return func(ef EntryFate) bool {
 		switch ef.Entry.Location {
-		case rfmt.LocationQueueStore:
+		case LocationQueueStore:
 			return damaged[ef.Entry.StorePath]
-		case rfmt.LocationSharedStore:
+		case LocationSharedStore:
 			return ef.Entry.Persistent && (ef.Record == nil || ef.Record.BadBody || ef.Unknown)
 		}
 		return false
@@ -202,7 +201,7 @@ type queueResult struct {
 // whatever Jobs is).
 func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, vv *VHostVerify, clean bool) (anoms, orphans, missing []scan.Finding, err error) {
 	vq := v.Queues
-	anoms = anomalyFindings(root, &rfmt.VHostQueues{Anomalies: vq.Anomalies}, nil)
+	anoms = anomalyFindings(root, &VHostQueues{Anomalies: vq.Anomalies}, nil)
 	out := make([]chan queueResult, len(vq.Queues))
 	for i := range out {
 		out[i] = make(chan queueResult, 1)
@@ -248,7 +247,7 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	// One .qi segment at a time: memory does not grow with the queue.
 	var qf *QueueFate
 	n := 0
-	qd, err := rfmt.ReadQueueDirSegmentsIDs(dir, segEntries, func(q *rfmt.QueueDir, es []rfmt.QueueEntry) error {
+	qd, err := ReadQueueDirSegmentsIDs(dir, segEntries, func(q *QueueDir, es []QueueEntry) error {
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
 			qf.spool = lp.spool
@@ -257,9 +256,9 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 		n += len(es)
 		return ctx.Err()
 	})
-	if errors.Is(err, rfmt.ErrSegmentOrder) {
+	if errors.Is(err, ErrSegmentOrder) {
 		// Overlapping segments: decide the queue whole, in seq order.
-		if qd, err = rfmt.ReadQueueDir(dir, segEntries); err == nil {
+		if qd, err = ReadQueueDir(dir, segEntries); err == nil {
 			qf, n = predictQueue(qd, v.VHost, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(qd)), len(qd.Entries)
 			qd.Entries = nil
 		}
@@ -274,11 +273,11 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	qf.end()
 	qf.waitsOn(v.Unread())
 	one := []*QueueFate{qf}
-	r.anoms = anomalyFindings(root, &rfmt.VHostQueues{Queues: []*rfmt.QueueDir{qd}}, one)
+	r.anoms = anomalyFindings(root, &VHostQueues{Queues: []*QueueDir{qd}}, one)
 	r.orphans = orphanFindings(root, one)
 	refs := map[string][]string{}
 	for _, ef := range qf.Entries {
-		if (ef.Record == nil || ef.Record.BadBody || ef.Unknown) && ef.Entry.Location == rfmt.LocationSharedStore {
+		if (ef.Record == nil || ef.Record.BadBody || ef.Unknown) && ef.Entry.Location == LocationSharedStore {
 			if _, ok := refs[ef.Entry.MsgID]; !ok {
 				refs[ef.Entry.MsgID] = lp.queueNames(ef.Entry.MsgID)
 			}

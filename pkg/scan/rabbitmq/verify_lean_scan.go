@@ -33,14 +33,14 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if hasQueues {
 		go func() {
 			defer close(qdone)
-			read := rfmt.ReadVHostQueues
+			read := ReadVHostQueues
 			var refs leanRefsBuilder
 			refs.files, refs.maxSize = rdqShape(filepath.Join(vhostDir, "msg_store_persistent"))
 			if o.lean {
 				// References become id slots as they are read, a .qi
 				// segment at a time: they are never all held as QueueRefs.
-				read = func(dir string) (*rfmt.VHostQueues, error) {
-					return rfmt.ReadVHostQueuesRefsFunc(dir, refs.take)
+				read = func(dir string) (*VHostQueues, error) {
+					return ReadVHostQueuesRefsFunc(dir, refs.take)
 				}
 			}
 			q, err := read(vhostDir)

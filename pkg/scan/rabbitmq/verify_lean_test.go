@@ -129,8 +129,8 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 		binary.BigEndian.PutUint64(b[5:], 0) // span 1: its slot 0 is seq 1, inside segment 0
 		binary.BigEndian.PutUint64(b[13:], 1)
 		writeFile(t, qi, b)
-		if _, err := rfmt.ReadQueueDirSegments(filepath.Dir(qi), rfmt.LegacySegmentEntryCount,
-			func(*rfmt.QueueDir, []rfmt.QueueEntry) error { return nil }); !errors.Is(err, rfmt.ErrSegmentOrder) {
+		if _, err := ReadQueueDirSegments(filepath.Dir(qi), rfmt.LegacySegmentEntryCount,
+			func(*QueueDir, []QueueEntry) error { return nil }); !errors.Is(err, ErrSegmentOrder) {
 			t.Fatalf("the tampered queue streams (%v): the whole-queue path is not tested", err)
 		}
 		f, q, e = sameVerify(t, root, sum.VHostDir, "")
@@ -141,7 +141,7 @@ func TestLeanVerifySameAsDetailed(t *testing.T) {
 		qsPath, _, storeOff, _ := flipQSBlob(t, dir)
 		crc := 0
 		for _, x := range verifyWith(t, true, root, dir, "").Findings {
-			if x.Code == rfmt.CodeQSCRC && x.Offset == storeOff && x.MsgID != "" {
+			if x.Code == CodeQSCRC && x.Offset == storeOff && x.MsgID != "" {
 				crc++
 			}
 		}

@@ -78,7 +78,7 @@ func (qf *QueueFate) waitsOn(unread []string) {
 // referenced shared-store record holding an id (nil when none). Entries
 // holds the fates keep accepts (every one when keep is nil); the counts
 // and id lists cover all of them.
-func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
+func predictQueue(qd *QueueDir, vhost string, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
 	keep func(EntryFate) bool) *QueueFate {
 	qf := startQueueFate(qd, vhost, keep == nil, len(qd.Entries))
 	qf.add(qd.Entries, clean, lookup, vic, keep)
@@ -88,7 +88,7 @@ func predictQueue(qd *rfmt.QueueDir, vhost string, clean bool, lookup func([16]b
 
 // startQueueFate is a queue's fate before its entries are decided; all
 // keeps every entry (n of them) rather than those keep selects.
-func startQueueFate(qd *rfmt.QueueDir, vhost string, all bool, n int) *QueueFate {
+func startQueueFate(qd *QueueDir, vhost string, all bool, n int) *QueueFate {
 	qf := &QueueFate{Queue: scan.Queue{VHost: vhost, Dir: qd.Hash, Index: indexKind(qd.Dir),
 		AtRisk: map[string]int{}, AtRiskMsgIDs: map[string]scan.MsgIDs{}}, Path: qd.Dir}
 	if qd.HasName {
@@ -105,7 +105,7 @@ func startQueueFate(qd *rfmt.QueueDir, vhost string, all bool, n int) *QueueFate
 }
 
 // add decides entries (the next ones of the queue, in seq order).
-func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
+func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
 	keep func(EntryFate) bool) {
 	for _, e := range entries {
 		ef, id, idOK := fate(e, qf.OrphanWhy != "", clean, lookup, vic)
@@ -129,7 +129,7 @@ func (qf *QueueFate) add(entries []rfmt.QueueEntry, clean bool, lookup func([16]
 			continue
 		}
 		qf.Keep++
-		if e.Location != rfmt.LocationSharedStore || !idOK {
+		if e.Location != LocationSharedStore || !idOK {
 			continue
 		}
 		risk := vic.risk(id)
@@ -155,7 +155,7 @@ func (qf *QueueFate) end() {
 // (the lookup, the hazards' lost ids and add's id lists want them). An
 // index id comes as bytes (e.HasID) and its hex is left to add, for the
 // entries it keeps: a queue's other entries make no string.
-func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) (ef EntryFate, id [16]byte, idOK bool) {
+func fate(e QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *victimIDs) (ef EntryFate, id [16]byte, idOK bool) {
 	ef = EntryFate{Entry: e, Keep: true}
 	own := e.HasID || e.MsgID != "" // the entry's own id, not one from a body
 	if e.HasID {
@@ -165,7 +165,7 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 		ef.MsgID = entryMsgID(e)
 		id, idOK = decodeID(ef.MsgID)
 	}
-	shared := e.Location == rfmt.LocationSharedStore
+	shared := e.Location == LocationSharedStore
 	// The store is looked up by the entry's own id, not one from a body.
 	unknown := false
 	if shared && idOK && own {
@@ -181,7 +181,7 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 	case orphan:
 		return drop(DropOrphanDir)
 	case !e.Persistent:
-		return drop(rfmt.DropTransient)
+		return drop(DropTransient)
 	case unknown:
 		ef.Keep, ef.Unknown = false, true
 		return ef, id, idOK
@@ -202,7 +202,7 @@ func fate(e rfmt.QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, 
 
 // entryMsgID is the entry's store msg id, or for a .qs or embedded
 // message the id inside its body; "" when unknown.
-func entryMsgID(e rfmt.QueueEntry) string {
+func entryMsgID(e QueueEntry) string {
 	if e.MsgID != "" || len(e.Body) == 0 {
 		return e.MsgID
 	}
@@ -217,7 +217,7 @@ func entryMsgID(e rfmt.QueueEntry) string {
 // The broker deletes such dirs at start (rabbit_queue_index:start/2). The
 // metadata store is not read, so a dir whose .queue_name is consistent is
 // assumed to belong to a durable queue.
-func orphanReason(qd *rfmt.QueueDir, vhost string) string {
+func orphanReason(qd *QueueDir, vhost string) string {
 	switch {
 	case !qd.HasName:
 		return "no readable .queue_name (every queue writes one when it creates its dir)"

@@ -42,7 +42,7 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 
 // queueRefs maps each referenced id to the names of the queues holding a
 // reference, one name per reference.
-func queueRefs(q *rfmt.VHostQueues) map[string][]string {
+func queueRefs(q *VHostQueues) map[string][]string {
 	out := map[string][]string{}
 	for _, qd := range q.Queues {
 		name := queueName(qd)
@@ -78,14 +78,14 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 	return out
 }
 
-func queueFindings(root string, q *rfmt.VHostQueues) []scan.Finding {
+func queueFindings(root string, q *VHostQueues) []scan.Finding {
 	if q == nil {
 		return nil
 	}
 	var out []scan.Finding
 	for _, a := range q.AllAnomalies() {
 		sev := scan.Warning
-		if a.Code == rfmt.CodeQSCRC {
+		if a.Code == CodeQSCRC {
 			sev = scan.Error
 		}
 		out = append(out, scan.Finding{Code: a.Code, Severity: sev, Path: scan.Rel(root, a.Path),
@@ -131,7 +131,7 @@ func (s *scanner) layout(v *VHostScan) map[string]any {
 // whose byte position verify reports exactly.
 // With unread .rdq files the message may be in one of them: the finding
 // is message-unknown instead, naming them.
-func (s *scanner) missingFinding(r rfmt.QueueRef, name string, queues []string, unread []string) scan.Finding {
+func (s *scanner) missingFinding(r QueueRef, name string, queues []string, unread []string) scan.Finding {
 	off := int64(0)
 	if r.Slot >= 0 {
 		off = 64 + 32*int64(r.Slot)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -25,11 +27,11 @@ func (q *QueueDir) readV1(idx []uint64, hasJournal bool, segCount int) ([]QueueE
 		if !ok {
 			continue
 		}
-		if IDXAllZero(b) {
+		if rfmt.IDXAllZero(b) {
 			q.anomaly(path, format.Corrupt(0, "segment", fmt.Errorf("%w: only zero bytes (the broker deletes it)", format.ErrInvalid)), CodeIDXAllZero)
 			continue
 		}
-		recs, err := ReadIDX(b)
+		recs, err := rfmt.ReadIDX(b)
 		if err != nil {
 			q.anomaly(path, err, CodeIDXBadRecord)
 		}
@@ -42,7 +44,7 @@ func (q *QueueDir) readV1(idx []uint64, hasJournal bool, segCount int) ([]QueueE
 			return nil, err
 		}
 		if ok {
-			j, err := ReadJournal(b)
+			j, err := rfmt.ReadJournal(b)
 			if err != nil {
 				q.anomaly(path, err, CodeJournalTail)
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/format/etf"
 )
@@ -32,10 +34,10 @@ func qxEmbeddedMessage(body []byte) (amqpID string, storeID string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if !qiAllZero(body[n:]) {
+	if !allZeroBytes(body[n:]) {
 		return "", "", fmt.Errorf("non-zero bytes after the term at %d", n)
 	}
-	m, err := DecodeMessage(body[:n], 0)
+	m, err := rfmt.DecodeMessage(body[:n], 0)
 	if err != nil {
 		return "", "", err
 	}
@@ -198,4 +200,14 @@ func qxCheckQIRefs(t *testing.T, v *VHostQueues, path string) {
 		}
 	}
 	t.Logf("%d refs equal qi-refs.tsv", len(got))
+}
+
+// allZeroBytes reports whether every byte of b is zero.
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

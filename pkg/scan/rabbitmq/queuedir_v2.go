@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -78,7 +80,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 		return nil, err
 	}
 	f := &q.qiScratch
-	err = readQIInto(f, b)
+	err = rfmt.ReadQIInto(f, b)
 	if err != nil {
 		// The broker deletes the .qi and its .qs: nothing is recovered.
 		q.anomaly(path, err, CodeQIBadHeader)
@@ -86,14 +88,14 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	}
 	for _, a := range f.Anomalies {
 		code := CodeQIBadEntry
-		if errors.Is(a, ErrQITornEntry) {
+		if errors.Is(a, rfmt.ErrQITornEntry) {
 			code = CodeQITorn
 		}
 		q.anomaly(path, a, code)
 	}
 	span := f.Header.ToSeqID - f.Header.FromSeqID
-	if span == 0 || span > QIMaxSegmentEntryCount {
-		span = QIDefaultSegmentEntryCount
+	if span == 0 || span > rfmt.QIMaxSegmentEntryCount {
+		span = rfmt.QIDefaultSegmentEntryCount
 	}
 	if want := seg * span; f.Header.FromSeqID != want {
 		q.anomaly(path, format.Corrupt(5, "fromSeqId", fmt.Errorf("%w: %d, file name says %d",
@@ -127,7 +129,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	if q.refsOnly {
 		// Only the .qs checks matter (their anomalies); no entry is kept.
 		for _, r := range f.Records {
-			if r.LocType == QILocQueueStore {
+			if r.LocType == rfmt.QILocQueueStore {
 				e := QueueEntry{StoreOffset: r.StoreOffset, StoreSize: r.StoreSize, StorePath: qsPath}
 				q.checkQS(&e, qsFile, hasQS)
 			}
@@ -140,16 +142,16 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 		e := QueueEntry{SeqID: base + uint64(r.Slot), Persistent: r.Persistent, Size: r.Size,
 			Expiry: r.Expiry, IndexVersion: 2, Path: path, Offset: r.Offset}
 		switch r.LocType {
-		case QILocMemory:
+		case rfmt.QILocMemory:
 			e.Location = LocationMemory
 			e.Drop = DropOther
-		case QILocSharedStore:
+		case rfmt.QILocSharedStore:
 			e.Location = LocationSharedStore
 			e.ID, e.HasID = r.MsgID, true
 			if q.hexIDs() {
 				e.MsgID = refs.hex(r.Slot, r.MsgID)
 			}
-		case QILocQueueStore:
+		case rfmt.QILocQueueStore:
 			e.Location = LocationQueueStore
 			e.StoreOffset, e.StoreSize, e.StorePath = r.StoreOffset, r.StoreSize, qsPath
 			e.Drop = q.checkQS(&e, qsFile, hasQS)
@@ -166,11 +168,11 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 // fills MsgID-independent fields and returns the drop reason.
 func (q *QueueDir) checkQS(e *QueueEntry, qs []byte, exists bool) string {
 	if !exists {
-		err := format.Corrupt(0, "file", errQSNoFile)
+		err := format.Corrupt(0, "file", rfmt.ErrQSNoFile)
 		q.anomaly(e.StorePath, err, CodeQSBadEntry)
-		return QSDropReason(err)
+		return rfmt.QSDropReason(err)
 	}
-	ent, err := ReadQSEntry(qs, e.StoreOffset, e.StoreSize)
+	ent, err := rfmt.ReadQSEntry(qs, e.StoreOffset, e.StoreSize)
 	if ent.Blob != nil {
 		e.Body = ent.Blob
 	}
@@ -181,7 +183,7 @@ func (q *QueueDir) checkQS(e *QueueEntry, qs []byte, exists bool) string {
 		}
 		q.anomaly(e.StorePath, err, code)
 	}
-	return QSDropReason(err)
+	return rfmt.QSDropReason(err)
 }
 
 // slotHex hands out the hex msg id of a slot, reusing the string of the

@@ -1,6 +1,8 @@
 package rabbitmq
 
-import "errors"
+import (
+	"errors"
+)
 
 // ErrSegmentOrder is ReadQueueDirSegments' error for a queue whose .qi
 // segments overlap in seq ids (headers disagreeing with file names): the
@@ -10,7 +12,7 @@ var ErrSegmentOrder = errors.New("queue index segments overlap in seq ids")
 
 // ReadQueueDirSegments reads dir as ReadQueueDir does, but hands its
 // entries to fn, in seq order, one .qi segment at a time (at most
-// QIMaxSegmentEntryCount entries) instead of keeping them, so memory does
+// rfmt.QIMaxSegmentEntryCount entries) instead of keeping them, so memory does
 // not grow with the queue. A queue with v1 files (.idx, journal.jif) is
 // handed over in one call: the journal applies across segments. fn sees
 // the anomalies found so far, including its segment's. The QueueDir

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
 // refsByDir reads vdir with ReadVHostQueuesRefsFunc and returns, per
@@ -88,9 +90,9 @@ func TestSegmentsIDsSameAsHex(t *testing.T) {
 		}
 		for _, de := range ents {
 			dir := filepath.Join(vdir, "queues", de.Name())
-			want, _, wq, werr := segmentsOf(t, dir, LegacySegmentEntryCount)
+			want, _, wq, werr := segmentsOf(t, dir, rfmt.LegacySegmentEntryCount)
 			var got []QueueEntry
-			gq, gerr := ReadQueueDirSegmentsIDs(dir, LegacySegmentEntryCount, func(_ *QueueDir, es []QueueEntry) error {
+			gq, gerr := ReadQueueDirSegmentsIDs(dir, rfmt.LegacySegmentEntryCount, func(_ *QueueDir, es []QueueEntry) error {
 				got = append(got, es...)
 				return nil
 			})

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/storefile"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
 // VHostQueues is the queue side of one vhost directory.
@@ -20,7 +21,7 @@ type VHostQueues struct {
 	Dir   string
 	VHost string // content of .vhost, when present
 	// SegmentEntryCount is the v1 segment size from .config, or
-	// LegacySegmentEntryCount when the file is missing.
+	// rfmt.LegacySegmentEntryCount when the file is missing.
 	SegmentEntryCount int
 	Queues            []*QueueDir // sorted by Hash
 	// RefCounts maps a shared-store msg id (32 hex) to the number of
@@ -68,7 +69,7 @@ func ReadVHostQueuesRefsFunc(vhostDir string, take func(q *QueueDir, refs []Queu
 }
 
 func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []QueueRef)) (*VHostQueues, error) {
-	v := &VHostQueues{Dir: vhostDir, SegmentEntryCount: LegacySegmentEntryCount, RefCounts: map[string]int{}}
+	v := &VHostQueues{Dir: vhostDir, SegmentEntryCount: rfmt.LegacySegmentEntryCount, RefCounts: map[string]int{}}
 	if b, err := storefile.ReadFile(filepath.Join(vhostDir, ".vhost")); err == nil {
 		v.VHost = string(b)
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -77,7 +78,7 @@ func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []Queu
 	cfgPath := filepath.Join(vhostDir, ".config")
 	switch b, err := storefile.ReadFile(cfgPath); {
 	case err == nil:
-		n, perr := ParseVHostConfig(b)
+		n, perr := rfmt.ParseVHostConfig(b)
 		if perr != nil {
 			v.Anomalies = append(v.Anomalies, IndexAnomaly{Path: cfgPath, Offset: queuedirOffset(perr),
 				Code: CodeVHostConfig, Err: perr})

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"sort"
 
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -48,7 +50,7 @@ func (r *idxReplayer) anomaly(path string, off int64, code string, err error) {
 
 // segment applies the records of segment seg in file order
 // (parse_segment_entries with KeepAcked = true).
-func (r *idxReplayer) segment(seg uint64, path string, recs []IDXRecord) {
+func (r *idxReplayer) segment(seg uint64, path string, recs []rfmt.IDXRecord) {
 	for _, rec := range recs {
 		if uint64(rec.RelSeq) >= r.segCount {
 			r.anomaly(path, rec.Offset, CodeIDXBadRecord,
@@ -59,10 +61,10 @@ func (r *idxReplayer) segment(seg uint64, path string, recs []IDXRecord) {
 		seq := seg*r.segCount + uint64(rec.RelSeq)
 		s := r.slots[seq]
 		switch rec.Kind {
-		case IDXPublish:
+		case rfmt.IDXPublish:
 			r.slots[seq] = &idxSlot{pub: &idxPub{rec.Persistent, rec.MsgID, rec.Expiry,
 				rec.Size, rec.Embedded, path, rec.Offset}}
-		case IDXDelAck:
+		case rfmt.IDXDelAck:
 			switch {
 			case s == nil || s.pub == nil:
 				// The broker's add_segment_relseq_entry has no clause for it.
@@ -81,7 +83,7 @@ func (r *idxReplayer) segment(seg uint64, path string, recs []IDXRecord) {
 }
 
 // journal applies journal records in file order on top of the segments.
-func (r *idxReplayer) journal(path string, recs []JournalRecord) {
+func (r *idxReplayer) journal(path string, recs []rfmt.JournalRecord) {
 	for _, rec := range recs {
 		s := r.slots[rec.SeqID]
 		if s == nil {
@@ -89,7 +91,7 @@ func (r *idxReplayer) journal(path string, recs []JournalRecord) {
 			r.slots[rec.SeqID] = s
 		}
 		switch rec.Kind {
-		case JournalPublish:
+		case rfmt.JournalPublish:
 			if s.pub == nil {
 				s.pub = &idxPub{rec.Persistent, rec.MsgID, rec.Expiry, rec.Size, rec.Embedded, path, rec.Offset}
 			} else if s.pub.msgID != rec.MsgID {
@@ -97,11 +99,11 @@ func (r *idxReplayer) journal(path string, recs []JournalRecord) {
 					format.Corrupt(rec.Offset, "msgId", fmt.Errorf("%w: seq %d already published with another id",
 						format.ErrInvalid, rec.SeqID)))
 			}
-		case JournalDeliver:
+		case rfmt.JournalDeliver:
 			if !s.del {
 				s.del, s.delOffset = true, rec.Offset
 			}
-		case JournalAck:
+		case rfmt.JournalAck:
 			s.ack = true
 		}
 	}

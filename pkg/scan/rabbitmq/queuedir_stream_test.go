@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
 // segmentsOf reads dir with ReadQueueDirSegments and returns the entries
@@ -40,11 +42,11 @@ func TestQueueDirSegmentsSameAsWhole(t *testing.T) {
 		}
 		for _, e := range ents {
 			dir := filepath.Join(vdir, "queues", e.Name())
-			want, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+			want, err := ReadQueueDir(dir, rfmt.LegacySegmentEntryCount)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, calls, q, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+			got, calls, q, err := segmentsOf(t, dir, rfmt.LegacySegmentEntryCount)
 			if err != nil {
 				t.Fatalf("%s: %v", dir, err)
 			}
@@ -65,11 +67,11 @@ func TestQueueDirSegmentsSameAsWhole(t *testing.T) {
 	for seg, n := range []int{4096, 4096, 7} {
 		os.WriteFile(filepath.Join(dir, strconv.Itoa(seg)+".qi"), qiTestFile(uint64(seg)*4096, 4096, n), 0o644)
 	}
-	want, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+	want, err := ReadQueueDir(dir, rfmt.LegacySegmentEntryCount)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, calls, _, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+	got, calls, _, err := segmentsOf(t, dir, rfmt.LegacySegmentEntryCount)
 	if err != nil || calls != 3 || len(want.Entries) != 4096*2+7 || !reflect.DeepEqual(got, want.Entries) {
 		t.Errorf("three segments: %v, %d calls, %d entries by segment, %d whole", err, calls, len(got), len(want.Entries))
 	}
@@ -89,18 +91,18 @@ func TestQueueDirSegmentsOrder(t *testing.T) {
 	// says it spans one seq id, so the broker numbers its slot 0 as seq 1.
 	os.WriteFile(filepath.Join(dir, "0.qi"), qiTestFile(0, 4096, 3), 0o644)
 	os.WriteFile(filepath.Join(dir, "1.qi"), qiTestFile(0, 1, 1), 0o644)
-	whole, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+	whole, err := ReadQueueDir(dir, rfmt.LegacySegmentEntryCount)
 	if err != nil || len(whole.Entries) != 4 {
 		t.Fatalf("whole read: %v, %d entries", err, len(whole.Entries))
 	}
 	if whole.Entries[1].SeqID != 1 || whole.Entries[2].SeqID != 1 {
 		t.Fatalf("fixture does not overlap: seq ids %d %d %d %d", whole.Entries[0].SeqID, whole.Entries[1].SeqID, whole.Entries[2].SeqID, whole.Entries[3].SeqID)
 	}
-	if _, _, _, err := segmentsOf(t, dir, LegacySegmentEntryCount); !errors.Is(err, ErrSegmentOrder) {
+	if _, _, _, err := segmentsOf(t, dir, rfmt.LegacySegmentEntryCount); !errors.Is(err, ErrSegmentOrder) {
 		t.Errorf("overlapping segments: err %v, want ErrSegmentOrder", err)
 	}
 	stop := errors.New("stop")
-	if _, err := ReadQueueDirSegments(dir, LegacySegmentEntryCount, func(*QueueDir, []QueueEntry) error { return stop }); !errors.Is(err, stop) {
+	if _, err := ReadQueueDirSegments(dir, rfmt.LegacySegmentEntryCount, func(*QueueDir, []QueueEntry) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("fn's error: got %v", err)
 	}
 }
@@ -147,14 +149,14 @@ func FuzzQueueDirSegments(f *testing.F) {
 		if qs0 != nil {
 			os.WriteFile(filepath.Join(dir, "0.qs"), qs0, 0o644)
 		}
-		want, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+		want, err := ReadQueueDir(dir, rfmt.LegacySegmentEntryCount)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var handed []QueueRef
-		hq, herr := readQueueDirWith(dir, LegacySegmentEntryCount, true, nil,
+		hq, herr := readQueueDirWith(dir, rfmt.LegacySegmentEntryCount, true, nil,
 			func(_ *QueueDir, r []QueueRef) { handed = append(handed, r...) }, false)
-		kept, kerr := readQueueDir(dir, LegacySegmentEntryCount, true)
+		kept, kerr := readQueueDir(dir, rfmt.LegacySegmentEntryCount, true)
 		if (herr == nil) != (kerr == nil) {
 			t.Fatalf("references handed over: %v; kept: %v", herr, kerr)
 		}
@@ -163,11 +165,11 @@ func FuzzQueueDirSegments(f *testing.F) {
 			t.Fatalf("%d references handed over, %d kept (or they or the anomalies differ)", len(handed), len(kept.Refs))
 		}
 		var byID []QueueEntry
-		_, ierr := ReadQueueDirSegmentsIDs(dir, LegacySegmentEntryCount, func(_ *QueueDir, es []QueueEntry) error {
+		_, ierr := ReadQueueDirSegmentsIDs(dir, rfmt.LegacySegmentEntryCount, func(_ *QueueDir, es []QueueEntry) error {
 			byID = append(byID, es...)
 			return nil
 		})
-		got, _, q, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+		got, _, q, err := segmentsOf(t, dir, rfmt.LegacySegmentEntryCount)
 		if (ierr == nil) != (err == nil) || len(byID) != len(got) {
 			t.Fatalf("ids as bytes: %d entries (%v); hex: %d (%v)", len(byID), ierr, len(got), err)
 		}
@@ -201,15 +203,15 @@ func FuzzQueueDirSegments(f *testing.F) {
 func TestQueueDirKeepsNoScratch(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "0.qi"), qiTestFile(0, 4096, 100), 0o644)
-	q1, err := ReadQueueDir(dir, LegacySegmentEntryCount)
+	q1, err := ReadQueueDir(dir, rfmt.LegacySegmentEntryCount)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, q2, err := segmentsOf(t, dir, LegacySegmentEntryCount)
+	_, _, q2, err := segmentsOf(t, dir, rfmt.LegacySegmentEntryCount)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q3, err := readQueueDir(dir, LegacySegmentEntryCount, true)
+	q3, err := readQueueDir(dir, rfmt.LegacySegmentEntryCount, true)
 	if err != nil {
 		t.Fatal(err)
 	}

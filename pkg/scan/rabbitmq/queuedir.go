@@ -1,6 +1,6 @@
 package rabbitmq
 
-// Reading one classic queue's index directory (queues/<QueueDirName>/)
+// Reading one classic queue's index directory (queues/<QueueDirName(vhost, queue)>/)
 // into the entries the queue holds, replaying v1 (.idx + journal.jif) and
 // v2 (.qi + .qs) files as recovery does (§4.3 step 5, §5).
 
@@ -16,6 +16,8 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/storefile"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
+
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -50,7 +52,7 @@ func (l EntryLocation) String() string {
 const (
 	DropTransient = "transient" // D: transient entries never survive a restart
 	DropOther     = "other"     // C: v2 location 0 or malformed
-	// B (per-queue store) uses QSDropReason: no_file, bad_header, eof,
+	// B (per-queue store) uses rfmt.QSDropReason: no_file, bad_header, eof,
 	// bad_size, bad_crc. A (shared store missing) needs the .rdq scan and is
 	// left to the caller.
 )
@@ -99,9 +101,9 @@ type QueueRef struct {
 
 // QueueDir is a decoded queue index directory.
 type QueueDir struct {
-	Dir       string    // path of the directory
-	Hash      string    // its base name (QueueDirName)
-	Name      QueueName // from .queue_name
+	Dir       string         // path of the directory
+	Hash      string         // its base name (rfmt.QueueDirName)
+	Name      rfmt.QueueName // from .queue_name
 	HasName   bool
 	Entries   []QueueEntry // unacked entries in seq order, dropped ones included
 	Refs      []QueueRef
@@ -120,7 +122,7 @@ type QueueDir struct {
 	segAny bool
 	// qiScratch is decoded into segment after segment (its entries are
 	// copied out before the next one).
-	qiScratch QIFile
+	qiScratch rfmt.QIFile
 	// refFn, when set (ReadVHostQueuesRefsFunc), is handed the references
 	// instead of Refs keeping them.
 	refFn func(*QueueDir, []QueueRef)
@@ -150,25 +152,6 @@ func (a IndexAnomaly) Error() string {
 	return fmt.Sprintf("%s@%d: %s: %v", a.Path, a.Offset, a.Code, a.Err)
 }
 
-// Anomaly codes of the queue index readers.
-const (
-	CodeQIBadHeader     = "rabbitmq.qi.bad-header"
-	CodeQITorn          = "rabbitmq.qi.torn-entry"
-	CodeQIBadEntry      = "rabbitmq.qi.bad-entry"
-	CodeQISeqMismatch   = "rabbitmq.qi.seq-mismatch"
-	CodeQSCRC           = "rabbitmq.qs.crc"
-	CodeQSBadEntry      = "rabbitmq.qs.bad-entry"
-	CodeQSOrphan        = "rabbitmq.qs.orphan"
-	CodeIDXBadRecord    = "rabbitmq.idx.bad-record"
-	CodeIDXAllZero      = "rabbitmq.idx.all-zero"
-	CodeIDXUnknownSeq   = "rabbitmq.idx.unknown-seq"
-	CodeJournalTail     = "rabbitmq.journal.bad-tail"
-	CodeJournalConflict = "rabbitmq.journal.conflict"
-	CodeQueueName       = "rabbitmq.queue.bad-name"
-	CodeVHostConfig     = "rabbitmq.vhost.bad-config"
-	CodeFileTooLarge    = "rabbitmq.index.too-large"
-)
-
 // queuedirMaxFile bounds how much of one index file is read into memory:
 // a .qi is at most 64+32*4096 bytes, a journal holds at most
 // queue_index_max_journal_entries (32768) records of a few KiB, and
@@ -176,7 +159,7 @@ const (
 const queuedirMaxFile = 1 << 30
 
 // ReadQueueDir reads one queue directory. v1SegmentEntryCount is the
-// vhost's segment_entry_count (ParseVHostConfig). Corruption becomes
+// vhost's segment_entry_count (rfmt.ParseVHostConfig). Corruption becomes
 // anomalies; the error is for I/O failures only.
 func ReadQueueDir(dir string, v1SegmentEntryCount int) (*QueueDir, error) {
 	return readQueueDir(dir, v1SegmentEntryCount, false)
@@ -188,7 +171,7 @@ func readQueueDir(dir string, v1SegmentEntryCount int, refsOnly bool) (*QueueDir
 
 func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg func(*QueueDir, []QueueEntry) error,
 	refFn func(*QueueDir, []QueueRef), binaryIDs bool) (*QueueDir, error) {
-	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > MaxV1SegmentEntryCount {
+	if v1SegmentEntryCount <= 0 || v1SegmentEntryCount > rfmt.MaxV1SegmentEntryCount {
 		return nil, fmt.Errorf("segment entry count %d out of range", v1SegmentEntryCount)
 	}
 	ents, err := storefile.ReadDir(dir)
@@ -260,7 +243,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		q.Refs, q.refFn = nil, nil
 	}
 	q.seg = nil
-	q.qiScratch = QIFile{} // a vhost can have thousands of queue dirs: keep none of it
+	q.qiScratch = rfmt.QIFile{} // a vhost can have thousands of queue dirs: keep none of it
 	return q, nil
 }
 
@@ -293,7 +276,7 @@ func (q *QueueDir) read(name string) (b []byte, ok bool, err error) {
 // kept between dirs (dirScratches): a 4096-entry segment's records and
 // references are 1.5 MB, and a vhost has a dir per queue.
 type dirScratch struct {
-	records, walkerRefs []QIRecord
+	records, walkerRefs []rfmt.QIRecord
 	refs                []QueueRef
 }
 
@@ -363,13 +346,13 @@ func (q *QueueDir) readName() error {
 		return err
 	}
 	p := filepath.Join(q.Dir, ".queue_name")
-	n, perr := ParseQueueName(b)
+	n, perr := rfmt.ParseQueueName(b)
 	if perr != nil {
 		q.anomaly(p, perr, CodeQueueName)
 		return nil
 	}
 	q.Name, q.HasName = n, true
-	if want := QueueDirName(n.VHost, n.Name); want != q.Hash {
+	if want := rfmt.QueueDirName(n.VHost, n.Name); want != q.Hash {
 		q.anomaly(p, format.Corrupt(0, "queue", fmt.Errorf("%w: name hashes to %s, dir is %s",
 			format.ErrInvalid, want, q.Hash)), CodeQueueName)
 	}
