@@ -24,26 +24,17 @@ var impureImports = map[string]string{
 	"net":                           "network I/O",
 	"golang.org/x/sys/unix":         "system calls",
 	module + "/internal/fileview":   "opens and maps files",
-	module + "/internal/storefile":  "opens files",
 	module + "/internal/offheap":    "maps memory outside the heap",
 	module + "/internal/sparse":     "file system holes",
 	module + "/internal/testutil":   "test helpers",
 	module + "/internal/streamtest": "test helpers",
 }
 
-// impureAllowed lists what pkg/format does today that it must not. These
-// are the RabbitMQ queue-directory readers (recovery replay over a vhost
-// directory, with goroutines, a sync.Pool and file reads), which the
-// RabbitMQ pipeline work (issue #17, helper rabbit-arch) moves to
-// pkg/scan/rabbitmq. Each entry is a file and the violations it has; the
-// test fails when a listed violation is gone, so whoever fixes one also
-// shrinks this list, until it is empty and deleted.
-var impureAllowed = map[string][]string{
-	"pkg/format/rabbitmq/queuedir.go":       {"import internal/storefile", "import path/filepath", "import sync"},
-	"pkg/format/rabbitmq/queuedir_v1.go":    {"import path/filepath"},
-	"pkg/format/rabbitmq/queuedir_v2.go":    {"import path/filepath"},
-	"pkg/format/rabbitmq/queuedir_vhost.go": {"go statement", "import internal/storefile", "import io/fs", "import path/filepath", "import runtime", "import sync"},
-}
+// impureAllowed lists what pkg/format may do that it must not, file by
+// file; the test fails when a listed violation is gone, so whoever fixes
+// one also shrinks this list. It is empty: the RabbitMQ queue-directory
+// readers, its last entries, moved to pkg/scan/rabbitmq (issue #17).
+var impureAllowed = map[string][]string{}
 
 // TestFormatIsPure: no file under pkg/format (tests aside) imports a
 // package that reaches files, directories, goroutines or locks, or
