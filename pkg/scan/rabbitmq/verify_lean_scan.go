@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 
 	"github.com/storectl/storectl/internal/storefile"
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"fmt"
+
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
