@@ -6,7 +6,7 @@
 # runs the same command list with each binary on every fixture in testdata/
 # (both broker kinds), each unpacked afresh into the same temp path so that
 # paths in the output agree, and on generated stores (COMPARE_GEN). It
-# normalises the timing fields (duration_ms) and diffs stdout, stderr and
+# normalises the timing fields (duration_ms, now_ms) and diffs stdout, stderr and
 # the exit code of every command, and salvage's messages.jsonl plus the
 # names and SHA-256 of its body files.
 #
@@ -138,8 +138,14 @@ COMMANDS=(
 	"node:salvage-lost|salvage -o jsonl --select lost,at-risk,unreferenced,after-corruption --out OUT TARGET"
 )
 
-# normalise: the run's duration is the only timing field in the JSONL.
-normalise() { sed -E 's/"duration_ms":[0-9]+/"duration_ms":0/g'; }
+# normalise: the timing fields of the JSONL (the run's duration, the
+# clock a RocketMQ timer-store verdict is taken at) become 0.
+TIMING_FIELDS=${COMPARE_TIMING_FIELDS:-"duration_ms now_ms"}
+normalise() {
+	local f expr=()
+	for f in $TIMING_FIELDS; do expr+=(-e "s/\"$f\":[0-9]+/\"$f\":0/g"); done
+	sed -E "${expr[@]}"
+}
 
 # run_all SIDE ROOT SRC: unpacks SRC (tarball, .rdq or generated dir) under
 # ROOT and runs every command with SIDE's binary; outputs go to
