@@ -52,10 +52,9 @@ func run(args []string) error {
 	seed := fs.Uint64("seed", 1, "generator seed; the same seed and size give the same bytes")
 	fileSize := fs.String("file-size", "", "store file size (default: RocketMQ 128MiB commitlog files, RabbitMQ 16MiB .rdq files)")
 	mc := fs.Bool("mc", false, "RabbitMQ: write 3.13+/4.x #mc{} terms instead of #basic_message{}")
-	bodySize := fs.String("body-size", "", "RabbitMQ: payload sizes MIN-MAX in bytes, e.g. 100-200 (default 4096-20000)")
 	queues := fs.Int("queues", 0, "RabbitMQ: number of queues q1..qN the messages go to (default 4)")
 	clean := fs.Bool("clean", false, "RabbitMQ: also write the clean-shutdown files (clean.dot, msg_store_index.ets, file_summary.ets)")
-	bodySize := fs.String("body-size", "", "RocketMQ: body sizes drawn uniformly from MIN-MAX bytes (e.g. 100-200) instead of the default mix")
+	bodySize := fs.String("body-size", "", "body (RabbitMQ: payload) sizes MIN-MAX in bytes, e.g. 100-200, instead of the default mix (RabbitMQ 4096-20000)")
 	nTopics := fs.Int("topics", 0, "RocketMQ: spread the records over this many topics instead of the default five")
 	qpt := fs.Int("queues-per-topic", 4, "RocketMQ, with -topics: queues of each topic")
 	if err := fs.Parse(args); err != nil {
@@ -85,11 +84,9 @@ func run(args []string) error {
 		cfg := genrmq.Config{MappedFileSize: mapped, TotalBytes: (files-1)*mapped + mapped/2, Seed: *seed,
 			Topics: *nTopics, QueuesPerTopic: *qpt}
 		if *bodySize != "" {
-			lo, hi, ok := strings.Cut(*bodySize, "-")
-			a, err1 := strconv.Atoi(lo)
-			b, err2 := strconv.Atoi(hi)
-			if !ok || err1 != nil || err2 != nil || a < 0 || b < a {
-				return fmt.Errorf("-body-size %q: want MIN-MAX bytes, e.g. 100-200", *bodySize)
+			a, b, err := parseRange(*bodySize)
+			if err != nil {
+				return fmt.Errorf("-body-size: %w", err)
 			}
 			cfg.BodyMin, cfg.BodyMax, cfg.MaxBody = a, b, max(b, 1)
 		}
