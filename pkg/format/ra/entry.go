@@ -113,3 +113,50 @@ func EncodeUserEntry(ts int64, cmd, replyMode etf.Term) ([]byte, error) {
 func EncodeNoopEntry(ts, machineVersion int64) ([]byte, error) {
 	return etf.EncodeTerm(etf.Tuple{etf.Atom(EntryNoop), etf.Map{{Key: etf.Atom("ts"), Value: ts}}, machineVersion}, etf.AtomsUTF8)
 }
+
+// PeekCommand reads only the head of an entry that does not decode as a
+// whole (damaged further on): the command name of a $usr entry and the
+// command's leading elements that still decode (for an enqueue: its
+// sequence number and, when the damage is after it, the message). ok is
+// false when even the name is damaged.
+func PeekCommand(b []byte) (name string, args []etf.Term, ok bool) {
+	// 131, a tuple of 4: '$usr', Meta, Command, ReplyMode
+	if len(b) < 3 || b[0] != etf.Version || b[1] != etf.TagSmallTuple || b[2] != 4 {
+		return "", nil, false
+	}
+	p := 3
+	elem := func() (etf.Term, bool) {
+		sub := append([]byte{etf.Version}, b[p:]...)
+		t, n, err := etf.DecodeAt(sub, 0)
+		if err != nil {
+			return nil, false
+		}
+		p += n - 1
+		return t, true
+	}
+	if tag, ok := elem(); !ok || tag != etf.Atom(EntryUser) {
+		return "", nil, false
+	}
+	if _, ok := elem(); !ok { // the meta map
+		return "", nil, false
+	}
+	// the command: a small tuple whose first element is its name
+	if p+2 > len(b) || b[p] != etf.TagSmallTuple {
+		return "", nil, false
+	}
+	arity := int(b[p+1])
+	p += 2
+	cmd, ok := elem()
+	a, isAtom := cmd.(etf.Atom)
+	if !ok || !isAtom {
+		return "", nil, false
+	}
+	for i := 1; i < arity; i++ {
+		t, ok := elem()
+		if !ok {
+			break
+		}
+		args = append(args, t)
+	}
+	return string(a), args, true
+}

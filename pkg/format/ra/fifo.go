@@ -22,6 +22,8 @@ package ra
 // MsgIds are consumer-scoped counters, not AMQP message ids.
 
 import (
+	"strconv"
+
 	"github.com/storectl/storectl/pkg/format/etf"
 	"github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -421,6 +423,13 @@ func DecodeEnqueueMessage(msg etf.Term) (EnqueueMessage, error) {
 	if m.Properties != nil {
 		if em.Priority < 0 && m.Properties.Priority != nil {
 			em.Priority = int64(*m.Properties.Priority)
+		}
+		// 3.x: the expiration property (RabbitMQ keeps the properties
+		// decoded exactly when it is set, for rabbit_fifo to read)
+		if em.TTL < 0 && m.Properties.Expiration != nil {
+			if n, err := strconv.ParseInt(*m.Properties.Expiration, 10, 64); err == nil && n >= 0 {
+				em.TTL = n
+			}
 		}
 	}
 	return em, nil

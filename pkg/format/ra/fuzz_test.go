@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
+	"github.com/storectl/storectl/pkg/format/etf"
 	"github.com/storectl/storectl/pkg/format/ra"
 )
 
@@ -116,5 +117,36 @@ func FuzzConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, err := ra.ParseConfig(b)
 		isCorrupt(t, err)
+	})
+}
+
+// FuzzFifoState: the rabbit_fifo state decoder on snapshot states (the
+// fixtures' snapshots, cut at every seed length) never panics and fails
+// with a CorruptError.
+func FuzzFifoState(f *testing.F) {
+	for _, b := range fixtureBytes(f, "*/*/*/snapshots/*/snapshot.dat", 1<<20) {
+		s, err := ra.DecodeSnapshot(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(s.State[:min(len(s.State), 20000)])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		term, _, err := etf.DecodeTerm(b)
+		if err != nil {
+			return
+		}
+		_, err = ra.DecodeFifoState(term, 0)
+		isCorrupt(t, err)
+	})
+}
+
+// FuzzPeekCommand: reading the head of a damaged entry never panics.
+func FuzzPeekCommand(f *testing.F) {
+	for _, b := range fixtureBytes(f, "*/*/*.wal", 4096) {
+		f.Add(b[ra.WALHeaderLen+47:])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ra.PeekCommand(b)
 	})
 }

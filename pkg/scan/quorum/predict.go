@@ -1,0 +1,467 @@
+package quorum
+
+import (
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/storectl/storectl/pkg/format/etf"
+	"github.com/storectl/storectl/pkg/format/ra"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// QueueType is the queue_type of a quorum queue's queue line.
+const QueueType = "quorum"
+
+// Next-start states of a quorum queue.
+const (
+	StartOK        = "starts"
+	StartDown      = "down"       // the node's WAL is refused: no quorum queue starts
+	StartCrashLoop = "crash-loop" // a log entry the member must read is damaged
+	StartNoConfig  = "no-config"  // no readable config: ra cannot start the member
+	StartNotRead   = "unknown"    // the log could not be replayed
+)
+
+// Queue is a quorum queue's `queue` line of verify: the fields every queue
+// line has and the replica's own.
+type Queue struct {
+	QueueType string `json:"queue_type"`
+	VHost     string `json:"vhost"`
+	Queue     string `json:"queue"`
+	Dir       string `json:"dir"` // the replica dir, relative to the data dir
+	// Entries are the messages the log holds at its end (ready and
+	// delivered-unsettled), before the next start.
+	Entries int `json:"entries"`
+	// Keep is what the next start holds (what list_queues shows after it);
+	// Drop is what the start itself drops (returns over the delivery
+	// limit).
+	Keep    int            `json:"keep"`
+	Drop    int            `json:"drop"`
+	Unknown int            `json:"unknown"`
+	AtRisk  map[string]int `json:"at_risk"`
+
+	UID            string   `json:"uid"`
+	System         string   `json:"system"`
+	Node           string   `json:"node"`
+	Members        []string `json:"members"`
+	MachineVersion int64    `json:"machine_version"`
+	FirstIndex     uint64   `json:"first_index"`
+	LastIndex      uint64   `json:"last_index"`
+	LastTerm       uint64   `json:"last_term"`
+	SnapshotIndex  int64    `json:"snapshot_index"`   // -1: none
+	CheckpointIdx  int64    `json:"checkpoint_index"` // the newest valid checkpoint; -1: none
+	// ReplayFrom is the index of the state the prediction starts from
+	// (the valid snapshot or checkpoint with the highest index; 0: none).
+	ReplayFrom int64    `json:"replay_from"`
+	Commit     Commit   `json:"commit"`
+	NextStart  Forecast `json:"next_start"`
+	// Returned names (AMQP message-id, else Raft index) the messages that
+	// were delivered and not settled in the log: they come back to the
+	// queue at the next start.
+	Returned []string `json:"returned"`
+	// Damaged lists log entries the member cannot read.
+	Damaged []Damaged `json:"damaged"`
+}
+
+// Commit is what one node's files say about the commit index.
+type Commit struct {
+	// SingleMember: the queue has one member, so every entry on disk was
+	// committed once written.
+	SingleMember bool `json:"single_member"`
+	// AtLeast: entries up to here are committed (the snapshot, or the last
+	// applied index in meta.dets); entries above it may be replaced by a
+	// leader on a cluster.
+	AtLeast     int64  `json:"committed_at_least"`
+	LastApplied int64  `json:"last_applied"` // from meta.dets; -1 when unknown
+	CurrentTerm int64  `json:"current_term"`
+	VotedFor    string `json:"voted_for,omitempty"`
+}
+
+// Forecast is what the next start does with the queue.
+type Forecast struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Messages is the count list_queues shows after the start (Keep);
+	// when Exact is false, Min and Max bound it and Inexact says why.
+	Messages int      `json:"messages"`
+	Ready    int      `json:"ready"`   // ready at the end of the log
+	Unacked  int      `json:"unacked"` // delivered and unsettled at the end of the log (returned at the start)
+	Exact    bool     `json:"exact"`
+	Min      int      `json:"min"`
+	Max      int      `json:"max"`
+	Inexact  []string `json:"inexact,omitempty"`
+	// IdentityUncertain messages may be others than predicted (same
+	// count); Notes say why.
+	IdentityUncertain int      `json:"identity_uncertain"`
+	Notes             []string `json:"notes,omitempty"`
+	Replayed          int      `json:"replayed"` // log entries replayed
+	// MissingBodies counts live messages whose enqueue entry is not on disk.
+	MissingBodies int `json:"missing_bodies"`
+}
+
+// Damaged is a log entry that cannot be read.
+type Damaged struct {
+	Index  uint64 `json:"index"`
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Length uint32 `json:"length"`
+	// MessageID is the AMQP message-id when the damaged entry still
+	// decodes to an enqueue.
+	MessageID string `json:"message_id,omitempty"`
+}
+
+// LiveMsg is one message the next start holds.
+type LiveMsg struct {
+	Index     uint64
+	Loc       *EntryLoc // its enqueue entry; nil when not on disk
+	MessageID string
+	Size      int64
+	SHA256    string
+	Returned  bool // delivered and unsettled at the end of the log
+	Damaged   bool // its entry fails its CRC or checksum
+}
+
+// Prediction is the replay's result for one replica.
+type Prediction struct {
+	Queue Queue
+	Live  []LiveMsg
+	// Gone maps the Raft index of each message that left the queue during
+	// the replay to why (settled, discarded, dropped, expired, purged).
+	Gone map[int64]string
+}
+
+// entryFiles reads log entries from their files, keeping them open.
+type entryFiles struct {
+	open map[string]*os.File
+	buf  []byte
+}
+
+func (ef *entryFiles) read(loc *EntryLoc) ([]byte, error) {
+	f := ef.open[loc.Path]
+	if f == nil {
+		var err error
+		if f, err = openRegular(loc.Path); err != nil {
+			return nil, err
+		}
+		if ef.open == nil {
+			ef.open = map[string]*os.File{}
+		}
+		ef.open[loc.Path] = f
+	}
+	if cap(ef.buf) < int(loc.Length) {
+		ef.buf = make([]byte, loc.Length)
+	}
+	b := ef.buf[:loc.Length]
+	if _, err := f.ReadAt(b, loc.Offset); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (ef *entryFiles) close() {
+	for _, f := range ef.open {
+		f.Close()
+	}
+}
+
+// Predict replays a replica's log (Config.Replay) and says what the next
+// start holds.
+func (r *Replica) Predict() *Prediction { return predict(r) }
+
+func predictReplica(res *Result, r *Replica) (q Queue) {
+	defer func() {
+		// a replay bug must not take the scan down: the queue's forecast
+		// is unknown and the run incomplete
+		if v := recover(); v != nil {
+			res.Fail(fmt.Errorf("%s: replaying the log of %s failed: %v", r.Rel, r.Name(), v))
+			q = Queue{QueueType: QueueType, VHost: "", Queue: r.Name(), Dir: r.Rel, UID: r.UID, AtRisk: map[string]int{},
+				Members: []string{}, Returned: []string{}, Damaged: []Damaged{}, SnapshotIndex: -1, CheckpointIdx: -1,
+				NextStart: Forecast{State: StartNotRead, Reason: fmt.Sprint("internal error: ", v)}}
+		}
+	}()
+	p := predict(r)
+	r.prediction = p
+	f := p.Queue.NextStart
+	code := func(c string) string { return Code(r.System.System, c) }
+	if len(f.Inexact) > 0 {
+		res.Add(scan.Finding{Code: code(CodeReplayInexact), Severity: scan.Info, Path: r.Rel, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s: the next start holds %d-%d messages, not an exact number: %v", r.Name(), f.Min, f.Max, f.Inexact),
+			Details: map[string]any{"min": f.Min, "max": f.Max, "reasons": f.Inexact}})
+	}
+	if f.State == StartDown || f.State == StartCrashLoop {
+		res.Add(scan.Finding{Code: code(CodeQueueDown), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s will not start at the next start (%s): %s; it holds %d messages on disk", r.Name(), f.State, f.Reason, p.Queue.Entries),
+			Details: map[string]any{"state": f.State, "messages": p.Queue.Entries}})
+	}
+	if t := r.tornOwnTail(); t != "" && len(p.Queue.Returned) > 0 {
+		res.Add(scan.Finding{Code: code(CodeSettlesLost), Severity: scan.Warning, Path: t, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s: the newest WAL lost its last record of this queue, and %d delivered messages have no settle in the log: they come back at the next start (redelivered), including any whose ack was in the lost tail", r.Name(), len(p.Queue.Returned)),
+			Details: map[string]any{"returned": p.Queue.Returned}})
+	}
+	return p.Queue
+}
+
+// tornOwnTail returns the path of the newest WAL when its tail (a torn or
+// bad last record) was this replica's.
+func (r *Replica) tornOwnTail() string {
+	ws := r.System.WALs
+	if len(ws) == 0 {
+		return ""
+	}
+	w := ws[len(ws)-1]
+	if w.Torn != nil && (!w.Torn.HeadKnown || w.Torn.UID == r.UID) {
+		return w.Rel
+	}
+	return ""
+}
+
+func predict(r *Replica) *Prediction {
+	q := Queue{QueueType: QueueType, Dir: r.Rel, UID: r.UID, System: r.System.System, Node: r.System.Node,
+		AtRisk: map[string]int{}, Members: []string{}, Returned: []string{}, Damaged: []Damaged{},
+		SnapshotIndex: r.SnapshotIndex(), CheckpointIdx: -1, FirstIndex: r.First, LastIndex: r.Last, LastTerm: r.LastTerm}
+	q.Queue = r.Name()
+	if r.Config != nil {
+		q.VHost = r.Config.VHost
+		for _, m := range r.Config.InitialMembers {
+			q.Members = append(q.Members, m.String())
+		}
+	}
+	for _, c := range r.Checkpoints {
+		if c.Valid() {
+			q.CheckpointIdx = int64(c.Meta.Index)
+			break
+		}
+	}
+	p := &Prediction{Queue: q}
+	f := &p.Queue.NextStart
+	ef := &entryFiles{}
+	defer ef.close()
+	for _, d := range r.CrashEntries {
+		dm := Damaged{Index: d.Index, Path: d.Rel, Offset: d.Offset, Length: d.Length}
+		if b, err := ef.read(d); err == nil {
+			if id, _, _, ok := enqueueSummary(b); ok {
+				dm.MessageID = id
+			}
+		}
+		p.Queue.Damaged = append(p.Queue.Damaged, dm)
+	}
+	if r.Config == nil {
+		f.State, f.Reason = StartNoConfig, "the replica's config file is missing or does not parse"
+	}
+	base := r.base()
+	var st *ra.FifoState
+	version := int64(0)
+	from := uint64(0)
+	if base != nil {
+		b, err := readRegular(base.Path)
+		if err == nil {
+			var snap ra.Snapshot
+			if snap, err = ra.DecodeSnapshot(b); err == nil {
+				var t etf.Term
+				if t, _, err = etf.DecodeAt(snap.State, snap.StateOff); err == nil {
+					st, err = ra.DecodeFifoState(t, snap.StateOff)
+				}
+			}
+		}
+		if err != nil {
+			f.State, f.Reason = StartNotRead, fmt.Sprintf("the state in %s does not decode: %v", base.Rel, err)
+			return p
+		}
+		version, from = base.Meta.MachineVersion, base.Meta.Index
+		p.Queue.ReplayFrom = int64(from)
+		if len(base.Meta.Cluster) > 0 {
+			p.Queue.Members = p.Queue.Members[:0]
+			for _, m := range base.Meta.Cluster {
+				p.Queue.Members = append(p.Queue.Members, m.String())
+			}
+			sort.Strings(p.Queue.Members)
+		}
+	} else {
+		var conf etf.Map
+		if r.Config != nil {
+			conf = r.Config.MachineConfig
+		}
+		st = emptyState(conf)
+		if r.HasEntries && r.First > 1 {
+			f.State, f.Reason = StartNotRead, fmt.Sprintf("the log starts at index %d and no valid snapshot or checkpoint covers the entries before it", r.First)
+		}
+	}
+	p.Queue.Commit = r.commit(from)
+	m := newMachine(st, version)
+	p.Queue.MachineVersion = version
+	// replay the log after the base
+	var replayErr string
+	for idx := from + 1; r.HasEntries && idx <= r.Last; idx++ {
+		loc := r.Log[idx]
+		if loc == nil {
+			replayErr = fmt.Sprintf("index %d is missing from the log (%d-%d on disk)", idx, r.First, r.Last)
+			m.mark("log gap at index " + fmt.Sprint(idx))
+			break
+		}
+		b, err := ef.read(loc)
+		if err != nil {
+			replayErr = fmt.Sprintf("index %d: %v", idx, err)
+			m.mark("unreadable entry at index " + fmt.Sprint(idx))
+			break
+		}
+		if !loc.OK {
+			m.note(fmt.Sprintf("entry %d fails its CRC; replayed as it decodes", idx), 1)
+		}
+		e, err := ra.DecodeEntry(b, loc.Offset)
+		if err != nil {
+			m.damagedEntry(int64(idx), b, loc)
+			continue
+		}
+		if m.v == 0 && e.Kind == ra.EntryNoop {
+			m.v = e.MachineVersion
+			p.Queue.MachineVersion = m.v
+			continue
+		}
+		m.applyEntry(int64(idx), e)
+		f.Replayed++
+	}
+	if m.v != p.Queue.MachineVersion {
+		p.Queue.MachineVersion = m.v
+	}
+	f.Ready, f.Unacked = m.ready(), m.st.CheckedOut()
+	p.Queue.Entries = f.Ready + f.Unacked
+	returned := map[int64]bool{}
+	for _, c := range m.st.Consumers {
+		for _, msg := range c.Checked {
+			returned[msg.Index] = true
+		}
+	}
+	goneBefore := len(m.Gone)
+	m.restart(r.System.Node)
+	live := m.live()
+	f.Messages = len(live)
+	p.Queue.Keep = f.Messages
+	p.Queue.Drop = len(m.Gone) - goneBefore
+	p.Gone = m.Gone
+	// the bodies
+	for _, idx := range live {
+		lm := LiveMsg{Index: uint64(idx), Returned: returned[idx]}
+		if loc := r.Log[uint64(idx)]; loc != nil {
+			lm.Loc, lm.Damaged = loc, !loc.OK
+			if b, err := ef.read(loc); err == nil {
+				lm.MessageID, lm.Size, lm.SHA256, _ = enqueueSummary(b)
+			}
+		} else {
+			f.MissingBodies++
+		}
+		if lm.Returned {
+			name := lm.MessageID
+			if name == "" {
+				name = fmt.Sprintf("index %d", idx)
+			}
+			p.Queue.Returned = append(p.Queue.Returned, name)
+		}
+		p.Live = append(p.Live, lm)
+	}
+	sort.Strings(p.Queue.Returned)
+	// bounds
+	f.Inexact, f.Notes, f.IdentityUncertain = m.Inexact, m.Notes, m.Uncertain
+	f.Exact = len(f.Inexact) == 0 && replayErr == ""
+	f.Min, f.Max = f.Messages, f.Messages
+	if !f.Exact {
+		// what the replay could not follow may have settled any live
+		// message, or left every later enqueue in the queue
+		f.Min = 0
+		f.Max = f.Messages + countEnqueues(r, from, ef)
+	}
+	if n := m.expiring(); n > 0 {
+		f.Inexact = append(f.Inexact, fmt.Sprintf("%d messages have a TTL and may expire (wall clock) before the start", n))
+		f.Exact = false
+		f.Min = max(0, f.Min-n)
+	}
+	switch {
+	case f.State != "":
+	case r.System.Refused != "":
+		f.State, f.Reason = StartDown, fmt.Sprintf("ra refuses the node's WAL (%s at %s), so no %s queue of the node starts", r.System.Refused, r.System.RefusedWhere, r.System.System)
+	case len(r.CrashEntries) > 0:
+		d := r.CrashEntries[0]
+		f.State, f.Reason = StartCrashLoop, fmt.Sprintf("entry %d at %s@%d cannot be read (CRC or length): the member exits each time it reads it", d.Index, d.Rel, d.Offset)
+	case replayErr != "":
+		f.State, f.Reason = StartNotRead, replayErr
+	default:
+		f.State = StartOK
+	}
+	return p
+}
+
+// countEnqueues counts the enqueue entries after from (an upper bound on
+// what a replay that cannot be exact may add).
+func countEnqueues(r *Replica, from uint64, ef *entryFiles) int {
+	n := 0
+	for idx, loc := range r.Log {
+		if idx <= from {
+			continue
+		}
+		b, err := ef.read(loc)
+		if err != nil {
+			continue
+		}
+		if _, _, _, ok := enqueueSummary(b); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// enqueueSummary decodes an entry that enqueues a message: its AMQP
+// message-id, payload size and sha256.
+func enqueueSummary(b []byte) (id string, size int64, sha string, ok bool) {
+	var msg etf.Term
+	e, err := ra.DecodeEntry(b, 0)
+	switch {
+	case err == nil && e.Kind == ra.EntryUser:
+		msg = ra.DecodeFifoCommand(e.Command, e.ReplyMode).Msg
+	case err != nil:
+		// a damaged entry: its message may still decode
+		name, args, ok := ra.PeekCommand(b)
+		if !ok || (name != ra.CmdEnqueue && name != ra.CmdEnqueueV2) {
+			return "", 0, "", false
+		}
+		at := 1
+		if name == ra.CmdEnqueue {
+			at = 2
+		}
+		if len(args) <= at {
+			return "", 0, "", true
+		}
+		msg = args[at]
+	}
+	if msg == nil {
+		return "", 0, "", false
+	}
+	m, err := ra.DecodeEnqueueMessage(msg)
+	if err != nil {
+		return "", 0, "", true
+	}
+	if m.Properties != nil && m.Properties.MessageID != nil {
+		id = *m.Properties.MessageID
+	}
+	if m.Content != nil {
+		size, sha = m.PayloadSize, hex.EncodeToString(m.PayloadSHA256[:])
+	}
+	return id, size, sha, true
+}
+
+// commit says what this node's files tell about the commit index.
+func (r *Replica) commit(base uint64) Commit {
+	c := Commit{AtLeast: int64(base), LastApplied: -1, CurrentTerm: -1}
+	if r.Config != nil && len(r.Config.InitialMembers) == 1 {
+		c.SingleMember = true
+	}
+	if md, ok := r.System.meta[r.UID]; ok {
+		c.LastApplied, c.CurrentTerm, c.VotedFor = md.LastApplied, md.CurrentTerm, md.VotedFor
+		if md.LastApplied > c.AtLeast {
+			c.AtLeast = md.LastApplied
+		}
+	}
+	if c.SingleMember && r.HasEntries && int64(r.Last) > c.AtLeast {
+		c.AtLeast = int64(r.Last)
+	}
+	return c
+}
