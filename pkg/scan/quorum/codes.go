@@ -2,7 +2,7 @@ package quorum
 
 // Finding codes of RabbitMQ quorum queues (quorum/) and of the ra
 // coordination system (coordination/: the stream coordinator, khepri),
-// in the shape store.component.what of cli-contract.md. This file is the
+// in the shape store.component.what of docs/cli.md. This file is the
 // only place they are spelled; never rename one, scripts match on them.
 // The coordination codes are the quorum ones with component
 // "coordination" (Code).
