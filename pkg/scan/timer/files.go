@@ -53,6 +53,9 @@ type scanner struct {
 type expiredUnit struct {
 	off       int64
 	deliverMs int64
+	offsetPy  int64
+	sizePy    int32
+	uniqKey   string
 	msgID     string
 	realTopic string
 }

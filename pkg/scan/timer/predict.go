@@ -204,6 +204,12 @@ func (s *scanner) predict(ctx context.Context) error {
 		}
 		return keys[i] < keys[j]
 	})
+	for _, e := range s.expired {
+		rc.Lost++
+		rc.Messages = append(rc.Messages, Outcome{UniqKey: e.uniqKey, MsgID: e.msgID, RealTopic: e.realTopic, DeliverMs: e.deliverMs,
+			OffsetPy: e.offsetPy, SizePy: e.sizePy, Unit: e.off, QueueOff: -1, Outcome: OutcomeLost,
+			Why: "the broker has been down longer than the wheel's 7 days: its slot is older than the oldest one a start now reads"})
+	}
 	for _, k := range keys {
 		m := msgs[k]
 		total := m.o.Before + m.o.After

@@ -287,7 +287,8 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	t := s.target(u)
 	s.unitFindings(f, pos, u, &t)
 	if st := slotT * s.cfg.PrecisionMs; s.cpPresent && st >= s.cp.LastReadTimeMs && st < s.readFrom && !u.Delete() {
-		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), msgID: t.msgID, realTopic: t.realTopic})
+		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
+			uniqKey: t.uniqKey, msgID: t.msgID, realTopic: t.realTopic})
 	}
 	if slotT*s.cfg.PrecisionMs >= s.readFrom {
 		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
