@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 	rmqrepair "github.com/storectl/storectl/pkg/repair/rocketmq"
 	streamrepair "github.com/storectl/storectl/pkg/repair/stream"
 	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
@@ -90,15 +92,30 @@ func rocketRebuildWriter(env *Env, t scan.Target, wo *writerOptions) *writer {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		p, r, err := rmqrepair.PlanRebuildIndex(ctx, rc)
-		if r != nil {
-			w.stage = r
+		var st stages
+		w.stage = &st
+		extra := map[string]any{}
+		var p *repair.Plan
+		var r *rmqrepair.RebuildReport
+		if _, rocks := cqueue.RocksDB(t.Root); rocks {
+			rc.SkipConsumeQueue = true // the database is moved aside, never rebuilt as file queues
 		}
-		if err != nil {
+		if hasCommitLog(t) {
+			p, r, err = rmqrepair.PlanRebuildIndex(ctx, rc)
+			if r != nil {
+				st = append(st, r)
+			}
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			extra["rebuild"] = r
+		} else if p, err = repair.NewPlan(t.Root, version, time.Now()); err != nil {
 			return nil, nil, nil, err
 		}
-		extra := map[string]any{"rebuild": r}
-		if wo.Apply && len(p.Actions) > 0 {
+		if err := planRebuild5x(ctx, env, t, p, extra, &st); err != nil {
+			return nil, nil, nil, err
+		}
+		if wo.Apply && len(p.Actions) > 0 && r != nil {
 			chk, err := rmqrepair.VerifyStaged(ctx, rc, r)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("verifying the staged indexes: %w", err)

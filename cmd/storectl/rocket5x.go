@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/storectl/storectl/pkg/repair"
+	rmq5xrepair "github.com/storectl/storectl/pkg/repair/rmq5x"
+	"github.com/storectl/storectl/pkg/salvage"
 	"github.com/storectl/storectl/pkg/scan"
 	"github.com/storectl/storectl/pkg/scan/cqueue"
 	dlscan "github.com/storectl/storectl/pkg/scan/dledger"
@@ -165,4 +169,160 @@ func rocketCoverage(inv *scan.Inventory, t scan.Target) {
 			c.Checked = false
 		}
 	}
+}
+
+// planTruncate5x adds truncate's 5.x actions to p: the timer units past the
+// new end neutralised, the committed offsets above the new max capped.
+func planTruncate5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan, end int64, cl timerscan.CommitLog, extra map[string]any) error {
+	now, err := timerNow(env)
+	if err != nil {
+		return err
+	}
+	tc := timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: env.Config.GetInt64("mapped-file-size"), Now: now, CommitLog: cl}
+	fix, err := rmq5xrepair.PlanTimerFix(ctx, p, tc, end)
+	if err != nil {
+		return fmt.Errorf("timer store: %w", err)
+	}
+	if fix.Units > 0 {
+		extra["timer_fix"] = fix
+	}
+	oc, err := rmq5xrepair.PlanOffsetCap(p, t.Root, end)
+	if err != nil {
+		return fmt.Errorf("consumer offsets: %w", err)
+	}
+	if len(oc.Capped) > 0 {
+		extra["offset_cap"] = oc
+	}
+	return nil
+}
+
+// dledgerConfig is the DLedger scan config of a store root with one
+// dledger-<id> dir.
+func dledgerConfig(env *Env, t scan.Target) (dlscan.Config, error) {
+	dirs := dlscan.Dirs(t.Root)
+	if len(dirs) != 1 {
+		return dlscan.Config{}, usagef(fmt.Errorf("%s has %d dledger-* dirs with a data dir; writers need exactly one", t.Root, len(dirs)))
+	}
+	return dlscan.Config{Root: t.Root, Dir: dirs[0], DataFileSize: env.Config.GetInt64("mapped-file-size"),
+		MaxMessageSize: env.Config.GetInt("max-message-size")}, nil
+}
+
+// planDLedgerTruncate is truncate on a DLedger store root (no commitlog/):
+// the DLedger log cut where its recovery stops, then the timer units and
+// committed offsets past that end.
+func planDLedgerTruncate(ctx context.Context, env *Env, t scan.Target) (*repair.Plan, *scan.Result, map[string]any, error) {
+	dc, err := dledgerConfig(env, t)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := repair.NewPlan(t.Root, version, time.Now())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rep, err := rmq5xrepair.PlanDLedgerTruncate(ctx, p, dc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	extra := map[string]any{"dledger_truncate": rep}
+	if rep.Recovery != nil {
+		extra["recovery_end"] = rep.Recovery.WritePos
+		dlog, err := dlscan.OpenLog(dc.Dir, dc.MaxMessageSize)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		defer dlog.Close()
+		if err := planTruncate5x(ctx, env, t, p, rep.Recovery.WritePos, dlog, extra); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return p, rep.Scan, extra, nil
+}
+
+// stages removes several staging dirs.
+type stages []interface{ RemoveStage() error }
+
+func (s stages) RemoveStage() error {
+	var first error
+	for _, st := range s {
+		if st == nil {
+			continue
+		}
+		if err := st.RemoveStage(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// planRebuild5x adds rebuild-index's 5.x actions to p: the DLedger index
+// files rebuilt from the entries, a RocksDB consume queue moved aside.
+func planRebuild5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan, extra map[string]any, st *stages) error {
+	if len(dlscan.Dirs(t.Root)) > 0 {
+		dc, err := dledgerConfig(env, t)
+		if err != nil {
+			return err
+		}
+		stage, err := os.MkdirTemp(filepath.Dir(t.Root), "."+filepath.Base(t.Root)+".storectl-dledger-index-")
+		if err != nil {
+			return err
+		}
+		os.Remove(stage) // PlanDLedgerIndex creates it
+		r, err := rmq5xrepair.PlanDLedgerIndex(ctx, p, dc, stage)
+		if r != nil {
+			*st = append(*st, r.Stage)
+		}
+		if err != nil {
+			return err
+		}
+		extra["dledger_index"] = r
+	}
+	r, err := rmq5xrepair.PlanRocksDBAside(p, t.Root)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		extra["rocksdb_consume_queue"] = r
+	}
+	return nil
+}
+
+// salvage5x adds salvage's 5.x exports: the DLedger inner messages and the
+// timer messages that will never fire.
+func salvage5x(ctx context.Context, env *Env, t scan.Target, o salvage.Options, w *salvage.Writer, rep *salvage.Report) error {
+	if t.Kind != scan.TargetRocketStore {
+		return nil
+	}
+	maxMsg := env.Config.GetInt("max-message-size")
+	end := int64(-1)
+	var dlog *dlscan.Log
+	if dirs := dlscan.Dirs(t.Root); len(dirs) > 0 {
+		for _, d := range dirs {
+			dc := dlscan.Config{Root: t.Root, Dir: d, DataFileSize: env.Config.GetInt64("mapped-file-size"), MaxMessageSize: maxMsg}
+			if err := salvage.ExportDLedger(ctx, dc, o, w, rep); err != nil {
+				return err
+			}
+		}
+		if !hasCommitLog(t) && len(dirs) == 1 {
+			res, err := dlscan.Scan(ctx, dlscan.Config{Root: t.Root, Dir: dirs[0], MaxMessageSize: maxMsg}, scan.Options{})
+			if err != nil {
+				return err
+			}
+			if res.RecoveryEnd != nil {
+				end = *res.RecoveryEnd
+			}
+			if dlog, err = dlscan.OpenLog(dirs[0], maxMsg); err != nil {
+				return err
+			}
+			defer dlog.Close()
+		}
+	}
+	now, err := timerNow(env)
+	if err != nil {
+		return err
+	}
+	tc := timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: env.Config.GetInt64("mapped-file-size"), RecoveryEnd: end, Now: now}
+	if dlog != nil {
+		tc.CommitLog = dlog
+	}
+	return salvage.ExportTimerLost(ctx, tc, o, w, rep)
 }

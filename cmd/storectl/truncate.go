@@ -69,18 +69,32 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 			if err != nil {
 				return nil, nil, nil, err
 			}
+			if !hasCommitLog(t) {
+				return planDLedgerTruncate(ctx, env, t)
+			}
 			p, rep, err := rmqrepair.PlanTruncate(ctx, cfg)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			return p, rep.Scan, map[string]any{"truncate": rep, "recovery_end": rep.RecoveryEnd}, nil
+			extra := map[string]any{"truncate": rep, "recovery_end": rep.RecoveryEnd}
+			if err := planTruncate5x(ctx, env, t, p, rep.RecoveryEnd, nil, extra); err != nil {
+				return nil, nil, nil, err
+			}
+			return p, rep.Scan, extra, nil
 		}
 		verify := func(ctx context.Context) (*scan.Result, error) {
 			cfg, err := cfgFor()
 			if err != nil {
 				return nil, err
 			}
-			return rmqscan.ScanCommitLog(ctx, cfg, scan.Options{Jobs: env.Config.GetInt("jobs")})
+			so := scan.Options{Jobs: env.Config.GetInt("jobs")}
+			var res *scan.Result
+			if hasCommitLog(t) {
+				if res, err = rmqscan.ScanCommitLog(ctx, cfg, so); err != nil {
+					return res, err
+				}
+			}
+			return rocket5x(ctx, env, t, so, res, "verify")
 		}
 		return &writer{plan: plan, verify: verify}, nil
 	case scan.RabbitMQ:

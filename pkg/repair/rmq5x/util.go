@@ -1,0 +1,29 @@
+package rmq5x
+
+import (
+	"os"
+	"path/filepath"
+
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+)
+
+type (
+	rmqOffsetTable = rmq.OffsetTable
+	queueOffset    = rmq.QueueOffset
+)
+
+const (
+	consumerOffsetFile = rmq.ConsumerOffsetFile
+	lmqOffsetFile      = rmq.LMQConsumerOffsetFile
+	delayOffsetFile    = rmq.DelayOffsetFile
+)
+
+var (
+	decodeConsumer = rmq.DecodeConsumerOffsets
+	decodeDelay    = rmq.DecodeDelayOffsets
+	setOffsets     = rmq.SetOffsets
+)
+
+func readRel(root, rel string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+}
