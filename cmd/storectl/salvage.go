@@ -161,7 +161,14 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 			w.Abort()
 			return cerr
 		}
-		rep, err = salvage.ExportRocketMQ(ctx, cfg, o, w)
+		if hasCommitLog(t) {
+			rep, err = salvage.ExportRocketMQ(ctx, cfg, o, w)
+		} else {
+			rep = &salvage.Report{Store: salvage.StoreRocketMQ, Out: w.Dir(), By: map[string]int{}}
+		}
+		if err == nil {
+			err = salvage5x(ctx, env, t, o, w, rep)
+		}
 	}
 	if err != nil {
 		w.Abort()

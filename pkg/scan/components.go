@@ -48,8 +48,8 @@ var Scanners = map[string][]string{
 	ScannerRabbitStream:    {"scan", "verify"},
 	ScannerRocketCommitLog: {"scan", "verify", "salvage"},
 	ScannerRocketVerify:    {"verify"},
-	ScannerRocketTimer:     {"scan", "verify"},
-	ScannerRocketDLedger:   {"scan", "verify"},
+	ScannerRocketTimer:     {"scan", "verify", "salvage"},
+	ScannerRocketDLedger:   {"scan", "verify", "salvage"},
 	ScannerRocketConfig:    {"verify"},
 	ScannerRocketRocksDBCQ: {"verify"},
 }
