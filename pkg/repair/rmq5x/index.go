@@ -44,25 +44,21 @@ type DLedgerIndex struct {
 // for every index file that differs and a remove-file for index files past
 // the end. A store whose index already matches gives no action.
 func PlanDLedgerIndex(ctx context.Context, plan *repair.Plan, cfg dlscan.Config, stageDir string) (*DLedgerIndex, error) {
-	res, err := dlscan.Scan(ctx, cfg, scan.Options{})
-	if err != nil {
-		return nil, err
-	}
-	rc, _ := res.Extra["dledger"].(*dlscan.Recovery)
 	out := &DLedgerIndex{Stage: &Stage{}}
-	if rc == nil || len(rc.EntryList) == 0 {
-		return out, nil
-	}
 	dir := cfg.Dir
 	if dir == "" {
-		dir = dlscan.Dirs(cfg.Root)[0]
+		dirs := dlscan.Dirs(cfg.Root)
+		if len(dirs) != 1 {
+			return out, nil
+		}
+		dir = dirs[0]
 	}
 	rel := scan.Rel(cfg.Root, dir) + "/" + fdl.IndexDir
 	size := cfg.IndexFileSize
 	if size <= 0 {
 		size = fdl.DefaultIndexFileSize
-		if v, ok := res.Layout["dledger_index_file_size"].(int64); ok && v > 0 {
-			size = v
+		if ex, err := listRel(cfg.Root, rel); err == nil && len(ex) > 0 {
+			size = ex[0].size
 		}
 	}
 	if err := os.Mkdir(stageDir, 0o700); err != nil {
@@ -75,24 +71,48 @@ func PlanDLedgerIndex(ctx context.Context, plan *repair.Plan, cfg dlscan.Config,
 			f.Close()
 		}
 	}()
-	for _, e := range rc.EntryList {
+	var werr error
+	buf := make([]byte, 0, 64<<10)
+	bufAt, bufFile := int64(-1), (*os.File)(nil)
+	flush := func() {
+		if len(buf) > 0 && werr == nil {
+			_, werr = bufFile.WriteAt(buf, bufAt)
+		}
+		buf = buf[:0]
+	}
+	cfg.Dir = dir
+	cfg.OnKept = func(e [4]int64) {
 		at := e[0] * fdl.IndexUnitSize
 		base := at / size * size
 		f, ok := files[base]
 		if !ok {
-			if f, err = os.OpenFile(filepath.Join(stageDir, rmq.FormatFileName(base)), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600); err != nil {
-				return nil, err
+			flush()
+			if f, werr = os.OpenFile(filepath.Join(stageDir, rmq.FormatFileName(base)), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600); werr != nil {
+				return
 			}
-			if err := f.Truncate(size); err != nil {
-				return nil, err
+			if werr = f.Truncate(size); werr != nil {
+				return
 			}
 			files[base] = f
 		}
-		u := fdl.IndexUnit{Magic: fdl.Magic1, Index: e[0], Term: e[1], Pos: e[2], Size: int32(e[3])}
-		if _, err := f.WriteAt(fdl.AppendIndexUnit(nil, u), at-base); err != nil {
-			return nil, err
+		if f != bufFile || at-base != bufAt+int64(len(buf)) || len(buf)+fdl.IndexUnitSize > cap(buf) {
+			flush()
+			bufAt, bufFile = at-base, f
 		}
+		buf = fdl.AppendIndexUnit(buf, fdl.IndexUnit{Magic: fdl.Magic1, Index: e[0], Term: e[1], Pos: e[2], Size: int32(e[3])})
 		out.Units++
+	}
+	res, err := dlscan.Scan(ctx, cfg, scan.Options{})
+	flush()
+	if err != nil {
+		return nil, err
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	rc, _ := res.Extra["dledger"].(*dlscan.Recovery)
+	if rc == nil || out.Units == 0 {
+		return out, nil
 	}
 	existing, err := listRel(cfg.Root, rel)
 	if err != nil && !os.IsNotExist(err) {

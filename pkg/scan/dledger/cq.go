@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -24,121 +23,164 @@ type QueueState struct {
 	Dropped   int64  `json:"dropped"`    // units it truncates
 }
 
-// checkCQ checks every file consume queue unit against the inner records
-// and predicts DLedgerCommitLog's consume queue truncation.
-func (s *scanner) checkCQ(context.Context) error {
+// cqProblem is a consume queue unit that no inner record matches; whether
+// it is reported depends on where recovery cuts the queues.
+type cqProblem struct {
+	q    *cqueue.Queue
+	idx  int64
+	unit rmq.CQUnit
+	code string
+	got  string
+}
+
+// matchCQ takes the consume queue units up to the inner record of e.
+func (s *scanner) matchCQ(e *entry) {
+	if s.merge == nil {
+		return
+	}
+	phy := e.pos + fdl.BodyOffset
+	for c := s.merge.peek(); c != nil && c.unit.CommitLogOffset <= phy; c = s.merge.peek() {
+		if c.unit.CommitLogOffset < phy {
+			s.cqUnmatched(c)
+		} else if !c.unit.IsPlaceholder() {
+			in := &e.inner
+			if in.size != c.unit.Size || !in.decoded || in.topic != c.q.Topic || in.queueID != c.q.QueueID || in.queueOff != c.idx {
+				got := "?"
+				if in.decoded {
+					got = fmt.Sprintf("%s/%d@%d size %d", in.topic, in.queueID, in.queueOff, in.size)
+				}
+				s.cqBad = append(s.cqBad, cqProblem{q: c.q, idx: c.idx, unit: c.unit, code: CodeCQMismatch, got: got})
+			}
+		}
+		s.advanceCQ()
+	}
+}
+
+// cqUnmatched records a unit that points where no inner record starts.
+func (s *scanner) cqUnmatched(c *cqCursor) {
+	if !c.unit.IsPlaceholder() {
+		s.cqBad = append(s.cqBad, cqProblem{q: c.q, idx: c.idx, unit: c.unit, code: CodeCQNoRecord})
+	}
+}
+
+// advanceCQ moves the merge past its lowest unit, keeping the counts.
+func (s *scanner) advanceCQ() {
+	c := s.merge.peek()
+	s.cqMax = max(s.cqMax, c.unit.CommitLogOffset+int64(c.unit.Size))
+	s.cqCount[c.q] = c.idx + 1
+	s.merge.advance()
+}
+
+// finishCQ predicts DLedgerCommitLog's consume queue truncation and
+// reports the units that disagree with the data.
+func (s *scanner) finishCQ(context.Context) error {
 	rc := s.rec
-	if l, ok := cqueue.RocksDB(s.cfg.Root); ok {
-		s.add(scan.Finding{Code: CodeRocksDBCQ, Severity: scan.Info, Path: cqueue.Dir, Details: map[string]any{"files": l.Files()},
-			Message: "consumequeue/ holds a RocksDB consume queue: derived data storectl does not read; it is not checked against the DLedger entries"})
+	if s.rocks || len(s.data) == 0 {
 		return nil
-	}
-	qs, err := cqueue.List(s.cfg.Root)
-	if err != nil {
-		return err
-	}
-	type qinfo struct {
-		q     *cqueue.Queue
-		units []rmq.CQUnit
-		first int64
-	}
-	var infos []qinfo
-	maxPhy := int64(-1)
-	for _, q := range qs {
-		qi := qinfo{q: q, first: q.MinIndex()}
-		if _, err := q.Each(func(_ int64, u rmq.CQUnit) bool { qi.units = append(qi.units, u); return true }); err != nil {
-			return err
-		}
-		if n := len(qi.units); n > 0 {
-			maxPhy = max(maxPhy, qi.units[n-1].CommitLogOffset+int64(qi.units[n-1].Size))
-		}
-		infos = append(infos, qi)
 	}
 	cut := rc.WritePos
 	if rc.Abnormal {
-		cut = s.abnormalProcessOffset(s.minTimestamp(), rc.WritePos)
-		rc.AbnormalProcessOffset = cut
+		cut = rc.AbnormalProcessOffset
 	}
-	if maxPhy >= cut {
+	if s.cqMax >= cut {
 		rc.CQCut = cut
 	}
-	byPhy := make([]int, len(s.entries))
-	for i := range byPhy {
-		byPhy[i] = i
-	}
-	sort.Slice(byPhy, func(a, b int) bool { return s.entries[byPhy[a]].pos < s.entries[byPhy[b]].pos })
-	find := func(phy int64) *entry {
-		i := sort.Search(len(byPhy), func(i int) bool { return s.entries[byPhy[i]].pos+fdl.BodyOffset >= phy })
-		if i < len(byPhy) && s.entries[byPhy[i]].pos+fdl.BodyOffset == phy {
-			return &s.entries[byPhy[i]]
-		}
-		return nil
-	}
-	// Records the abnormal recovery dispatches again (from its start file
-	// up to where it stops), per queue: the highest queue offset.
+	// The abnormal recovery dispatches the records it scans again: a
+	// queue that lagged grows up to them (below the cut).
 	redispatch := map[string]int64{}
-	if rc.Abnormal {
-		for i := range s.entries {
-			e := &s.entries[i]
-			if e.pos+fdl.BodyOffset >= cut || !e.inner.ok {
-				continue
-			}
-			k := s.topics[e.inner.topic] + "\x00" + fmt.Sprint(e.inner.queueID)
-			redispatch[k] = max(redispatch[k], e.inner.queueOff+1)
+	if rc.Abnormal && rc.CQCut >= 0 {
+		if err := s.redispatch(cut, redispatch); err != nil {
+			return err
 		}
 	}
-	for _, qi := range infos {
-		st := QueueState{Topic: qi.q.Topic, QueueID: qi.q.QueueID, Units: qi.first + int64(len(qi.units))}
-		st.MaxOffset = st.Units
-		beyondCommit := 0
-		for k, u := range qi.units {
-			idx := qi.first + int64(k)
-			if rc.CQCut >= 0 && u.CommitLogOffset >= rc.CQCut {
-				st.MaxOffset = min(st.MaxOffset, idx)
-				continue
-			}
-			if u.IsPlaceholder() {
-				continue
-			}
-			rel, off := qi.q.Rel, idx*rmq.CQUnitSize
-			if fi := fileFor(qi.q, idx); fi != nil {
-				rel, off = fi.Rel, idx*rmq.CQUnitSize-fi.Base
-			}
-			e := find(u.CommitLogOffset)
-			switch {
-			case e == nil:
-				s.add(scan.Finding{Code: CodeCQNoRecord, Severity: scan.Error, Path: rel, Offset: off, Length: rmq.CQUnitSize, Repair: scan.RepairRebuildIndex,
-					Details: map[string]any{"phy_offset": u.CommitLogOffset, "size": u.Size, "queue_offset": idx},
-					Message: "consume queue unit points at an offset where no DLedger entry's inner record starts (inner offsets are entry pos + 48)"})
-				continue
-			case e.inner.size != u.Size || !e.inner.decoded || s.topics[e.inner.topic] != qi.q.Topic || e.inner.queueID != qi.q.QueueID || e.inner.queueOff != idx:
-				got := "?"
-				if e.inner.decoded {
-					got = fmt.Sprintf("%s/%d@%d size %d", s.topics[e.inner.topic], e.inner.queueID, e.inner.queueOff, e.inner.size)
-				}
-				s.add(scan.Finding{Code: CodeCQMismatch, Severity: scan.Error, Path: rel, Offset: off, Length: rmq.CQUnitSize, Repair: scan.RepairRebuildIndex,
-					Expected: fmt.Sprintf("%s/%d@%d size %d", qi.q.Topic, qi.q.QueueID, idx, u.Size), Actual: got,
-					Message: "consume queue unit disagrees with the inner record it points at"})
-			}
-			if u.CommitLogOffset >= rc.StoreMaxOffset && rc.StoreMaxOffset > 0 {
-				beyondCommit++
-			}
+	bad := 0
+	for _, p := range s.cqBad {
+		if rc.CQCut >= 0 && p.unit.CommitLogOffset >= rc.CQCut {
+			continue // the broker drops it
 		}
-		if rd, ok := redispatch[qi.q.Topic+"\x00"+fmt.Sprint(qi.q.QueueID)]; ok && rd > st.MaxOffset {
+		bad++
+		rel, off := p.q.Rel, p.idx*rmq.CQUnitSize
+		if fi := fileFor(p.q, p.idx); fi != nil {
+			rel, off = fi.Rel, p.idx*rmq.CQUnitSize-fi.Base
+		}
+		f := scan.Finding{Code: p.code, Severity: scan.Error, Path: rel, Offset: off, Length: rmq.CQUnitSize, Repair: scan.RepairRebuildIndex,
+			Details: map[string]any{"phy_offset": p.unit.CommitLogOffset, "size": p.unit.Size, "queue_offset": p.idx}}
+		if p.code == CodeCQNoRecord {
+			f.Message = "consume queue unit points at an offset where no DLedger entry's inner record starts (inner offsets are entry pos + 48)"
+		} else {
+			f.Expected, f.Actual = fmt.Sprintf("%s/%d@%d size %d", p.q.Topic, p.q.QueueID, p.idx, p.unit.Size), p.got
+			f.Message = "consume queue unit disagrees with the inner record it points at"
+		}
+		s.add(f)
+	}
+	for _, q := range s.queues {
+		st := QueueState{Topic: q.Topic, QueueID: q.QueueID, Units: s.cqCount[q]}
+		if st.Units == 0 {
+			st.Units = q.MinIndex()
+		}
+		st.MaxOffset = st.Units
+		if rc.CQCut >= 0 {
+			st.MaxOffset = firstAtOrAfter(q, q.MinIndex(), st.Units, rc.CQCut)
+		}
+		if rd, ok := redispatch[q.Topic+"\x00"+fmt.Sprint(q.QueueID)]; ok && rd > st.MaxOffset {
 			st.MaxOffset = rd
 		}
 		st.Dropped = max(st.Units-st.MaxOffset, 0)
 		if st.Dropped > 0 {
-			s.add(scan.Finding{Code: CodeCQTruncated, Severity: scan.Warning, Path: qi.q.Rel, Offset: st.MaxOffset * rmq.CQUnitSize, Repair: scan.RepairTruncate,
+			s.add(scan.Finding{Code: CodeCQTruncated, Severity: scan.Warning, Path: q.Rel, Offset: st.MaxOffset * rmq.CQUnitSize, Repair: scan.RepairTruncate,
 				Details: map[string]any{"units": st.Dropped, "cut": rc.CQCut, "abnormal": rc.Abnormal},
 				Message: fmt.Sprintf("the broker's next start truncates %d units of this queue at data offset %d (DLedgerCommitLog truncateDirtyLogicFiles)", st.Dropped, rc.CQCut)})
 		}
-		if beyondCommit > 0 {
-			s.add(scan.Finding{Code: CodeCQBeyondCommit, Severity: scan.Warning, Path: qi.q.Rel, Repair: scan.RepairNone,
-				Details: map[string]any{"units": beyondCommit, "committed_pos": rc.StoreMaxOffset},
-				Message: fmt.Sprintf("%d units of this queue point at entries past the committed position %d: pulls return nothing for them until the commit advances", beyondCommit, rc.StoreMaxOffset)})
+		if rc.StoreMaxOffset > 0 {
+			if n := min(st.MaxOffset, st.Units) - firstAtOrAfter(q, q.MinIndex(), min(st.MaxOffset, st.Units), rc.StoreMaxOffset); n > 0 {
+				s.add(scan.Finding{Code: CodeCQBeyondCommit, Severity: scan.Warning, Path: q.Rel, Repair: scan.RepairNone,
+					Details: map[string]any{"units": n, "committed_pos": rc.StoreMaxOffset},
+					Message: fmt.Sprintf("%d units of this queue point at entries past the committed position %d: pulls return nothing for them until the commit advances", n, rc.StoreMaxOffset)})
+			}
 		}
+		q.Close()
 		rc.Queues = append(rc.Queues, st)
+	}
+	_ = bad
+	return nil
+}
+
+// firstAtOrAfter is the first queue offset in [lo, hi) whose unit's
+// commitlog offset is at or past phy (units are in offset order), hi when
+// none is.
+func firstAtOrAfter(q *cqueue.Queue, lo, hi, phy int64) int64 {
+	return lo + int64(sort.Search(int(hi-lo), func(i int) bool {
+		u, ok, err := q.Unit(lo + int64(i))
+		return err != nil || !ok || u.CommitLogOffset >= phy
+	}))
+}
+
+// redispatch reads the inner records of the abnormal recovery's start
+// file on, below cut, and keeps per queue the highest queue offset + 1.
+func (s *scanner) redispatch(cut int64, out map[string]int64) error {
+	for i := s.abnStart; i < len(s.data); i++ {
+		f := &s.data[i]
+		if f.base >= cut {
+			break
+		}
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return err
+		}
+		r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
+		for r.Next() {
+			h := r.Header()
+			if h.Pos+fdl.BodyOffset >= cut {
+				break
+			}
+			m, err := rmq.CheckMessage(r.Body(), h.Pos+fdl.BodyOffset, s.cfg.MaxMessageSize)
+			if err != nil {
+				break
+			}
+			k := string(m.Topic) + "\x00" + fmt.Sprint(m.QueueID)
+			out[k] = max(out[k], m.QueueOffset+1)
+		}
+		fh.Close()
 	}
 	return nil
 }
@@ -160,12 +202,8 @@ func (s *scanner) minTimestamp() int64 {
 		return 0
 	}
 	cp, err := rmq.DecodeCheckpoint(b, 0)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		if len(b) < 24 {
-			return 0
-		}
+	if err != nil && !errors.Is(err, os.ErrNotExist) && len(b) < 24 {
+		return 0
 	}
 	return cp.MinTimestamp()
 }
-
-var _ = strings.Compare

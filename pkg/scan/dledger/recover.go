@@ -9,6 +9,7 @@ import (
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
 )
 
 // Recovery is the predicted outcome of the broker's next start on this
@@ -39,117 +40,223 @@ type Recovery struct {
 	// (truncateDirtyLogicFiles), -1 when it does not.
 	CQCut int64 `json:"cq_cut"`
 	// AbnormalProcessOffset is dledgerRecoverAbnormally's processOffset:
-	// the last file's offset plus the inner sizes only (48 bytes short per
+	// its start file's offset plus the inner sizes only (48 bytes short per
 	// entry of that file), -1 for a normal recovery.
 	AbnormalProcessOffset int64        `json:"abnormal_process_offset"`
-	EntryList             [][4]int64   `json:"-"` // [index, term, pos, size] of every kept entry
+	EntryList             [][4]int64   `json:"-"` // with Config.KeepEntries: [index, term, pos, size] of every kept entry
 	Queues                []QueueState `json:"queues,omitempty"`
 }
 
-// recover simulates DLedgerMmapFileStore.recover over the walked entries.
-func (s *scanner) recover(context.Context) error {
+// prepare reads what the walk must know before it starts: the first
+// entry of every data file (recovery's start file pre-check, the abnormal
+// recovery's file match), and opens the consume queue merge.
+func (s *scanner) prepare(context.Context) error {
 	rc := &Recovery{LedgerBeginIndex: -1, LedgerEndIndex: -1, LedgerEndTerm: -1, CommittedIndex: -1, CommittedPos: -1,
-		IndexRebuiltFrom: -1, Entries: len(s.entries), CQCut: -1, AbnormalProcessOffset: -1}
+		IndexRebuiltFrom: -1, CQCut: -1, AbnormalProcessOffset: -1}
 	s.rec = rc
 	if _, err := os.Stat(filepath.Join(s.cfg.Root, "abort")); err == nil {
 		rc.Abnormal = true
 	}
+	n := len(s.data)
+	s.first = make([]firstEntry, n)
+	for i := range s.data {
+		s.first[i] = s.readFirst(&s.data[i])
+	}
+	if n > 0 {
+		// The third-from-last file backwards, the first whose first entry
+		// passes and agrees with its index unit.
+		for i := max(n-3, 0); i >= 0; i-- {
+			s.start = i
+			if s.first[i].ok {
+				break
+			}
+		}
+		rc.StartFile = s.data[s.start].rel
+		s.rProcess = s.data[s.start].base
+		rc.StoreMinOffset = s.data[0].base
+		// dledgerRecoverAbnormally: the last file whose first inner record
+		// is a V1 message stored at or before the checkpoint's min time.
+		minTS := s.minTimestamp()
+		for i := n - 1; i >= 0; i-- {
+			if fe := s.first[i]; fe.v1 && fe.storeTS != 0 && fe.storeTS <= minTS {
+				s.abnStart = i
+				break
+			}
+		}
+		s.abnBase = s.data[s.abnStart].base
+	}
+	if l, ok := cqueue.RocksDB(s.cfg.Root); ok {
+		s.rocks = true
+		s.add(scan.Finding{Code: CodeRocksDBCQ, Severity: scan.Info, Path: cqueue.Dir, Details: map[string]any{"files": l.Files()},
+			Message: "consumequeue/ holds a RocksDB consume queue: derived data storectl does not read; it is not checked against the DLedger entries"})
+		return nil
+	}
+	qs, err := cqueue.List(s.cfg.Root)
+	if err != nil {
+		return err
+	}
+	s.queues = qs
+	s.merge = newCQMerge(qs)
+	return nil
+}
+
+// readFirst reads a data file's first entry header, its index unit and
+// its inner record's magic and store time.
+func (s *scanner) readFirst(f *dataFile) firstEntry {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return firstEntry{}
+	}
+	defer fh.Close()
+	b := make([]byte, fdl.BodyOffset+64)
+	n, _ := fh.ReadAt(b, 0)
+	b = b[:n]
+	if len(b) < fdl.BodyOffset || fdl.IsBlank(b) {
+		return firstEntry{}
+	}
+	h, _ := fdl.DecodeHeader(b, f.base)
+	fe := firstEntry{h: h}
+	if h.Check(f.base) == nil {
+		u, ok := s.idx.unit(h.Index)
+		fe.ok = ok && u.Magic == fdl.Magic1 && u.Size == h.Size && u.Index == h.Index && u.Term == h.Term && u.Pos == f.base
+	}
+	if body := b[fdl.BodyOffset:]; len(body) >= 8 {
+		fe.v1 = beU32(body[4:]) == rmq.MagicMessageV1
+		sys := int32(0)
+		if len(body) >= 40 {
+			sys = int32(beU32(body[36:]))
+		}
+		at := 48 + 8 // MESSAGE_STORE_TIMESTAMP_POSITION = 56 with an IPv4 born host
+		if sys&rmq.FlagBornHostV6 != 0 {
+			at += 12
+		}
+		if len(body) >= at+8 {
+			fe.storeTS = int64(beU64(body[at:]))
+		}
+	}
+	return fe
+}
+
+func beU32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+func beU64(b []byte) uint64 { return uint64(beU32(b))<<32 | uint64(beU32(b[4:])) }
+
+// recoverEntry runs recover()'s scan on one entry.
+func (s *scanner) recoverEntry(f *dataFile, e *entry) {
+	rc := s.rec
+	rc.Entries++
+	if e.file < s.start || !s.rStopped && e.file >= s.start && s.acceptEntry(e) {
+		if e.file == 0 && rc.LedgerBeginIndex < 0 && f.n == 0 {
+			rc.LedgerBeginIndex = e.index
+		}
+		rc.Kept++
+		k := [4]int64{e.index, e.term, e.pos, int64(e.size)}
+		s.lastKept = &k
+		if s.cpOK && s.cp.HasCommittedIndex && e.index == s.cp.CommittedIndex {
+			c := k
+			s.committedAt = &c
+		}
+		if s.cfg.KeepEntries {
+			rc.EntryList = append(rc.EntryList, k)
+		}
+		if s.cfg.OnKept != nil {
+			s.cfg.OnKept(k)
+		}
+		return
+	}
+	rc.Dropped++
+	if len(s.dropIDs) < 1000 && e.inner.decoded {
+		m := rmq.Message{StoreHost: e.inner.storeHost, PhysicalOffset: e.inner.storedPhy}
+		s.dropIDs = append(s.dropIDs, m.MsgID())
+	}
+}
+
+// acceptEntry applies the cross-entry checks of the scan from the start
+// file; false stops it at e.
+func (s *scanner) acceptEntry(e *entry) bool {
+	rc := s.rec
+	switch {
+	case s.rLast != -1 && e.index != s.rLast+1:
+		s.stopRecovery(fmt.Sprintf("index=%d lastEntryIndex=%d", e.index, s.rLast))
+		return false
+	case e.term < s.rTerm:
+		s.stopRecovery(fmt.Sprintf("term=%d lastEntryTerm=%d", e.term, s.rTerm))
+		return false
+	}
+	if !s.needWrite && e.idxDiff != "" {
+		s.needWrite, rc.IndexRebuiltFrom = true, e.index
+	}
+	s.rLast, s.rTerm = e.index, e.term
+	s.rProcess = e.pos + int64(e.size)
+	return true
+}
+
+func (s *scanner) stopRecovery(reason string) {
+	if !s.rStopped {
+		s.rStopped, s.rec.StopReason = true, reason
+	}
+}
+
+// recoverCut stops the recovery at a rejected or torn entry of file i.
+func (s *scanner) recoverCut(i int) {
+	if i >= s.start {
+		s.stopRecovery("entry header rejected")
+	}
+}
+
+// recoverFileEnd is the scan at the end of file i: a BLANK goes on to the
+// next file, anything else ends the scan.
+func (s *scanner) recoverFileEnd(i int) {
+	f := &s.data[i]
+	if i < s.start || s.rStopped {
+		return
+	}
+	switch f.end {
+	case fdl.EndBlank:
+		if i == len(s.data)-1 {
+			s.rProcess = f.base + f.size
+			s.stopRecovery("the last file ends with a BLANK")
+			return
+		}
+		s.rProcess = s.data[i+1].base
+	case fdl.EndZero:
+		s.stopRecovery("size 0 (end of data)")
+	case fdl.EndEOF:
+		s.stopRecovery("end of file without a BLANK")
+	default:
+		s.stopRecovery("entry header rejected")
+	}
+}
+
+// finish completes the prediction once every entry went by.
+func (s *scanner) finish(context.Context) error {
+	rc := s.rec
 	if len(s.data) == 0 {
 		return nil
 	}
-	n := len(s.data)
-	// Pre-check: from the third-from-last file backwards, the first file
-	// whose first entry passes and agrees with its index unit.
-	start := 0
-	for i := max(n-3, 0); i >= 0; i-- {
-		start = i
-		if s.precheck(i) {
-			break
-		}
+	if s.rStopped && s.rec.StopReason == "the last file ends with a BLANK" {
+		rc.StopReason = ""
 	}
-	rc.StartFile = s.data[start].rel
-	for i := 0; i < s.data[start].first && start > 0; i++ { // before the start file: kept as they are
-		e := &s.entries[i]
-		rc.EntryList = append(rc.EntryList, [4]int64{e.index, e.term, e.pos, int64(e.size)})
-	}
-	process := s.data[start].base
-	lastIndex, lastTerm := int64(-1), int64(-1)
-	needWrite := false
-	kept := 0
-	stopped := false
-scan:
-	for fi := start; fi < n; fi++ {
-		f := &s.data[fi]
-		process = f.base
-		for k := 0; k < f.n; k++ {
-			e := &s.entries[f.first+k]
-			if k == f.cut {
-				rc.StopReason = "entry header rejected"
-				stopped = true
-				break scan
-			}
-			if lastIndex != -1 && e.index != lastIndex+1 {
-				rc.StopReason = fmt.Sprintf("index=%d lastEntryIndex=%d", e.index, lastIndex)
-				stopped = true
-				break scan
-			}
-			if e.term < lastTerm {
-				rc.StopReason = fmt.Sprintf("term=%d lastEntryTerm=%d", e.term, lastTerm)
-				stopped = true
-				break scan
-			}
-			if !needWrite && e.idxDiff != "" {
-				needWrite = true
-				rc.IndexRebuiltFrom = e.index
-			}
-			lastIndex, lastTerm = e.index, e.term
-			process = e.pos + int64(e.size)
-			kept++
-			rc.EntryList = append(rc.EntryList, [4]int64{e.index, e.term, e.pos, int64(e.size)})
-		}
-		if f.cut >= 0 {
-			rc.StopReason = "entry header rejected"
-			stopped = true
-			break
-		}
-		switch f.end {
-		case fdl.EndBlank:
-			if fi == n-1 {
-				process = f.base + f.size
-			}
-			continue
-		case fdl.EndZero:
-			rc.StopReason = "size 0 (end of data)"
-		case fdl.EndEOF:
-			rc.StopReason = "end of file without a BLANK"
-		default:
-			rc.StopReason = "entry header rejected"
-		}
-		if f.end != fdl.EndZero || fi < n-1 {
-			stopped = true
-		}
-		break
-	}
-	rc.WritePos = process
-	rc.StopPath, rc.StopOffset = s.locate(process)
-	rc.Kept = kept + s.entriesBefore(start)
-	rc.Dropped = len(s.entries) - rc.Kept
-	last := s.data[n-1]
-	if last.base-process > last.size {
+	rc.WritePos = s.rProcess
+	rc.StopPath, rc.StopOffset = s.locate(s.rProcess)
+	last := s.data[len(s.data)-1]
+	if last.base-s.rProcess > last.size {
 		rc.Exit = true
-		rc.ExitReason = fmt.Sprintf("the processOffset %d is more than a file before the last data file (%d): DLedger logs \"[MONITOR]The processOffset is too small\" and calls System.exit(-1)", process, last.base)
+		rc.ExitReason = fmt.Sprintf("the processOffset %d is more than a file before the last data file (%d): DLedger logs \"[MONITOR]The processOffset is too small\" and calls System.exit(-1)", s.rProcess, last.base)
 	}
-	rc.LedgerEndIndex, rc.LedgerEndTerm = lastIndex, lastTerm
-	if lastIndex != -1 && s.data[0].n > 0 {
-		rc.LedgerBeginIndex = s.entries[s.data[0].first].index
+	if s.lastKept != nil {
+		rc.LedgerEndIndex, rc.LedgerEndTerm = s.lastKept[0], s.lastKept[1]
 	}
-	rc.IndexWritePos = (lastIndex + 1) * fdl.IndexUnitSize
-	rc.StoreMinOffset = s.data[0].base
+	rc.IndexWritePos = (rc.LedgerEndIndex + 1) * fdl.IndexUnitSize
 	// Committed index from the checkpoint (updateCommittedIndex).
-	if s.cpOK && s.cp.HasCommittedIndex && s.cp.CommittedIndex != -1 && lastIndex != -1 && s.cp.CommittedIndex >= rc.LedgerBeginIndex {
-		ci := min(s.cp.CommittedIndex, lastIndex)
-		if e := s.entryByIndex(ci); e != nil {
-			rc.CommittedIndex, rc.CommittedPos = ci, e.pos+int64(e.size)
+	if s.cpOK && s.cp.HasCommittedIndex && s.cp.CommittedIndex != -1 && rc.LedgerEndIndex != -1 && s.cp.CommittedIndex >= rc.LedgerBeginIndex {
+		at := s.committedAt
+		if s.cp.CommittedIndex > rc.LedgerEndIndex {
+			at = s.lastKept
+		}
+		if at != nil {
+			rc.CommittedIndex, rc.CommittedPos = at[0], at[2]+at[3]
 		}
 	}
 	switch {
@@ -161,40 +268,12 @@ scan:
 		rc.StoreMaxOffset = 0
 	}
 	if rc.CommittedIndex >= 0 {
-		rc.Uncommitted = int(lastIndex - rc.CommittedIndex)
+		rc.Uncommitted = int(rc.LedgerEndIndex - rc.CommittedIndex)
 	}
-	s.findings(rc, stopped, start)
-	return nil
-}
-
-// precheck is recover()'s test of a start file candidate.
-func (s *scanner) precheck(i int) bool {
-	f := &s.data[i]
-	if f.n == 0 || f.cut == 0 {
-		return false
+	if rc.Abnormal {
+		rc.AbnormalProcessOffset = s.abnBase + s.abnSum
 	}
-	e := &s.entries[f.first]
-	if e.pos != f.base || e.size <= fdl.HeaderSize {
-		return false
-	}
-	u, ok := s.indexUnit(e.index)
-	return ok && u.Magic == fdl.Magic1 && u.Size == e.size && u.Index == e.index && u.Term == e.term && u.Pos == f.base
-}
-
-func (s *scanner) entriesBefore(start int) int {
-	n := 0
-	for i := 0; i < start; i++ {
-		n += s.data[i].n
-	}
-	return n
-}
-
-func (s *scanner) entryByIndex(idx int64) *entry {
-	for i := len(s.entries) - 1; i >= 0; i-- { // the kept entries are the tail of a contiguous run
-		if s.entries[i].index == idx {
-			return &s.entries[i]
-		}
-	}
+	s.recoveryFindings(rc)
 	return nil
 }
 
@@ -208,77 +287,31 @@ func (s *scanner) locate(off int64) (string, int64) {
 	return s.rel + "/" + fdl.DataDir, off
 }
 
-func (s *scanner) findings(rc *Recovery, stopped bool, start int) {
+func (s *scanner) recoveryFindings(rc *Recovery) {
 	if rc.Exit {
 		s.add(scan.Finding{Code: CodeExit, Severity: scan.Error, Path: rc.StopPath, Offset: rc.StopOffset, Repair: scan.RepairTruncate,
 			Details: map[string]any{"process_offset": rc.WritePos}, Message: rc.ExitReason +
 				"; the broker does not start until the data past it is removed (storectl truncate)"})
 	}
 	if rc.Dropped > 0 {
-		var ids []string
-		for _, e := range s.entries {
-			if e.pos >= rc.WritePos && len(ids) < 1000 {
-				ids = append(ids, e.inner.msgID)
-			}
-		}
 		s.add(scan.Finding{Code: CodeDropped, Severity: scan.Error, Path: rc.StopPath, Offset: rc.StopOffset, Repair: scan.RepairTruncate,
-			Details: map[string]any{"entries": rc.Dropped, "stop": rc.StopReason, "end_index": rc.LedgerEndIndex, "msg_ids": ids},
+			Details: map[string]any{"entries": rc.Dropped, "stop": rc.StopReason, "end_index": rc.LedgerEndIndex, "msg_ids": s.dropIDs},
 			Message: fmt.Sprintf("DLedger's recovery stops at data offset %d (%s): it truncates %d entries after it, whose messages are lost", rc.WritePos, rc.StopReason, rc.Dropped)})
 	}
 	if rc.Uncommitted > 0 {
-		ce := s.entryByIndex(rc.CommittedIndex)
-		rel, off := s.locate(ce.pos + int64(ce.size))
+		rel, off := s.locate(rc.CommittedPos)
 		s.add(scan.Finding{Code: CodeUncommitted, Severity: scan.Warning, Path: rel, Offset: off, Repair: scan.RepairNone,
 			Details: map[string]any{"committed_index": rc.CommittedIndex, "end_index": rc.LedgerEndIndex, "entries": rc.Uncommitted, "committed_pos": rc.CommittedPos},
 			Message: fmt.Sprintf("%d entries are on disk past the committed index %d (checkpoint): the broker's max offset stays at %d, so these messages are not visible to consumers until new appends advance the commit", rc.Uncommitted, rc.CommittedIndex, rc.CommittedPos)})
 	}
-	if !s.cpOK && s.cpErr == nil && rc.LedgerEndIndex >= 0 {
-		// checkpoint missing: already reported
+	stop := rc.StopReason
+	if stop == "" {
+		stop = "the end of the data"
 	}
 	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: rc.StartFile, Repair: scan.RepairNone,
 		Details: map[string]any{"start_file": rc.StartFile, "end_index": rc.LedgerEndIndex, "write_pos": rc.WritePos,
 			"committed_index": rc.CommittedIndex, "committed_pos": rc.CommittedPos, "store_max_phy_offset": rc.StoreMaxOffset,
 			"stop": rc.StopReason, "index_rebuilt_from": rc.IndexRebuiltFrom, "exit": rc.Exit},
 		Message: fmt.Sprintf("next start: DLedger recovers from %s to entry %d (data offset %d, %s), committed index %d; the broker's max offset is %d",
-			rc.StartFile, rc.LedgerEndIndex, rc.WritePos, rc.StopReason, rc.CommittedIndex, rc.StoreMaxOffset)})
-	_ = stopped
-	_ = start
+			rc.StartFile, rc.LedgerEndIndex, rc.WritePos, stop, rc.CommittedIndex, rc.StoreMaxOffset)})
 }
-
-// abnormalProcessOffset is dledgerRecoverAbnormally's scan: from the last
-// data file whose first inner message is a V1 record stored at or before
-// the checkpoint's min timestamp, sum the inner sizes of the records that
-// pass checkMessageAndReturnSize (with the CRC check); the offset is the
-// start file's plus that sum (without the 48-byte headers).
-func (s *scanner) abnormalProcessOffset(minTS int64, end int64) int64 {
-	n := len(s.data)
-	start := 0
-	for i := n - 1; i >= 0; i-- {
-		f := &s.data[i]
-		if f.n > 0 {
-			e := &s.entries[f.first]
-			if e.inner.v1 && e.inner.storeTS != 0 && e.inner.storeTS <= minTS {
-				start = i
-				break
-			}
-		}
-	}
-	process, sum := s.data[start].base, int64(0)
-	for fi := start; fi < n; fi++ {
-		f := &s.data[fi]
-		process, sum = f.base, 0
-		for k := 0; k < f.n; k++ {
-			e := &s.entries[f.first+k]
-			if !e.inner.ok {
-				return process + sum
-			}
-			sum += int64(e.inner.size)
-		}
-		if f.end != fdl.EndBlank {
-			return process + sum
-		}
-	}
-	return process + sum
-}
-
-var _ = rmq.CQUnitSize

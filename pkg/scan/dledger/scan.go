@@ -23,6 +23,7 @@ import (
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
 )
 
 // Config says what to scan.
@@ -44,6 +45,12 @@ type Config struct {
 	OnMessage func(m *rmq.Message, phy int64, err error) error
 	// MaxFindings caps the findings per code (0 = 200).
 	MaxFindings int
+	// KeepEntries keeps [index, term, pos, size] of every entry recovery
+	// keeps in Recovery.EntryList (tests compare it with DLedger's).
+	KeepEntries bool
+	// OnKept, when set, receives [index, term, pos, size] of every entry
+	// recovery keeps, in order (rebuild-index builds the index from them).
+	OnKept func(e [4]int64)
 }
 
 // Dirs lists the dledger-* dirs under root that hold a data dir.
@@ -67,17 +74,19 @@ type dataFile struct {
 	base int64
 	size int64
 	// walk results (data files)
-	end    string // fdl.End*
-	endPos int64
-	first  int // index into entries of its first entry (-1 none)
-	n      int
+	end     string // fdl.End*
+	endPos  int64
+	first   int // index into entries of its first entry (-1 none)
+	n       int
+	lastPos int64 // file position of its last entry (-1 none)
+	idx     int   // its index in the list
 	// cut is how many of its entries come before the walk's first stop
 	// (a rejected or torn entry); entries found past it by resync are in n
 	// but recovery never reaches them. -1: no stop inside the file.
 	cut int
 }
 
-// entry is what the scan keeps of one data entry.
+// entry is one data entry as the walk sees it.
 type entry struct {
 	pos     int64
 	size    int32
@@ -92,34 +101,67 @@ type entry struct {
 type innerFacts struct {
 	ok       bool // CheckMessage passed
 	decoded  bool // the structure decoded (a CRC failure keeps it readable)
-	topic    int32
+	topic    string
 	queueID  int32
 	queueOff int64
 	size     int32
 	storeTS  int64
-	sysFlag  int32
 	v1       bool
 	msgID    string
+	// storeHost and storedPhy make the msg id when one is needed.
+	storeHost rmq.Host
+	storedPhy int64
+}
+
+// firstEntry is what recovery's start file pre-check and the abnormal
+// recovery's file match read of a data file's first entry.
+type firstEntry struct {
+	ok      bool // a header Header.Check accepts, whose index unit agrees
+	h       fdl.Header
+	v1      bool  // the inner record is a V1 message (MESSAGE_MAGIC_CODE)
+	storeTS int64 // its store timestamp
 }
 
 type scanner struct {
-	cfg     Config
-	res     *scan.Result
-	opts    scan.Options
-	dir     string // absolute dledger-<id>
-	rel     string // relative to root
-	data    []dataFile
-	index   []dataFile
-	idxOpen map[int]*os.File
-	entries []entry
-	topics  []string
-	topicID map[string]int32
-	capped  map[string]int
-	rec     *Recovery
-	cp      fdl.Checkpoint
-	cpOK    bool
-	cpErr   error
-	term    fdl.Term
+	cfg    Config
+	res    *scan.Result
+	opts   scan.Options
+	dir    string // absolute dledger-<id>
+	rel    string // relative to root
+	data   []dataFile
+	index  []dataFile
+	idx    *indexReader
+	capped map[string]int
+	rec    *Recovery
+	cp     fdl.Checkpoint
+	cpOK   bool
+	cpErr  error
+	term   fdl.Term
+	first  []firstEntry
+	start  int // recovery's start file
+	// The walk's own continuity (for findings).
+	wLast, wTerm int64
+	// The recovery walk (DLedgerMmapFileStore.recover) as the entries go by.
+	rLast, rTerm int64
+	rStopped     bool
+	rProcess     int64
+	needWrite    bool
+	dropIDs      []string
+	lastKept     *[4]int64
+	committedAt  *[4]int64
+	// dledgerRecoverAbnormally's scan.
+	abnStart   int
+	abnStopped bool
+	abnBase    int64
+	abnSum     int64
+	// Consume queues merged by physical offset against the entries.
+	merge      *cqMerge
+	cqMax      int64       // max offset+size over every unit (maxPhyOffsetOfConsumeQueue)
+	cqBad      []cqProblem // units no entry matches, decided after the walk
+	cqCount    map[*cqueue.Queue]int64
+	queues     []*cqueue.Queue
+	rocks      bool
+	topicNames map[string]string
 }
 
 // Scan checks the DLedger store under cfg.Root. It returns an error only
@@ -144,8 +186,8 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		}
 		dir = dirs[0]
 	}
-	s := &scanner{cfg: cfg, res: res, opts: opts, dir: dir, idxOpen: map[int]*os.File{}, topicID: map[string]int32{}, capped: map[string]int{}}
-	defer s.closeIndex()
+	s := &scanner{cfg: cfg, res: res, opts: opts, dir: dir, capped: map[string]int{}, cqCount: map[*cqueue.Queue]int64{}, topicNames: map[string]string{},
+		wLast: -1, wTerm: -1, rLast: -1, rTerm: -1}
 	s.rel = scan.Rel(cfg.Root, dir)
 	res.Layout["dledger"] = true
 	res.Layout["dledger_dir"] = s.rel
@@ -156,7 +198,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	if s.index, err = s.listFiles(fdl.IndexDir, cfg.IndexFileSize); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return res, err
 	}
-	for _, step := range []func(context.Context) error{s.readProps, s.walk, s.recover, s.checkCQ} {
+	s.idx = newIndexReader(s.index)
+	defer s.idx.close()
+	for _, step := range []func(context.Context) error{s.readProps, s.prepare, s.walk, s.finish, s.finishCQ} {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -213,9 +257,12 @@ func (s *scanner) listFiles(sub string, size int64) ([]dataFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, dataFile{name: e.Name(), rel: rel, path: filepath.Join(d, e.Name()), base: base, size: info.Size(), first: -1, cut: -1})
+		out = append(out, dataFile{name: e.Name(), rel: rel, path: filepath.Join(d, e.Name()), base: base, size: info.Size(), first: -1, cut: -1, lastPos: -1})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].base < out[j].base })
+	for i := range out {
+		out[i].idx = i
+	}
 	if size <= 0 && len(out) > 0 {
 		size = out[0].size
 		if sub == fdl.IndexDir && len(out) == 1 {
@@ -277,11 +324,4 @@ func (s *scanner) readProps(context.Context) error {
 		}
 	}
 	return nil
-}
-
-func (s *scanner) closeIndex() {
-	for i, f := range s.idxOpen {
-		f.Close()
-		delete(s.idxOpen, i)
-	}
 }

@@ -25,25 +25,32 @@ type Record struct {
 	EntryOffset  int64 `json:"entry_offset"` // file offset of the 48-byte header
 }
 
-// walk reads every data file entry by entry.
+// walk reads every data file entry by entry, once: the entry checks, the
+// recovery walk, the abnormal recovery's sums and the consume queue merge
+// all go along with it, so memory does not grow with the log.
 func (s *scanner) walk(ctx context.Context) error {
 	if len(s.data) == 0 {
 		s.add(scan.Finding{Code: CodeNoDataFiles, Severity: scan.Warning, Path: s.rel + "/" + fdl.DataDir,
 			Message: "the DLedger data dir holds no files"})
 	}
-	lastIndex, lastTerm := int64(-1), int64(-1)
 	for i := range s.data {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := s.walkFile(i, &lastIndex, &lastTerm); err != nil {
+		if err := s.walkFile(i); err != nil {
 			s.res.Fail(fmt.Errorf("%s: %w", s.data[i].rel, err))
+		}
+	}
+	if s.merge != nil {
+		for c := s.merge.peek(); c != nil; c = s.merge.peek() {
+			s.cqUnmatched(c)
+			s.advanceCQ()
 		}
 	}
 	return nil
 }
 
-func (s *scanner) walkFile(i int, lastIndex, lastTerm *int64) error {
+func (s *scanner) walkFile(i int) error {
 	f := &s.data[i]
 	fh, err := os.Open(f.path)
 	if err != nil {
@@ -51,7 +58,9 @@ func (s *scanner) walkFile(i int, lastIndex, lastTerm *int64) error {
 	}
 	defer fh.Close()
 	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
-	f.first = len(s.entries)
+	if i >= s.abnStart && !s.abnStopped {
+		s.abnBase, s.abnSum = f.base, 0
+	}
 	for {
 		if !r.Next() {
 			if !s.stopEntry(f, r, fh) {
@@ -62,18 +71,22 @@ func (s *scanner) walkFile(i int, lastIndex, lastTerm *int64) error {
 		h := r.Header()
 		pos := h.Pos - f.base
 		e := entry{pos: h.Pos, size: h.Size, index: h.Index, term: h.Term, file: i}
-		if *lastIndex != -1 && h.Index != *lastIndex+1 {
+		if s.wLast != -1 && h.Index != s.wLast+1 {
 			s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
-				Expected: fmt.Sprint(*lastIndex + 1), Actual: fmt.Sprint(h.Index), Repair: scan.RepairTruncate,
+				Expected: fmt.Sprint(s.wLast + 1), Actual: fmt.Sprint(h.Index), Repair: scan.RepairTruncate,
 				Message: "entry index does not follow the previous entry's: DLedger's recovery stops here and drops this entry and every one after it"})
 		}
-		if h.Term < *lastTerm {
+		if h.Term < s.wTerm {
 			s.add(scan.Finding{Code: CodeTermOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 16, Length: 8,
-				Expected: fmt.Sprintf(">= %d", *lastTerm), Actual: fmt.Sprint(h.Term), Repair: scan.RepairTruncate,
+				Expected: fmt.Sprintf(">= %d", s.wTerm), Actual: fmt.Sprint(h.Term), Repair: scan.RepairTruncate,
 				Message: "entry term is lower than the previous entry's: DLedger's recovery stops here"})
 		}
-		*lastIndex, *lastTerm = h.Index, h.Term
-		e.idxDiff = s.compareIndex(&h)
+		s.wLast, s.wTerm = h.Index, h.Term
+		if u, ok := s.idx.unit(h.Index); !ok {
+			e.idxDiff = "missing"
+		} else {
+			e.idxDiff = u.Mismatch(&h)
+		}
 		if e.idxDiff != "" {
 			rel, off := s.indexLoc(h.Index)
 			s.add(scan.Finding{Code: map[bool]string{true: CodeIndexMissing, false: CodeIndexMismatch}[e.idxDiff == "missing"],
@@ -82,7 +95,15 @@ func (s *scanner) walkFile(i int, lastIndex, lastTerm *int64) error {
 				Message: fmt.Sprintf("the index unit of entry %d disagrees with the entry (%s): when recovery reaches it, it truncates the index there and rebuilds it from the data", h.Index, e.idxDiff)})
 		}
 		e.inner = s.inner(f, pos, &h, r.Body())
-		s.entries = append(s.entries, e)
+		s.recoverEntry(f, &e)
+		if i >= s.abnStart && !s.abnStopped {
+			if e.inner.ok {
+				s.abnSum += int64(e.inner.size)
+			} else {
+				s.abnStopped = true
+			}
+		}
+		s.matchCQ(&e)
 		f.n++
 	}
 	if f.cut < 0 {
@@ -94,9 +115,13 @@ func (s *scanner) walkFile(i int, lastIndex, lastTerm *int64) error {
 			return err
 		}
 	}
+	s.recoverFileEnd(i)
+	if f.end != fdl.EndBlank && i >= s.abnStart {
+		s.abnStopped = true
+	}
 	bytes := min(f.size, f.endPos+fdl.BodyOffset)
 	s.res.Files = append(s.res.Files, scan.File{Path: f.rel, Kind: "dledger-data", Size: f.size, BytesScanned: bytes, Records: f.n,
-		FirstValid: map[bool]int64{true: 0, false: -1}[f.n > 0], LastValid: s.lastValid(f), ValidEnd: f.endPos, End: endName(f.end)})
+		FirstValid: map[bool]int64{true: 0, false: -1}[f.n > 0], LastValid: f.lastPos, ValidEnd: f.endPos, End: endName(f.end)})
 	s.res.BytesScanned += bytes
 	if s.opts.Progress != nil {
 		s.opts.Progress(bytes)
@@ -117,6 +142,7 @@ func (s *scanner) stopEntry(f *dataFile, r *fdl.Reader, fh *os.File) bool {
 	end, endPos := r.End()
 	if f.cut < 0 {
 		f.cut, f.end, f.endPos = f.n, end, endPos
+		s.recoverCut(f.idx)
 		code, msg := CodeBadEntry, "DLedger rejects this entry header ("+ce.Field+"): its recovery stops here"
 		switch {
 		case end == fdl.EndTorn:
@@ -157,13 +183,6 @@ func (s *scanner) resync(fh *os.File, f *dataFile, from int64) int64 {
 	return -1
 }
 
-func (s *scanner) lastValid(f *dataFile) int64 {
-	if f.n == 0 {
-		return -1
-	}
-	return s.entries[f.first+f.n-1].pos - f.base
-}
-
 func endName(e string) string {
 	switch e {
 	case fdl.EndBlank:
@@ -183,11 +202,16 @@ func (s *scanner) inner(f *dataFile, pos int64, h *fdl.Header, body []byte) inne
 	phy := h.Pos + fdl.BodyOffset
 	m, err := rmq.CheckMessage(body, phy, s.cfg.MaxMessageSize)
 	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale)),
-		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, sysFlag: m.SysFlag,
-		v1: m.Magic == rmq.MagicMessageV1}
+		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, v1: m.Magic == rmq.MagicMessageV1}
+	f.lastPos = pos
 	if in.decoded {
-		in.topic = s.intern(string(m.Topic))
-		in.msgID = m.MsgID()
+		in.topic = s.intern(m.Topic)
+	}
+	msgID := func() string {
+		if in.msgID == "" && m.Raw != nil {
+			in.msgID = m.MsgID()
+		}
+		return in.msgID
 	}
 	if err == nil && int(m.TotalSize) != len(body) {
 		in.ok = false
@@ -207,13 +231,14 @@ func (s *scanner) inner(f *dataFile, pos int64, h *fdl.Header, body []byte) inne
 			code, msg = CodeInnerStale, "the inner record's PHYSICALOFFSET is not the entry pos + 48: the append hook did not write it, or the entry is stale"
 		}
 		s.add(scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos + fdl.BodyOffset, Length: int64(len(body)),
-			MsgID: in.msgID, Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.Index, "phy_offset": phy},
+			MsgID: msgID(), Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.Index, "phy_offset": phy},
 			Message: msg})
 	}
 	if s.opts.Records != nil && in.decoded {
 		rec := Record{Record: rmqscan.NewRecord(&m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
 		_ = s.opts.Records(rec)
 	}
+	in.storeHost, in.storedPhy = m.StoreHost, m.PhysicalOffset
 	return in
 }
 
@@ -222,38 +247,14 @@ func isField(err error, field string) bool {
 	return errors.As(err, &ce) && ce.Field == field
 }
 
-func (s *scanner) intern(t string) int32 {
-	if id, ok := s.topicID[t]; ok {
-		return id
+// intern returns a shared string for a topic (no allocation for one seen).
+func (s *scanner) intern(b []byte) string {
+	if t, ok := s.topicNames[string(b)]; ok {
+		return t
 	}
-	id := int32(len(s.topics))
-	s.topics = append(s.topics, t)
-	s.topicID[t] = id
-	return id
-}
-
-// indexUnit reads the index unit of entry idx; ok is false when no index
-// file covers it.
-func (s *scanner) indexUnit(idx int64) (fdl.IndexUnit, bool) {
-	at := idx * fdl.IndexUnitSize
-	i := sort.Search(len(s.index), func(i int) bool { return s.index[i].base > at }) - 1
-	if idx < 0 || i < 0 || at+fdl.IndexUnitSize > s.index[i].base+s.index[i].size {
-		return fdl.IndexUnit{}, false
-	}
-	fh, ok := s.idxOpen[i]
-	if !ok {
-		var err error
-		if fh, err = os.Open(s.index[i].path); err != nil {
-			return fdl.IndexUnit{}, false
-		}
-		s.idxOpen[i] = fh
-	}
-	var b [fdl.IndexUnitSize]byte
-	if _, err := fh.ReadAt(b[:], at-s.index[i].base); err != nil {
-		return fdl.IndexUnit{}, false
-	}
-	u, _ := fdl.DecodeIndexUnit(b[:], at)
-	return u, true
+	t := string(b)
+	s.topicNames[t] = t
+	return t
 }
 
 // indexLoc is the index file and offset of entry idx's unit.
@@ -264,14 +265,6 @@ func (s *scanner) indexLoc(idx int64) (string, int64) {
 		return s.rel + "/" + fdl.IndexDir, at
 	}
 	return s.index[i].rel, at - s.index[i].base
-}
-
-func (s *scanner) compareIndex(h *fdl.Header) string {
-	u, ok := s.indexUnit(h.Index)
-	if !ok {
-		return "missing"
-	}
-	return u.Mismatch(h)
 }
 
 var _ = rmq.CQUnitSize

@@ -1,0 +1,191 @@
+package dledger
+
+import (
+	"container/heap"
+	"os"
+	"sort"
+
+	fdl "github.com/storectl/storectl/pkg/format/dledger"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan/cqueue"
+)
+
+// indexReader reads index units by entry index through a read-ahead
+// buffer: the walk asks for them in order, one per entry.
+type indexReader struct {
+	files []dataFile
+	buf   []byte
+	at    int64 // index offset of buf[0], -1 when empty
+	fh    *os.File
+	fi    int
+}
+
+const indexChunk = 64 << 10
+
+func newIndexReader(files []dataFile) *indexReader {
+	return &indexReader{files: files, at: -1, fi: -1, buf: make([]byte, 0, indexChunk)}
+}
+
+// unit returns entry idx's index unit; ok is false when no index file
+// covers it.
+func (r *indexReader) unit(idx int64) (fdl.IndexUnit, bool) {
+	at := idx * fdl.IndexUnitSize
+	if idx < 0 {
+		return fdl.IndexUnit{}, false
+	}
+	if r.at < 0 || at < r.at || at+fdl.IndexUnitSize > r.at+int64(len(r.buf)) {
+		i := sort.Search(len(r.files), func(i int) bool { return r.files[i].base > at }) - 1
+		if i < 0 || at+fdl.IndexUnitSize > r.files[i].base+r.files[i].size {
+			return fdl.IndexUnit{}, false
+		}
+		if i != r.fi {
+			if r.fh != nil {
+				r.fh.Close()
+			}
+			fh, err := os.Open(r.files[i].path)
+			if err != nil {
+				r.fh, r.fi = nil, -1
+				return fdl.IndexUnit{}, false
+			}
+			r.fh, r.fi = fh, i
+		}
+		n := min(int64(indexChunk), r.files[i].base+r.files[i].size-at)
+		r.buf = r.buf[:n]
+		k, _ := r.fh.ReadAt(r.buf, at-r.files[i].base)
+		r.buf = r.buf[:k/fdl.IndexUnitSize*fdl.IndexUnitSize]
+		r.at = at
+		if len(r.buf) < fdl.IndexUnitSize {
+			r.at = -1
+			return fdl.IndexUnit{}, false
+		}
+	}
+	u, _ := fdl.DecodeIndexUnit(r.buf[at-r.at:], at)
+	return u, true
+}
+
+func (r *indexReader) close() {
+	if r.fh != nil {
+		r.fh.Close()
+		r.fh = nil
+	}
+}
+
+// cqCursor walks one consume queue's units in order with a small buffer,
+// opening its file only to refill it, so thousands of queues can be
+// merged by physical offset with bounded memory and descriptors.
+type cqCursor struct {
+	q    *cqueue.Queue
+	fi   int
+	pos  int64 // position in the current file of the next unit to read
+	buf  []byte
+	bpos int   // next unit in buf
+	idx  int64 // queue offset of unit
+	unit rmq.CQUnit
+	done bool
+}
+
+const cursorUnits = 204 // about 4 KiB per queue
+
+func newCursor(q *cqueue.Queue) *cqCursor {
+	return &cqCursor{q: q, idx: q.MinIndex() - 1}
+}
+
+// next loads the next unit; false at the end of the queue's data (the
+// first unit ConsumeQueue.recover stops at, or the files' end).
+func (c *cqCursor) next() bool {
+	for !c.done {
+		if c.bpos+rmq.CQUnitSize <= len(c.buf) {
+			u, _ := rmq.DecodeCQUnit(c.buf[c.bpos:], 0)
+			c.bpos += rmq.CQUnitSize
+			if !u.Valid() {
+				c.done = true
+				return false
+			}
+			c.unit, c.idx = u, c.idx+1
+			return true
+		}
+		if c.fi >= len(c.q.Files) {
+			c.done = true
+			return false
+		}
+		f := c.q.Files[c.fi]
+		if c.pos+rmq.CQUnitSize > f.Size {
+			if c.fi+1 < len(c.q.Files) && c.q.Files[c.fi+1].Base != f.Base+f.Size {
+				c.done = true // a gap: the broker's checkSelf fails; stop
+				return false
+			}
+			c.fi, c.pos = c.fi+1, 0
+			continue
+		}
+		fh, err := os.Open(f.Path)
+		if err != nil {
+			c.done = true
+			return false
+		}
+		n := min(int64(cursorUnits*rmq.CQUnitSize), f.Size-c.pos) / rmq.CQUnitSize * rmq.CQUnitSize
+		if cap(c.buf) < int(n) {
+			c.buf = make([]byte, n)
+		}
+		c.buf = c.buf[:n]
+		k, _ := fh.ReadAt(c.buf, c.pos)
+		fh.Close()
+		c.buf, c.bpos = c.buf[:k/rmq.CQUnitSize*rmq.CQUnitSize], 0
+		c.pos += int64(len(c.buf))
+		if len(c.buf) == 0 {
+			c.done = true
+		}
+	}
+	return false
+}
+
+// cqHeap orders cursors by their current unit's physical offset.
+type cqHeap []*cqCursor
+
+func (h cqHeap) Len() int { return len(h) }
+func (h cqHeap) Less(i, j int) bool {
+	if h[i].unit.CommitLogOffset != h[j].unit.CommitLogOffset {
+		return h[i].unit.CommitLogOffset < h[j].unit.CommitLogOffset
+	}
+	return h[i].idx < h[j].idx
+}
+func (h cqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cqHeap) Push(x any)   { *h = append(*h, x.(*cqCursor)) }
+func (h *cqHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// cqMerge yields the units of many queues in physical offset order.
+type cqMerge struct{ h cqHeap }
+
+func newCQMerge(qs []*cqueue.Queue) *cqMerge {
+	m := &cqMerge{}
+	for _, q := range qs {
+		c := newCursor(q)
+		if c.next() {
+			m.h = append(m.h, c)
+		}
+	}
+	heap.Init(&m.h)
+	return m
+}
+
+// peek is the cursor with the lowest offset, nil when all are done.
+func (m *cqMerge) peek() *cqCursor {
+	if len(m.h) == 0 {
+		return nil
+	}
+	return m.h[0]
+}
+
+// advance moves the lowest cursor to its next unit.
+func (m *cqMerge) advance() {
+	c := m.h[0]
+	if c.next() {
+		heap.Fix(&m.h, 0)
+	} else {
+		heap.Pop(&m.h)
+	}
+}
