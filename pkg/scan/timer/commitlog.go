@@ -35,7 +35,9 @@ var ErrNoRecord = errors.New("no commitlog file covers this offset")
 // FileCommitLog reads a plain commitlog dir. RecordAt serves offsets that
 // go forward from a read-ahead window (the units of a timerlog point at
 // records in the order the records were written), and the rest with
-// single reads.
+// single reads. It checks a record's structure and its stored offset,
+// not its CRCs: those are the commitlog scan's, and the timer dequeue
+// reads a record whatever its CRC.
 type FileCommitLog struct {
 	cfg    rmqscan.Config
 	files  []clFile
@@ -115,7 +117,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 		total := int64(int32(binary.BigEndian.Uint32(b)))
 		want := min(max(total, 8), int64(c.cfg.MaxMessageSize), fl.base+fl.size-phy)
 		if b, ok := c.window(phy, int(want)); ok {
-			return rmq.CheckMessage(b[:want], phy, c.cfg.MaxMessageSize)
+			return decodeAt(b[:want], phy, c.cfg.MaxMessageSize)
 		}
 	}
 	f, err := c.handle(i)
@@ -137,7 +139,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 			total := int64(int32(binary.BigEndian.Uint32(b)))
 			want := min(max(total, 8), int64(c.cfg.MaxMessageSize), fl.base+fl.size-phy)
 			if b, ok := c.window(phy, int(want)); ok {
-				return rmq.CheckMessage(b[:want], phy, c.cfg.MaxMessageSize)
+				return decodeAt(b[:want], phy, c.cfg.MaxMessageSize)
 			}
 		}
 	}
@@ -159,7 +161,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 	if n, err := f.ReadAt(b, phy-fl.base); int64(n) < want {
 		return rmq.Message{}, fmt.Errorf("reading the commitlog at %d: %w", phy, err)
 	}
-	return rmq.CheckMessage(b, phy, c.cfg.MaxMessageSize)
+	return decodeAt(b, phy, c.cfg.MaxMessageSize)
 }
 
 // window returns n bytes at phy from the read-ahead window if it holds them.
@@ -208,3 +210,12 @@ func (c *FileCommitLog) Close() error {
 }
 
 func scanOptions() scan.Options { return scan.Options{} }
+
+// decodeAt decodes the record at phy and checks its stored offset.
+func decodeAt(b []byte, phy int64, maxSize int) (rmq.Message, error) {
+	m, err := rmq.DecodeMessage(b, phy, maxSize)
+	if err == nil && !m.IsBlank() && m.PhysicalOffset != phy {
+		err = format.Corrupt(phy+28, "physicalOffset", fmt.Errorf("%w: stored %d", rmq.ErrStale, m.PhysicalOffset))
+	}
+	return m, err
+}

@@ -46,6 +46,9 @@ type scanner struct {
 	rec        *Recovery
 	neutral    int // units storectl neutralised (DELETE markers without a target)
 	expired    []expiredUnit
+	pvals      [5][]byte // target's property lookups (targetKeys)
+	pfound     [5]bool
+	hashes     map[string]int32 // REAL_TOPIC -> Java hash
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the

@@ -164,7 +164,7 @@ func (s *scanner) predict(ctx context.Context) error {
 			}
 			rc.Reenqueued++
 			fake := ftimer.Unit{OffsetPy: u.CommitLogOffset, SizePy: u.Size, Size: ftimer.UnitSize, Magic: ftimer.MagicDefault}
-			t := s.target(&fake)
+			t := s.target(&fake, true)
 			if !t.readable || t.state == TargetAtEnd {
 				continue
 			}
@@ -346,7 +346,7 @@ func (s *scanner) unitAt(off int64) *pendingUnit {
 		return nil
 	}
 	pu := &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
-		hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: s.target(&u)}
+		hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: s.target(&u, true)}
 	s.pending[off] = pu
 	return pu
 }
@@ -369,7 +369,7 @@ func (s *scanner) reviseQueueOffset(q *cqueue.Queue) (int64, string) {
 		return -1, ""
 	}
 	u := ftimer.Unit{OffsetPy: int64(beU64(b[:8])), SizePy: int32(beU32(b[8:])), Size: ftimer.UnitSize, Magic: ftimer.MagicDefault}
-	t := s.target(&u)
+	t := s.target(&u, true)
 	if !t.readable || t.state == TargetAtEnd || t.state == TargetBeyondEnd {
 		return -1, ""
 	}

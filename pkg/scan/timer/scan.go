@@ -104,7 +104,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		return res, nil
 	}
 	s := &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{}, lastInSlot: map[int64]int64{},
-		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}}
+		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}, hashes: map[string]int32{}}
 	if cfg.CommitLog == nil {
 		fc, err := NewFileCommitLog(rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -41,6 +41,9 @@ type target struct {
 	queueOff  int64
 	size      int32
 	detail    string
+	full      bool // the strings are filled in
+	hashOK    bool // hashTopic is the REAL_TOPIC's hash (or there is none)
+	hasDelKey bool
 }
 
 // pendingUnit is a unit whose slot the next start reads again.
@@ -284,13 +287,20 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	if revise {
 		s.reviseSlot(u.DeliverMs(), off)
 	}
-	t := s.target(u)
-	s.unitFindings(f, pos, u, &t)
-	if st := slotT * s.cfg.PrecisionMs; s.cpPresent && st >= s.cp.LastReadTimeMs && st < s.readFrom && !u.Delete() {
+	st := slotT * s.cfg.PrecisionMs
+	keep := st >= s.readFrom || s.opts.Records != nil || s.cpPresent && st >= s.cp.LastReadTimeMs
+	t := s.target(u, keep)
+	if !s.clean(u, &t) {
+		if !t.full {
+			t = s.target(u, true)
+		}
+		s.unitFindings(f, pos, u, &t)
+	}
+	if s.cpPresent && st >= s.cp.LastReadTimeMs && st < s.readFrom && !u.Delete() {
 		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
 			uniqKey: t.uniqKey, msgID: t.msgID, realTopic: t.realTopic})
 	}
-	if slotT*s.cfg.PrecisionMs >= s.readFrom {
+	if st >= s.readFrom {
 		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
 			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: t}
 	}
@@ -334,9 +344,14 @@ func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 	s.revised[idx] = sl
 }
 
-// target looks up what u points at in the commitlog.
-func (s *scanner) target(u *ftimer.Unit) target {
-	t := target{outMs: -1}
+// Property keys target looks up, in this order.
+var targetKeys = []string{PropRealTopic, PropRealQueueID, PropOutMs, PropDelUniqKey, rmq.PropUniqKey}
+
+// target looks up what u points at in the commitlog. With full it also
+// keeps the strings (ids, topics) a pending unit or a finding needs;
+// without, it allocates nothing for a unit that checks out.
+func (s *scanner) target(u *ftimer.Unit, full bool) target {
+	t := target{outMs: -1, full: full, hashOK: true}
 	switch {
 	case s.cl == nil:
 		t.state, t.detail = TargetBeyondEnd, "no commitlog"
@@ -357,21 +372,22 @@ func (s *scanner) target(u *ftimer.Unit) target {
 		}
 		return t
 	}
-	t.topic, t.queueID, t.queueOff, t.size = string(m.Topic), m.QueueID, m.QueueOffset, m.TotalSize
-	t.uniqKey, t.msgID = m.UniqKey(), m.MsgID()
-	if v, ok := m.Property(PropRealTopic); ok {
-		t.realTopic = string(v)
-	}
-	if v, ok := m.Property(PropRealQueueID); ok {
-		t.realQID = string(v)
-	}
-	if v, ok := m.Property(PropOutMs); ok {
-		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+	t.queueID, t.queueOff, t.size = m.QueueID, m.QueueOffset, m.TotalSize
+	isTimer := string(m.Topic) == Topic
+	rmq.LookupProperties(m.Properties, targetKeys, s.pvals[:], s.pfound[:])
+	if s.pfound[2] {
+		if n, err := strconv.ParseInt(string(s.pvals[2]), 10, 64); err == nil {
 			t.outMs = n
 		}
 	}
-	if v, ok := m.Property(PropDelUniqKey); ok {
-		t.delKey = string(v)
+	t.hasDelKey = s.pfound[3]
+	if s.pfound[0] {
+		h, ok := s.hashes[string(s.pvals[0])]
+		if !ok {
+			h = rmq.JavaHashCode(s.pvals[0])
+			s.hashes[string(s.pvals[0])] = h
+		}
+		t.hashOK = h == u.HashTopic
 	}
 	// getMessageByCommitOffset: getData(offsetPy, sizePy) then
 	// MessageDecoder.decode, which needs the whole record in the buffer.
@@ -381,12 +397,37 @@ func (s *scanner) target(u *ftimer.Unit) target {
 		t.state, t.detail = TargetNotRecord, err.Error()
 	case m.TotalSize != u.SizePy:
 		t.state = TargetSize
-	case t.topic != Topic:
+	case !isTimer:
 		t.state = TargetTopic
 	default:
 		t.state = TargetOK
 	}
+	if full || t.state != TargetOK {
+		t.full = true
+		t.topic, t.msgID = string(m.Topic), m.MsgID()
+		if s.pfound[0] {
+			t.realTopic = string(s.pvals[0])
+		}
+		if s.pfound[1] {
+			t.realQID = string(s.pvals[1])
+		}
+		if s.pfound[3] {
+			t.delKey = string(s.pvals[3])
+		}
+		if s.pfound[4] {
+			t.uniqKey = string(s.pvals[4])
+		}
+	}
 	return t
+}
+
+// clean reports whether a unit whose target is t needs no finding.
+func (s *scanner) clean(u *ftimer.Unit, t *target) bool {
+	if t.state != TargetOK || t.outMs < 0 || !t.hashOK || u.Delete() && !t.hasDelKey {
+		return false
+	}
+	d := u.DeliverMs()
+	return !u.Roll() && d == t.outMs || u.Roll() && d <= t.outMs
 }
 
 func (s *scanner) unitFindings(f *logFile, pos int64, u *ftimer.Unit, t *target) {
@@ -447,14 +488,14 @@ func (s *scanner) unitFindings(f *logFile, pos int64, u *ftimer.Unit, t *target)
 		f.Message = "the unit's deliver time (currWriteTime + delayedTime) does not match the message's TIMER_OUT_MS"
 		s.add(f)
 	}
-	if t.realTopic != "" && rmq.JavaHashCode([]byte(t.realTopic)) != u.HashTopic {
+	if !t.hashOK {
 		f := base
 		f.Code, f.Severity, f.Repair = CodeUnitTopicHash, scan.Warning, scan.RepairNone
 		f.Expected, f.Actual = fmt.Sprint(rmq.JavaHashCode([]byte(t.realTopic))), fmt.Sprint(u.HashTopic)
 		f.Message = "the unit's topic hash is not the hash of the message's REAL_TOPIC"
 		s.add(f)
 	}
-	if u.Delete() && t.delKey == "" {
+	if u.Delete() && !t.hasDelKey {
 		f := base
 		f.Code, f.Severity, f.Repair = CodeUnitNoDeleteKey, scan.Warning, scan.RepairNone
 		f.Message = "a DELETE unit whose message has no TIMER_DEL_UNIQKEY: it cancels nothing"
