@@ -16,6 +16,12 @@
 //	genstore -kind rocketmq -size 1GiB -body-size 100-200 -out /tmp/small
 //	genstore -kind rocketmq -size 1GiB -topics 1000 -queues-per-topic 40 -out /tmp/queues
 //
+// rocketmq-timer: a 5.x store of timer messages (commitlog, timer consume
+// queue, timerlog, wheel, timercheck) whose timer keeps up: a few thousand
+// units due after the checkpoint's read time whatever the size.
+// rocketmq-dledger: a DLedger store (dledger-n0/ data, index, checkpoint,
+// currterm) with consume queues at the inner offsets.
+//
 // RabbitMQ: one vhost whose msg_store_persistent holds .rdq files of about
 // -file-size with #basic_message{} (or #mc{} with -mc) records of
 // 4096-20000-byte payloads (-body-size MIN-MAX), zero holes before about
@@ -35,6 +41,7 @@ import (
 
 	genrabbit "github.com/storectl/storectl/internal/gen/rabbitmq"
 	genrmq "github.com/storectl/storectl/internal/gen/rocketmq"
+	gen5x "github.com/storectl/storectl/internal/gen/rocketmq5x"
 )
 
 func main() {
@@ -117,8 +124,24 @@ func run(args []string) error {
 			return err
 		}
 		fmt.Printf("%s\t%d rdq files\t%d records\t%d bytes\n", sum.VHostDir, len(sum.Files), sum.Records, sum.Bytes)
+	case "rocketmq-timer", "rocketmq-dledger":
+		cfg := gen5x.Config{TotalBytes: total, Seed: *seed}
+		if *fileSize != "" {
+			if cfg.FileSize, err = parseSize(*fileSize); err != nil {
+				return fmt.Errorf("-file-size: %w", err)
+			}
+		}
+		gen := gen5x.GenerateTimer
+		if *kind == "rocketmq-dledger" {
+			gen = gen5x.GenerateDLedger
+		}
+		sum, err := gen(*out, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\t%d messages\t%d timer units (%d pending)\t%d log bytes\n", *out, sum.Messages, sum.Units, sum.Pending, sum.LogBytes)
 	default:
-		return fmt.Errorf("-kind must be rocketmq or rabbitmq, not %q", *kind)
+		return fmt.Errorf("-kind must be rocketmq, rocketmq-timer, rocketmq-dledger or rabbitmq, not %q", *kind)
 	}
 	return nil
 }
