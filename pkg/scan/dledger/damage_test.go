@@ -40,7 +40,7 @@ func findAt(t *testing.T, res *scan.Result, code, path string, off int64) scan.F
 
 func scanStore(t *testing.T, store string) (*scan.Result, *Recovery) {
 	t.Helper()
-	res, err := Scan(context.Background(), Config{Root: store}, scan.Options{})
+	res, err := Scan(context.Background(), Config{Root: store}, scan.Options{Jobs: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ type dlLine struct {
 func TestOracleRecovery(t *testing.T) {
 	for _, ds := range []string{"dl1-clean", "dl2-kill", "dl3-hdr"} {
 		t.Run(ds, func(t *testing.T) {
-			res, err := Scan(context.Background(), Config{Root: fixture(t, ds), KeepEntries: true}, scan.Options{})
+			res, err := Scan(context.Background(), Config{Root: fixture(t, ds), KeepEntries: true}, scan.Options{Jobs: 2})
 			if err != nil || res.Incomplete {
 				t.Fatalf("%v %v", err, res.Errors)
 			}

@@ -27,18 +27,48 @@ type Record struct {
 
 // walk reads every data file entry by entry, once: the entry checks, the
 // recovery walk, the abnormal recovery's sums and the consume queue merge
-// all go along with it, so memory does not grow with the log.
+// all go along with it, so memory does not grow with the log. Files are
+// decoded (headers, inner records, CRCs) by scan.Options.Jobs goroutines
+// ahead of the checks, which take the entries in log order; a record
+// callback (Options.Records, Config.OnMessage) makes it one goroutine.
 func (s *scanner) walk(ctx context.Context) error {
 	if len(s.data) == 0 {
 		s.add(scan.Finding{Code: CodeNoDataFiles, Severity: scan.Warning, Path: s.rel + "/" + fdl.DataDir,
 			Message: "the DLedger data dir holds no files"})
 	}
+	jobs := max(s.opts.Jobs, 1)
+	if s.opts.Records != nil || s.cfg.OnMessage != nil {
+		jobs = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chans := make([]chan []item, len(s.data))
+	for i := range chans {
+		chans[i] = make(chan []item, 4)
+	}
+	sem := make(chan struct{}, jobs)
+	go func() {
+		for i := range s.data {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				for k := i; k < len(chans); k++ {
+					close(chans[k])
+				}
+				return
+			}
+			go func(i int) {
+				defer func() { <-sem }()
+				s.decodeFile(ctx, i, chans[i])
+			}(i)
+		}
+	}()
 	for i := range s.data {
+		if err := s.checkFile(i, chans[i]); err != nil {
+			s.res.Fail(fmt.Errorf("%s: %w", s.data[i].rel, err))
+		}
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		if err := s.walkFile(i); err != nil {
-			s.res.Fail(fmt.Errorf("%s: %w", s.data[i].rel, err))
 		}
 	}
 	if s.merge != nil {
@@ -50,70 +80,110 @@ func (s *scanner) walk(ctx context.Context) error {
 	return nil
 }
 
-func (s *scanner) walkFile(i int) error {
+// item is one thing the decode stage found in a file, in file order.
+type item struct {
+	kind   int // itemEntry, itemStop (a rejected or torn entry), itemEnd, itemErr
+	h      fdl.Header
+	in     innerFacts
+	err    error // itemEntry: the inner record's; itemStop: the header's; itemErr: I/O
+	bodyN  int
+	end    string // itemStop, itemEnd: why the walk stopped
+	endPos int64
+}
+
+const (
+	itemEntry = iota
+	itemStop
+	itemEnd
+	itemErr
+)
+
+const batchSize = 512
+
+// decodeFile reads file i with the DLedger reader, resyncing past a
+// rejected entry, and sends what it finds in batches.
+func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
+	defer close(out)
 	f := &s.data[i]
+	send := func(b []item) bool {
+		select {
+		case out <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	fh, err := os.Open(f.path)
 	if err != nil {
-		return err
+		send([]item{{kind: itemErr, err: err}})
+		return
 	}
 	defer fh.Close()
+	names := map[string]string{}
 	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
-	if i >= s.abnStart && !s.abnStopped {
-		s.abnBase, s.abnSum = f.base, 0
-	}
+	batch := make([]item, 0, batchSize)
 	for {
 		if !r.Next() {
-			if !s.stopEntry(f, r, fh) {
+			end, endPos := r.End()
+			err := r.Err()
+			var ce *format.CorruptError
+			if err != nil && !errors.As(err, &ce) {
+				batch = append(batch, item{kind: itemErr, err: err})
 				break
 			}
+			if err == nil {
+				batch = append(batch, item{kind: itemEnd, end: end, endPos: endPos})
+				break
+			}
+			batch = append(batch, item{kind: itemStop, h: r.Header(), err: err, end: end, endPos: endPos})
+			next := s.resync(fh, f, endPos+1)
+			if next < 0 {
+				batch = append(batch, item{kind: itemEnd, end: end, endPos: endPos})
+				break
+			}
+			r.Restart(next)
 			continue
 		}
 		h := r.Header()
-		pos := h.Pos - f.base
-		e := entry{pos: h.Pos, size: h.Size, index: h.Index, term: h.Term, file: i}
-		if s.wLast != -1 && h.Index != s.wLast+1 {
-			s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
-				Expected: fmt.Sprint(s.wLast + 1), Actual: fmt.Sprint(h.Index), Repair: scan.RepairTruncate,
-				Message: "entry index does not follow the previous entry's: DLedger's recovery stops here and drops this entry and every one after it"})
+		it := item{kind: itemEntry, h: h, bodyN: len(r.Body())}
+		it.in, it.err = s.decodeInner(f, &h, r.Body(), names)
+		batch = append(batch, it)
+		if len(batch) == batchSize {
+			if !send(batch) {
+				return
+			}
+			batch = make([]item, 0, batchSize)
 		}
-		if h.Term < s.wTerm {
-			s.add(scan.Finding{Code: CodeTermOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 16, Length: 8,
-				Expected: fmt.Sprintf(">= %d", s.wTerm), Actual: fmt.Sprint(h.Term), Repair: scan.RepairTruncate,
-				Message: "entry term is lower than the previous entry's: DLedger's recovery stops here"})
-		}
-		s.wLast, s.wTerm = h.Index, h.Term
-		if u, ok := s.idx.unit(h.Index); !ok {
-			e.idxDiff = "missing"
-		} else {
-			e.idxDiff = u.Mismatch(&h)
-		}
-		if e.idxDiff != "" {
-			rel, off := s.indexLoc(h.Index)
-			s.add(scan.Finding{Code: map[bool]string{true: CodeIndexMissing, false: CodeIndexMismatch}[e.idxDiff == "missing"],
-				Severity: scan.Warning, Path: rel, Offset: off, Length: fdl.IndexUnitSize, Repair: scan.RepairRebuildIndex,
-				Details: map[string]any{"field": e.idxDiff, "entry_index": h.Index, "entry_path": f.rel, "entry_offset": pos},
-				Message: fmt.Sprintf("the index unit of entry %d disagrees with the entry (%s): when recovery reaches it, it truncates the index there and rebuilds it from the data", h.Index, e.idxDiff)})
-		}
-		e.inner = s.inner(f, pos, &h, r.Body())
-		s.recoverEntry(f, &e)
-		if i >= s.abnStart && !s.abnStopped {
-			if e.inner.ok {
-				s.abnSum += int64(e.inner.size)
-			} else {
-				s.abnStopped = true
+	}
+	send(batch)
+}
+
+// checkFile runs the in-order checks over what decodeFile sent for file i.
+func (s *scanner) checkFile(i int, in <-chan []item) error {
+	f := &s.data[i]
+	if i >= s.abnStart && !s.abnStopped {
+		s.abnBase, s.abnSum = f.base, 0
+	}
+	var ioErr error
+	for batch := range in {
+		for k := range batch {
+			it := &batch[k]
+			switch it.kind {
+			case itemErr:
+				ioErr = it.err
+			case itemEnd:
+				if f.cut < 0 {
+					f.end, f.endPos = it.end, it.endPos
+				}
+			case itemStop:
+				s.stopEntry(f, it)
+			case itemEntry:
+				s.checkEntry(f, it)
 			}
 		}
-		s.matchCQ(&e)
-		f.n++
 	}
-	if f.cut < 0 {
-		f.end, f.endPos = r.End()
-	}
-	if err := r.Err(); err != nil {
-		var ce *format.CorruptError
-		if !errors.As(err, &ce) {
-			return err
-		}
+	if ioErr != nil {
+		return ioErr
 	}
 	s.recoverFileEnd(i)
 	if f.end != fdl.EndBlank && i >= s.abnStart {
@@ -129,38 +199,71 @@ func (s *scanner) walkFile(i int) error {
 	return nil
 }
 
-// stopEntry reports the entry the reader stopped at (rejected or torn)
-// and looks past it for the next entry (its pos field names where it
-// sits): entries there are on disk but past where recovery stops. It
-// returns true when the reader was moved to such an entry.
-func (s *scanner) stopEntry(f *dataFile, r *fdl.Reader, fh *os.File) bool {
-	err := r.Err()
-	var ce *format.CorruptError
-	if err == nil || !errors.As(err, &ce) {
-		return false
+// checkEntry is everything the scan checks of one entry, in log order.
+func (s *scanner) checkEntry(f *dataFile, it *item) {
+	h := it.h
+	pos := h.Pos - f.base
+	f.lastPos = pos
+	e := entry{pos: h.Pos, size: h.Size, index: h.Index, term: h.Term, file: f.idx, inner: it.in}
+	if s.wLast != -1 && h.Index != s.wLast+1 {
+		s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
+			Expected: fmt.Sprint(s.wLast + 1), Actual: fmt.Sprint(h.Index), Repair: scan.RepairTruncate,
+			Message: "entry index does not follow the previous entry's: DLedger's recovery stops here and drops this entry and every one after it"})
 	}
-	end, endPos := r.End()
-	if f.cut < 0 {
-		f.cut, f.end, f.endPos = f.n, end, endPos
-		s.recoverCut(f.idx)
-		code, msg := CodeBadEntry, "DLedger rejects this entry header ("+ce.Field+"): its recovery stops here"
-		switch {
-		case end == fdl.EndTorn:
-			code, msg = CodeTorn, "the entry runs past the end of its file: DLedger's recovery stops here"
-		case ce.Field == "pos":
-			code, msg = CodeBadPos, "the entry's pos field is not where it sits: DLedger's recovery stops here"
+	if h.Term < s.wTerm {
+		s.add(scan.Finding{Code: CodeTermOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 16, Length: 8,
+			Expected: fmt.Sprintf(">= %d", s.wTerm), Actual: fmt.Sprint(h.Term), Repair: scan.RepairTruncate,
+			Message: "entry term is lower than the previous entry's: DLedger's recovery stops here"})
+	}
+	s.wLast, s.wTerm = h.Index, h.Term
+	if u, ok := s.idx.unit(h.Index); !ok {
+		e.idxDiff = "missing"
+	} else {
+		e.idxDiff = u.Mismatch(&h)
+	}
+	if e.idxDiff != "" {
+		rel, off := s.indexLoc(h.Index)
+		s.add(scan.Finding{Code: map[bool]string{true: CodeIndexMissing, false: CodeIndexMismatch}[e.idxDiff == "missing"],
+			Severity: scan.Warning, Path: rel, Offset: off, Length: fdl.IndexUnitSize, Repair: scan.RepairRebuildIndex,
+			Details: map[string]any{"field": e.idxDiff, "entry_index": h.Index, "entry_path": f.rel, "entry_offset": pos},
+			Message: fmt.Sprintf("the index unit of entry %d disagrees with the entry (%s): when recovery reaches it, it truncates the index there and rebuilds it from the data", h.Index, e.idxDiff)})
+	}
+	if it.err != nil {
+		s.reportInner(f, pos, &h, it)
+	}
+	s.recoverEntry(f, &e)
+	if f.idx >= s.abnStart && !s.abnStopped {
+		if e.inner.ok {
+			s.abnSum += int64(e.inner.size)
+		} else {
+			s.abnStopped = true
 		}
-		h := r.Header()
-		s.add(scan.Finding{Code: code, Severity: scan.Error, Path: f.rel, Offset: ce.Offset - f.base, Length: fdl.BodyOffset,
-			Repair: scan.RepairTruncate, Details: map[string]any{"error": ce.Error(), "entry_index": h.Index},
-			Message: msg})
 	}
-	next := s.resync(fh, f, endPos+1)
-	if next < 0 {
-		return false
+	s.matchCQ(&e)
+	f.n++
+}
+
+// stopEntry reports the entry the reader stopped at (rejected or torn);
+// entries found past it by resync are on disk but past where recovery
+// stops.
+func (s *scanner) stopEntry(f *dataFile, it *item) {
+	var ce *format.CorruptError
+	errors.As(it.err, &ce)
+	if f.cut >= 0 {
+		return
 	}
-	r.Restart(next)
-	return true
+	f.cut, f.end, f.endPos = f.n, it.end, it.endPos
+	s.recoverCut(f.idx)
+	code, msg := CodeBadEntry, "DLedger rejects this entry header ("+ce.Field+"): its recovery stops here"
+	switch {
+	case it.end == fdl.EndTorn:
+		code, msg = CodeTorn, "the entry runs past the end of its file: DLedger's recovery stops here"
+	case ce.Field == "pos":
+		code, msg = CodeBadPos, "the entry's pos field is not where it sits: DLedger's recovery stops here"
+	}
+	s.add(scan.Finding{Code: code, Severity: scan.Error, Path: f.rel, Offset: ce.Offset - f.base, Length: fdl.BodyOffset,
+		Repair: scan.RepairTruncate, Details: map[string]any{"error": ce.Error(), "entry_index": it.h.Index},
+		Message: msg})
 }
 
 // resync finds the first position at or after from where a header passes
@@ -197,64 +300,61 @@ func endName(e string) string {
 	return scan.EndGarbage
 }
 
-// inner checks the RocketMQ record in an entry's body.
-func (s *scanner) inner(f *dataFile, pos int64, h *fdl.Header, body []byte) innerFacts {
+// decodeInner checks the RocketMQ record in an entry's body (the decode
+// stage: no findings, no shared state but the record callbacks, which run
+// with one decode goroutine).
+func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names map[string]string) (innerFacts, error) {
 	phy := h.Pos + fdl.BodyOffset
 	m, err := rmq.CheckMessage(body, phy, s.cfg.MaxMessageSize)
 	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale)),
-		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, v1: m.Magic == rmq.MagicMessageV1}
-	f.lastPos = pos
+		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, v1: m.Magic == rmq.MagicMessageV1,
+		storeHost: m.StoreHost, storedPhy: m.PhysicalOffset}
 	if in.decoded {
-		in.topic = s.intern(m.Topic)
-	}
-	msgID := func() string {
-		if in.msgID == "" && m.Raw != nil {
-			in.msgID = m.MsgID()
+		t, ok := names[string(m.Topic)]
+		if !ok {
+			t = string(m.Topic)
+			names[t] = t
 		}
-		return in.msgID
+		in.topic = t
 	}
 	if err == nil && int(m.TotalSize) != len(body) {
 		in.ok = false
 		err = format.Corrupt(phy, "totalSize", fmt.Errorf("%w: inner record is %d bytes, the entry body %d", format.ErrInvalid, m.TotalSize, len(body)))
 	}
+	if err != nil && m.Raw != nil {
+		in.msgID = m.MsgID()
+	}
 	if s.cfg.OnMessage != nil {
 		_ = s.cfg.OnMessage(&m, phy, err)
 	}
-	if err != nil {
-		code, sev, msg := CodeInnerBad, scan.Error, "the entry's body is not a valid RocketMQ record; DLedger keeps it, RocketMQ's recovery stops at it"
-		switch {
-		case errors.Is(err, format.ErrChecksum) && isField(err, "bodyCRC"):
-			code, msg = CodeInnerBodyCRC, "the inner message's body CRC does not match: DLedger never checks a CRC and keeps it, the broker's reput delivers it damaged, an abnormal recovery stops its dispatch here"
-		case errors.Is(err, format.ErrChecksum):
-			code, msg = CodeInnerPropCRC, "the inner message's __CRC32# property does not match its properties"
-		case errors.Is(err, rmq.ErrStale):
-			code, msg = CodeInnerStale, "the inner record's PHYSICALOFFSET is not the entry pos + 48: the append hook did not write it, or the entry is stale"
-		}
-		s.add(scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos + fdl.BodyOffset, Length: int64(len(body)),
-			MsgID: msgID(), Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.Index, "phy_offset": phy},
-			Message: msg})
-	}
 	if s.opts.Records != nil && in.decoded {
+		pos := h.Pos - f.base
 		rec := Record{Record: rmqscan.NewRecord(&m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
 		_ = s.opts.Records(rec)
 	}
-	in.storeHost, in.storedPhy = m.StoreHost, m.PhysicalOffset
-	return in
+	return in, err
+}
+
+// reportInner reports an inner record that fails a check.
+func (s *scanner) reportInner(f *dataFile, pos int64, h *fdl.Header, it *item) {
+	err := it.err
+	code, msg := CodeInnerBad, "the entry's body is not a valid RocketMQ record; DLedger keeps it, RocketMQ's recovery stops at it"
+	switch {
+	case errors.Is(err, format.ErrChecksum) && isField(err, "bodyCRC"):
+		code, msg = CodeInnerBodyCRC, "the inner message's body CRC does not match: DLedger never checks a CRC and keeps it, the broker's reput delivers it damaged, an abnormal recovery stops its dispatch here"
+	case errors.Is(err, format.ErrChecksum):
+		code, msg = CodeInnerPropCRC, "the inner message's __CRC32# property does not match its properties"
+	case errors.Is(err, rmq.ErrStale):
+		code, msg = CodeInnerStale, "the inner record's PHYSICALOFFSET is not the entry pos + 48: the append hook did not write it, or the entry is stale"
+	}
+	s.add(scan.Finding{Code: code, Severity: scan.Error, Path: f.rel, Offset: pos + fdl.BodyOffset, Length: int64(it.bodyN),
+		MsgID: it.in.msgID, Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.Index, "phy_offset": h.Pos + fdl.BodyOffset},
+		Message: msg})
 }
 
 func isField(err error, field string) bool {
 	var ce *format.CorruptError
 	return errors.As(err, &ce) && ce.Field == field
-}
-
-// intern returns a shared string for a topic (no allocation for one seen).
-func (s *scanner) intern(b []byte) string {
-	if t, ok := s.topicNames[string(b)]; ok {
-		return t
-	}
-	t := string(b)
-	s.topicNames[t] = t
-	return t
 }
 
 // indexLoc is the index file and offset of entry idx's unit.
