@@ -37,7 +37,13 @@ It writes only into DIR, never into the data dir.
                     drop it (scanner misreads)
   unreferenced      RabbitMQ: records no queue references
   after-corruption  valid records beyond a bad region that a recovery would
-                    truncate away
+                    truncate away (streams: intact messages after the first
+                    damaged chunk of their stream, where a reader stops)
+  crc-damaged       RabbitMQ streams: messages of chunks whose data fails its
+                    CRC, flagged crc_match false (all leaves them out)
+Stream messages (Location "stream") carry the properties the broker would
+deliver them with, and their stream and offset; "lost" for a stream is what the
+next start of --broker-version (default 4.0.5) drops.
 A selection the store kind has no notion of (at-risk, unreferenced on RocketMQ)
 is refused (exit 2). Referenced messages no file holds any more (lost, but no
 copy left) are listed in the report and make the exit code 1.
@@ -55,7 +61,8 @@ messages.jsonl and the dirs; export.json says "complete" once all of it is.
 
 --publish amqp://USER:PASS@HOST:PORT/VHOST (RabbitMQ) then re-publishes the export
 with the original exchange, routing key, properties and headers, persistent,
-mandatory, with publisher confirms. Each confirmed message is recorded in
+mandatory, with publisher confirms; --publish-to QUEUE sends every message to
+that queue or stream through the default exchange instead. Each confirmed message is recorded in
 DIR/confirmed.jsonl; running the same command again resumes and never re-sends a
 confirmed message. The exchanges and bindings must exist on the target broker.
 
@@ -101,9 +108,11 @@ confirmed.
 	}
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "directory the export is written to (created; must not be inside the data dir)")
-	f.StringVar(&sel, "select", "all", "which messages: all, lost, at-risk, unreferenced, after-corruption (comma-separated)")
+	f.StringVar(&sel, "select", "all", "which messages: all, lost, at-risk, unreferenced, after-corruption, crc-damaged (comma-separated)")
 	f.StringVar(&publish, "publish", "", "RabbitMQ: re-publish the export to this AMQP URL with publisher confirms")
+	f.String("publish-to", "", "RabbitMQ: with --publish, send every message to this queue or stream (default exchange) instead of its recorded exchange and routing key")
 	markStore(f, scan.RabbitMQ, "publish")
+	markStore(f, scan.RabbitMQ, "publish-to")
 	fl.add(cmd)
 	addRocketLayoutFlags(cmd, false)
 	return cmd
@@ -154,7 +163,15 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	var rep *salvage.Report
 	switch t.Store {
 	case scan.RabbitMQ:
-		rep, err = salvage.ExportRabbitMQ(ctx, rabbitConfig(env, t), o, w)
+		if hasClassic(t) {
+			rep, err = salvage.ExportRabbitMQ(ctx, rabbitConfig(env, t), o, w)
+		}
+		if sc, ok := streamConfig(env, t); ok && err == nil {
+			rep, err = salvage.ExportStreams(ctx, sc, o, w, rep)
+		}
+		if rep == nil && err == nil {
+			rep = &salvage.Report{Store: salvage.StoreRabbitMQ, Out: w.Dir(), By: map[string]int{}}
+		}
 	case scan.RocketMQ:
 		cfg, cerr := rocketConfig(env, t, 0, 0)
 		if cerr != nil {
@@ -190,7 +207,7 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 		code = exitIncomplete
 	}
 	if publish != "" {
-		prep, err := salvage.Publish(ctx, w.Dir(), salvage.PublishOptions{URL: publish})
+		prep, err := salvage.Publish(ctx, w.Dir(), salvage.PublishOptions{URL: publish, Queue: env.Config.GetString("publish-to")})
 		if prep != nil {
 			s.extra["publish"] = prep
 			s.verdict += fmt.Sprintf("; published %d with confirms (%d were already confirmed, %d failed)", prep.Published, prep.AlreadyConfirmed, prep.Failed)

@@ -41,7 +41,7 @@ func Supported(store string, sels []Selection) error {
 		return nil
 	}
 	for _, s := range sels {
-		if s == SelectAtRisk || s == SelectUnreferenced {
+		if s == SelectAtRisk || s == SelectUnreferenced || s == SelectCRCDamaged {
 			return fmt.Errorf("%w: --select %s is a RabbitMQ notion (RocketMQ has all, lost, after-corruption)", ErrUnsupported, s)
 		}
 	}
@@ -55,9 +55,9 @@ func ParseSelections(s string) ([]Selection, error) {
 	for _, p := range strings.Split(s, ",") {
 		sel := Selection(strings.TrimSpace(p))
 		switch sel {
-		case SelectAll, SelectLost, SelectAtRisk, SelectUnreferenced, SelectAfterCorruption:
+		case SelectAll, SelectLost, SelectAtRisk, SelectUnreferenced, SelectAfterCorruption, SelectCRCDamaged:
 		default:
-			return nil, fmt.Errorf("--select %q: want all, lost, at-risk, unreferenced or after-corruption", p)
+			return nil, fmt.Errorf("--select %q: want all, lost, at-risk, unreferenced, after-corruption or crc-damaged", p)
 		}
 		if !seen[sel] {
 			seen[sel] = true
@@ -94,8 +94,20 @@ type Message struct {
 	Exchange    *string  `json:"exchange,omitempty"`
 	RoutingKeys []string `json:"routing_keys,omitempty"`
 	// PropertiesBin is the AMQP 0-9-1 content-header property list exactly
-	// as stored (base64 in JSON); Publish sends these properties.
+	// as stored (base64 in JSON); Publish sends these properties. For a
+	// stream message: the properties the broker delivers it with.
 	PropertiesBin []byte `json:"properties_bin,omitempty"`
+
+	// RabbitMQ streams (Location "stream"): the stream dir, the message's
+	// offset in the stream, its chunk's id and timestamp (ms), whether the
+	// chunk's data matches its CRC, and whether it is a whole entry of a
+	// torn chunk (CRC not checkable).
+	Stream         string  `json:"stream,omitempty"`
+	StreamOffset   *uint64 `json:"stream_offset,omitempty"`
+	ChunkID        *uint64 `json:"chunk_id,omitempty"`
+	ChunkTimestamp int64   `json:"chunk_timestamp,omitempty"`
+	CRCMatch       *bool   `json:"crc_match,omitempty"`
+	Torn           bool    `json:"torn,omitempty"`
 
 	// RocketMQ.
 	Topic          string `json:"topic,omitempty"`

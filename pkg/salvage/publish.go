@@ -23,6 +23,22 @@ type PublishOptions struct {
 	ConfirmTimeout time.Duration
 	// Progress, when set, is called after each message.
 	Progress func(done, total int)
+	// Queue, when set, sends every message to this queue or stream through
+	// the default exchange (routing key = Queue) instead of its recorded
+	// exchange and routing key.
+	Queue string
+}
+
+// route is where m goes: its recorded exchange and first routing key, or
+// the default exchange and o.Queue.
+func (o PublishOptions) route(m *Message) (exchange, key string, ok bool) {
+	if o.Queue != "" {
+		return "", o.Queue, true
+	}
+	if m.Exchange == nil {
+		return "", "", false
+	}
+	return *m.Exchange, firstKey(m), true
 }
 
 // PublishReport says what Publish did.
@@ -120,10 +136,14 @@ func Publish(ctx context.Context, outDir string, o PublishOptions) (*PublishRepo
 			return rep, err
 		}
 		m := &todo[i]
-		err := publishOne(ctx, ch, outDir, m, returns, timeout)
+		ex, key, routed := o.route(m)
+		err := errors.New("no exchange recorded")
+		if routed {
+			err = publishOne(ctx, ch, outDir, m, ex, key, returns, timeout)
+		}
 		if err == nil {
 			line, _ := json.Marshal(ConfirmEntry{Key: ConfirmKey(m), MsgID: m.MsgID, SHA256: m.SHA256,
-				Exchange: deref(m.Exchange), RoutingKey: firstKey(m), At: time.Now().UTC()})
+				Exchange: ex, RoutingKey: key, At: time.Now().UTC()})
 			if _, err := logf.Write(append(line, '\n')); err != nil {
 				return rep, err
 			}
@@ -168,10 +188,7 @@ func firstKey(m *Message) string {
 // errReturned marks a message the broker could not route.
 var errReturned = errors.New("returned by the broker as unroutable (no queue bound for this exchange and routing key)")
 
-func publishOne(ctx context.Context, ch *amqp.Channel, outDir string, m *Message, returns chan amqp.Return, timeout time.Duration) error {
-	if m.Exchange == nil {
-		return errors.New("no exchange recorded")
-	}
+func publishOne(ctx context.Context, ch *amqp.Channel, outDir string, m *Message, exchange, key string, returns chan amqp.Return, timeout time.Duration) error {
 	body, err := ReadBody(outDir, m)
 	if err != nil {
 		return err
@@ -182,7 +199,7 @@ func publishOne(ctx context.Context, ch *amqp.Channel, outDir string, m *Message
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dc, err := ch.PublishWithDeferredConfirmWithContext(cctx, *m.Exchange, firstKey(m), true, false, pub)
+	dc, err := ch.PublishWithDeferredConfirmWithContext(cctx, exchange, key, true, false, pub)
 	if err != nil {
 		return err
 	}

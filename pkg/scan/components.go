@@ -45,7 +45,7 @@ const (
 // target (the commands whose runs say which components were checked).
 var Scanners = map[string][]string{
 	ScannerRabbitClassic:   {"scan", "verify", "salvage"},
-	ScannerRabbitStream:    {"scan", "verify"},
+	ScannerRabbitStream:    {"scan", "verify", "salvage"},
 	ScannerRocketCommitLog: {"scan", "verify", "salvage"},
 	ScannerRocketVerify:    {"verify"},
 	ScannerRocketTimer:     {"scan", "verify", "salvage"},
