@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -162,5 +163,66 @@ func TestUnreadableIsUnknown(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUnreadableCommitLogIsUnknown: a RocketMQ commitlog file nobody may
+// read stops what storectl can see of the recovery, not the recovery:
+// exit 3, no recovery_end, no beyond-end / beyond-recovery-end findings,
+// and every consume queue unit pointing at or past the unread file is
+// counted in a consumequeue.unknown finding naming it (the count taken from
+// the consume queue files themselves).
+func TestUnreadableCommitLogIsUnknown(t *testing.T) {
+	store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
+	const file = "commitlog/00000000000000262144"
+	const base = 262144
+	want := 0
+	_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
+		if err != nil || !info.Mode().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i := 0; i+20 <= len(b); i += 20 {
+			off := int64(binary.BigEndian.Uint64(b[i:]))
+			if size := int32(binary.BigEndian.Uint32(b[i+8:])); size > 0 && off >= base {
+				want++
+			}
+		}
+		return nil
+	})
+	if want == 0 {
+		t.Fatal("no consume queue unit points past the file")
+	}
+	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(file)), 0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runAsNobody(t, "verify", store, "-o", "jsonl")
+	if code != exitIncomplete {
+		t.Fatalf("exit %d, want 3\n%s", code, errOut)
+	}
+	got := 0
+	objs := jsonlObjects(t, out)
+	for _, o := range objs {
+		c, _ := o["code"].(string)
+		switch {
+		case strings.Contains(c, "beyond"):
+			t.Fatalf("a conclusion from the unread file: %v", o)
+		case strings.HasSuffix(c, ".unknown"):
+			if w, _ := o["details"].(map[string]any)["waits_on"].([]any); len(w) != 1 || w[0] != file {
+				t.Fatalf("%s does not wait on %s: %v", c, file, o)
+			}
+			if c == "rocketmq.consumequeue.unknown" {
+				got += int(o["details"].(map[string]any)["units"].(float64))
+			}
+		}
+	}
+	if got != want {
+		t.Fatalf("%d units unknown, the consume queues have %d pointing at or past %d", got, want, base)
+	}
+	if sum := objs[len(objs)-1]; sum["recovery_end"] != nil {
+		t.Fatalf("summary recovery_end %v though %s was not read", sum["recovery_end"], file)
 	}
 }

@@ -22,7 +22,14 @@ const (
 	CodeEmptyLastFile    = "rocketmq.commitlog.empty-last-file"
 	CodeEarlyEnd         = "rocketmq.commitlog.early-end"
 	CodeBeyondRecovery   = "rocketmq.commitlog.beyond-recovery-end"
-	CodeTooManyFindings  = "rocketmq.commitlog.too-many-findings"
+	// CodeCommitLogUnknown: records after a commitlog file that could not
+	// be read in full; whether recovery reaches them is unknown.
+	CodeCommitLogUnknown = "rocketmq.commitlog.unknown"
+	// CodeCQUnknown and CodeIndexUnknown: units and index entries that
+	// point at or past an unread commitlog file (fate unknown, not lost).
+	CodeCQUnknown       = "rocketmq.consumequeue.unknown"
+	CodeIndexUnknown    = "rocketmq.index.unknown"
+	CodeTooManyFindings = "rocketmq.commitlog.too-many-findings"
 	// CodeStaleTail is the reason of a truncate action for non-zero bytes
 	// past the recovery end that no scan finding covers (the broker would
 	// leave them on disk).
@@ -93,7 +100,7 @@ var derivedCodes = map[string]bool{
 	CodeCQPlaceholder: true, CodeCQOrder: true, CodeCQBadFileName: true, CodeCQBadFileSize: true,
 	CodeCQEmptyLast: true, CodeCQNotChecked: true, CodeCQBeyondRecovery: true, CodeCQExtraFile: true,
 	CodeIndexBadEntry: true, CodeIndexBadHeader: true, CodeIndexBadChain: true, CodeIndexBeyondEnd: true,
-	CodeIndexBadFileName: true, CodeIndexExtraFile: true,
+	CodeIndexBadFileName: true, CodeIndexExtraFile: true, CodeCQUnknown: true, CodeIndexUnknown: true,
 }
 
 // IsDerivedFileCode reports whether code is a finding about a consume

@@ -75,12 +75,24 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 		recoveryEnd = lay.segs[0].base
 	}
 	stopped := false
+	unread := "" // the file a read error stopped the walk at: what follows is unknown
 	for i, fr := range results {
 		res.BytesScanned += fr.file.BytesScanned
 		if fr.err != nil {
 			res.Fail(fr.err)
 		}
 		res.Findings = append(res.Findings, fr.findings...)
+		if stopped && unread != "" {
+			if fr.file.Records > 0 {
+				res.Add(scan.Finding{Code: CodeCommitLogUnknown, Severity: scan.Warning, Path: fr.seg.rel,
+					Offset: fr.file.FirstValid, Length: fr.failPos - fr.file.FirstValid, Repair: scan.RepairNone,
+					Message: fmt.Sprintf("%d valid records lie after %s, which could not be read in full: whether recovery reaches them is unknown, not lost", fr.file.Records, unread),
+					Details: map[string]any{"phy_offset": fr.seg.base + fr.file.FirstValid, "records": fr.file.Records,
+						"waits_on": []string{unread}}})
+			}
+			res.Files = append(res.Files, fr.file)
+			continue
+		}
 		if stopped {
 			if fr.file.Records > 0 {
 				res.Add(scan.Finding{Code: CodeBeyondRecovery, Severity: scan.Warning, Path: fr.seg.rel,
@@ -97,7 +109,7 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 		res.Files = append(res.Files, fr.file)
 		if fr.err != nil {
 			recoveryEnd = fr.seg.base + fr.failPos
-			stopped = true
+			stopped, unread = true, fr.seg.rel
 			continue
 		}
 		if fr.blank && i+1 < len(results) {
@@ -113,8 +125,20 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 				Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos}})
 		}
 	}
+	if unread != "" {
+		// Recovery reads on past what storectl could read: where it ends
+		// is unknown. Verify takes the bound from Extra.
+		res.Extra = map[string]any{ExtraRecoveryEndUnknown: map[string]any{"at_least": recoveryEnd, "waits_on": unread}}
+		res.Assume(fmt.Sprintf("recovery end unknown: %s could not be read in full, so recovery reaches at least %d and nothing after it is called lost", unread, recoveryEnd))
+		return
+	}
 	res.RecoveryEnd = &recoveryEnd
 }
+
+// ExtraRecoveryEndUnknown is the Result.Extra key of a scan that could not
+// read every commitlog file up to the recovery end: {"at_least": offset,
+// "waits_on": file}, in place of Result.RecoveryEnd.
+const ExtraRecoveryEndUnknown = "recovery_end_unknown"
 
 func laterData(rs []*fileResult) bool {
 	for _, r := range rs {

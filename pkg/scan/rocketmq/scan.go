@@ -91,7 +91,10 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 		for _, fr := range cs.results {
 			propCRC += fr.propCRC
 		}
-		res.Extra = map[string]any{"prop_crc_verified": propCRC}
+		if res.Extra == nil {
+			res.Extra = map[string]any{}
+		}
+		res.Extra["prop_crc_verified"] = propCRC
 	}
 	res.SortFindings()
 	return res, ctx.Err()

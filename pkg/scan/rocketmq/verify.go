@@ -69,7 +69,11 @@ type verifier struct {
 	topicID     map[string]int32
 	minPhy      int64
 	recoveryEnd int64
-	abort       bool
+	// unread is the commitlog file that could not be read in full
+	// ("" when all were): recoveryEnd is then only a lower bound, and what
+	// points at or past it is unknown, not beyond the end.
+	unread string
+	abort  bool
 	// dispatchFrom is the max over all consume queues of offset+size of
 	// their last unit: the broker's dispatchFromPhyOffset.
 	dispatchFrom int64
@@ -136,6 +140,10 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	}
 	if res.RecoveryEnd != nil {
 		v.recoveryEnd = *res.RecoveryEnd
+	} else if u, ok := res.Extra[ExtraRecoveryEndUnknown].(map[string]any); ok {
+		// A commitlog file could not be read: recovery reaches at least
+		// here; units and entries past it wait on that file.
+		v.recoveryEnd, v.unread = u["at_least"].(int64), u["waits_on"].(string)
 	}
 	if err := v.tab.finish(); err != nil {
 		return res, err

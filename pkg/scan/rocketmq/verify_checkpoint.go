@@ -119,13 +119,19 @@ func (v *verifier) recoveryPlan() {
 	}
 	det := map[string]any{"recovery_end": v.recoveryEnd, "recovery_end_without_fix": fixEnd, "stale_records_accepted": stale,
 		"checkpoint_min_timestamp": v.cp.MinTimestamp(), "dispatch_from": v.dispatchFrom}
+	end := fmt.Sprintf("at %d", v.recoveryEnd)
+	if v.unread != "" { // recovery reads on past what storectl could read
+		delete(det, "recovery_end")
+		det["recovery_end_at_least"], det["waits_on"] = v.recoveryEnd, []string{v.unread}
+		end = fmt.Sprintf("at or after %d (%s could not be read in full)", v.recoveryEnd, v.unread)
+	}
 	if !v.abort {
 		start := v.normalStart()
 		det["start_file"], det["mode"] = rmq.FormatFileName(start), "recoverNormally"
 		v.res.Layout["recovery_start_file"] = rmq.FormatFileName(start)
 		v.res.Add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone, Details: det,
-			Message: fmt.Sprintf("clean shutdown: recoverNormally from commitlog file %s, ending at %d; %s",
-				rmq.FormatFileName(start), v.recoveryEnd, staleMsg)})
+			Message: fmt.Sprintf("clean shutdown: recoverNormally from commitlog file %s, ending %s; %s",
+				rmq.FormatFileName(start), end, staleMsg)})
 		return
 	}
 	start := v.abnormalStart()
@@ -133,8 +139,8 @@ func (v *verifier) recoveryPlan() {
 	v.res.Layout["recovery_start_file"] = rmq.FormatFileName(start)
 	v.res.Add(scan.Finding{Code: CodeUncleanShutdown, Severity: scan.Info, Path: "abort", Repair: scan.RepairNone, Details: det,
 		Evidence: map[string]string{"abort_file": "present"},
-		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at commitlog file %s (first record not newer than checkpoint min %d), re-dispatches from there and truncates at %d; %s",
-			rmq.FormatFileName(start), v.cp.MinTimestamp(), v.recoveryEnd, staleMsg)})
+		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at commitlog file %s (first record not newer than checkpoint min %d), re-dispatches from there and truncates %s; %s",
+			rmq.FormatFileName(start), v.cp.MinTimestamp(), end, staleMsg)})
 	skipped := v.sum.skipped
 	if v.sum.start != start { // not expected: the summary used the same rule
 		skipped = 0

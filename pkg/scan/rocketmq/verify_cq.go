@@ -17,6 +17,11 @@ type unitScan struct {
 	prevOff, prevSize int64
 	placeholders      int64
 	expired           int64
+	// unknown counts units pointing at or past an unread commitlog file
+	// (verifier.unread), the first at unknownFile@unknownPos.
+	unknown     int64
+	unknownFile string
+	unknownPos  int64
 }
 
 // unit checks one unit at pos in file f.
@@ -62,6 +67,11 @@ func (v *verifier) unit(us *unitScan, f cqFile, pos int64, u rmq.CQUnit) {
 	switch {
 	case u.CommitLogOffset < v.minPhy:
 		us.expired++
+	case u.CommitLogOffset >= v.recoveryEnd && v.unread != "":
+		if us.unknown == 0 {
+			us.unknownFile, us.unknownPos = f.rel, pos
+		}
+		us.unknown++
 	case u.CommitLogOffset >= v.recoveryEnd:
 		fd := v.unitFinding(f, pos, idx, u, CodeCQBeyondEnd, scan.Warning, scan.RepairTruncate,
 			"unit points at or past the commitlog recovery end; recovery truncates it", map[string]string{"below_recovery_end": "fail"})

@@ -222,6 +222,13 @@ func (v *verifier) finishQueue(us *unitScan, files []cqFile) {
 			Length: us.placeholders * rmq.CQUnitSize, Details: map[string]any{"units": us.placeholders},
 			Message: fmt.Sprintf("%d pre-blank placeholder units (size 0x7FFFFFFF) before the queue's first message", us.placeholders)})
 	}
+	if us.unknown > 0 {
+		v.add(q.rel+":unknown", scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: us.unknownFile, Offset: us.unknownPos,
+			Length: us.unknown * rmq.CQUnitSize, Repair: scan.RepairNone,
+			Details: map[string]any{"units": us.unknown, "recovery_end_at_least": v.recoveryEnd, "waits_on": []string{v.unread}},
+			Message: fmt.Sprintf("%d unit(s) of %s point at or past commitlog offset %d, in or after %s, which could not be read in full: whether recovery keeps them is unknown, not lost",
+				us.unknown, q.rel, v.recoveryEnd, v.unread)})
+	}
 	if us.expired > 0 {
 		v.add(q.rel+":exp", scan.Finding{Code: CodeCQExpired, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
 			Details: map[string]any{"units": us.expired, "commitlog_min_offset": v.minPhy},

@@ -25,6 +25,7 @@ type indexWalk struct {
 	referenced     []bool  // some later entry's prev points here
 	maxPhy, maxTS  int64
 	beyond         int
+	unknown        int // entries past an unread commitlog file (verifier.unread)
 	beyondSev      scan.Severity
 	expired        int
 	firstPhy       int64

@@ -35,6 +35,12 @@ func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
 			Message: fmt.Sprintf("%d index entries point at or past the commitlog recovery end (messages recovery drops)%s", w.beyond,
 				map[bool]string{true: "; the broker deletes this index file at load after the unclean shutdown", false: ""}[w.beyondSev == scan.Info])})
 	}
+	if w.unknown > 0 {
+		v.res.Add(scan.Finding{Code: CodeIndexUnknown, Severity: scan.Warning, Path: w.f.rel, Offset: lay.EntryOffset(1),
+			Repair: scan.RepairNone, Details: map[string]any{"entries": w.unknown, "recovery_end_at_least": v.recoveryEnd, "waits_on": []string{v.unread}},
+			Message: fmt.Sprintf("%d index entries point at or past commitlog offset %d, in or after %s, which could not be read in full: whether recovery keeps their messages is unknown, not lost",
+				w.unknown, v.recoveryEnd, v.unread)})
+	}
 	if w.expired > 0 {
 		v.res.Add(scan.Finding{Code: CodeIndexBadEntry, Severity: scan.Info, Path: w.f.rel, Offset: lay.EntryOffset(1),
 			Repair: scan.RepairNone, Details: map[string]any{"entries": w.expired, "commitlog_min_offset": v.minPhy},
@@ -80,6 +86,9 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 	switch {
 	case e.PhyOffset < v.minPhy:
 		w.expired++
+		return
+	case e.PhyOffset >= v.recoveryEnd && v.unread != "":
+		w.unknown++
 		return
 	case e.PhyOffset >= v.recoveryEnd:
 		w.beyond++
@@ -136,7 +145,7 @@ func (v *verifier) indexHeaderVsEntries(w *indexWalk) {
 	}
 	checks := []hc{{"beginPhyOffset", 16, w.firstPhy, h.BeginPhyOffset, true}, {"endPhyOffset", 24, w.maxPhy, h.EndPhyOffset, true},
 		{"beginTimestamp", 0, w.firstTS, h.BeginTimestamp, w.firstTSChecked}}
-	if w.beyond == 0 && w.expired == 0 && w.maxTS > 0 {
+	if w.beyond == 0 && w.unknown == 0 && w.expired == 0 && w.maxTS > 0 {
 		checks = append(checks, hc{"endTimestamp", 8, w.maxTS, h.EndTimestamp, true})
 	}
 	for _, c := range checks {
