@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -198,4 +199,16 @@ func genDocs(root *cobra.Command, man, comp string) error {
 		}
 	}
 	return nil
+}
+
+// textWidth is the text report's width: the terminal's, else $COLUMNS
+// (what shells export, and how tests ask for a width), else 80.
+func (e *Env) textWidth() int {
+	if e.Streams.Width > 0 {
+		return e.Streams.Width
+	}
+	if n, err := strconv.Atoi(e.Streams.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return report.DefaultWidth
 }

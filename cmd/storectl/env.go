@@ -26,6 +26,7 @@ type Streams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 	IsTTY  bool // stdout is a terminal (color)
+	Width  int  // the terminal's columns when stdout is one (0: unknown)
 	InTTY  bool // stdin is a terminal (prompts)
 	ErrTTY bool // stderr is a terminal (progress bar)
 	Getenv func(string) string

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/term"
 
 	"github.com/storectl/storectl/pkg/report"
 )
@@ -31,16 +32,27 @@ const (
 func main() {
 	stopProfiles := startProfiles(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], Streams{
+	code := run(ctx, os.Args[1:], osStreams())
+	stop()
+	stopProfiles()
+	os.Exit(code)
+}
+
+// osStreams are the process's streams: which are terminals, and the
+// terminal's width.
+func osStreams() Streams {
+	width := 0
+	if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
+		width = w
+	}
+	return Streams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		IsTTY:  isatty.IsTerminal(os.Stdout.Fd()) || isatty.IsCygwinTerminal(os.Stdout.Fd()),
 		InTTY:  isatty.IsTerminal(os.Stdin.Fd()),
 		ErrTTY: isatty.IsTerminal(os.Stderr.Fd()),
+		Width:  width,
 		Getenv: os.Getenv,
-	})
-	stop()
-	stopProfiles()
-	os.Exit(code)
+	}
 }
 
 // run is main without the process: tests call it with buffers.

@@ -29,7 +29,9 @@ var update = flag.Bool("update", false, "rewrite testscript files with actual ou
 func TestMain(m *testing.M) {
 	// Re-executed as another user by the matrix test (see runAsNobody).
 	if os.Getenv("STORECTL_TEST_MAIN") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Getenv: os.Getenv, Inject: testInjector()}))
+		st := osStreams()
+		st.Inject = testInjector()
+		os.Exit(run(context.Background(), os.Args[1:], st))
 	}
 	testscript.Main(m, map[string]func(){
 		"holdlock":      holdLock,
@@ -57,15 +59,17 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"unpack":   cmdUnpack,
-			"treehash": cmdTreeHash,
-			"jsonl":    cmdJSONL,
-			"jsonpath": cmdJSONPath,
-			"schema":   cmdSchema,
-			"waitfile": cmdWaitFile,
-			"escmv":    cmdEscMove,
-			"escwrite": cmdEscWrite,
-			"hardlink": cmdHardLink,
+			"unpack":     cmdUnpack,
+			"treehash":   cmdTreeHash,
+			"jsonl":      cmdJSONL,
+			"jsonpath":   cmdJSONPath,
+			"schema":     cmdSchema,
+			"waitfile":   cmdWaitFile,
+			"escmv":      cmdEscMove,
+			"escwrite":   cmdEscWrite,
+			"hardlink":   cmdHardLink,
+			"textcheck":  cmdTextCheck,
+			"textgolden": cmdTextGolden,
 		},
 	})
 }

@@ -55,7 +55,7 @@ func (e *Env) startSession(run report.Run) (*session, error) {
 	if err != nil {
 		return nil, usagef(fmt.Errorf("--fail-on: %w", err))
 	}
-	st := report.Style{Color: f == report.Text && e.colorOn(), Verbose: e.Config.GetBool("verbose")}
+	st := report.Style{Color: f == report.Text && e.colorOn(), Verbose: e.Config.GetBool("verbose"), Width: e.textWidth(), TTY: e.Streams.IsTTY}
 	em, err := report.New(e.Streams.Out, f, st)
 	if err != nil {
 		return nil, usagef(err)

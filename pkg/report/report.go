@@ -44,6 +44,10 @@ type Style struct {
 	// Verbose lists info findings in text output one by one; without it
 	// they are counted per code under the table (json/jsonl always list all).
 	Verbose bool
+	// Width is the text layout width in columns (0: DefaultWidth); TTY
+	// says stdout is a terminal (the text then adds durations).
+	Width int
+	TTY   bool
 }
 
 // Run is the first object of every report.

@@ -33,6 +33,7 @@ type textEmitter struct {
 	findings []scan.Finding
 	queues   []map[string]any
 	actions  []map[string]any
+	cut      bool // the head cut the verdict or the loss line short
 }
 
 func newText(w io.Writer, st Style) *textEmitter { return &textEmitter{w: w, st: st} }
@@ -105,18 +106,62 @@ func (e *textEmitter) color(attr color.Attribute) *color.Color {
 func (e *textEmitter) Summary(s Summary) error {
 	e.done = true
 	w := e.w
-	if r := e.run; r != nil {
-		fmt.Fprintf(w, "storectl %s: %s store at %s\n", Escape(r.Command), Escape(orDash(r.Store)), Escape(r.DataDir))
-		if len(r.DetectedFrom) > 0 {
-			fmt.Fprintf(w, "detected from: %s\n", strings.Join(EscapeAll(r.DetectedFrom), ", "))
+	e.head(s) // lines 1-5: the verdict, the loss, the next commands
+	e.parts(e.totals(s), " · ")
+	for _, t := range s.Targets { // one line per path of a multi-path run
+		line := []string{fmt.Sprintf("%s (%s): %d error(s), %d warning(s), %d info", Escape(t.Path), t.Store, t.Counts["error"], t.Counts["warning"], t.Counts["info"]),
+			fmt.Sprintf("%d file(s), %s scanned", t.Files, humanBytes(t.BytesScanned))}
+		if t.RecoveryEnd != nil {
+			line = append(line, fmt.Sprintf("recovery end %d", *t.RecoveryEnd))
 		}
-		e.coverage(w, r, s.Assumptions)
+		if t.Incomplete {
+			line = append(line, "INCOMPLETE")
+		}
+		e.parts(line, " · ")
+	}
+	if e.cut { // the head cut a line short: here it is whole
+		e.line("verdict: " + e.verdictText(s))
+		e.line(e.lossLine(s))
+	}
+	if r := e.run; r != nil {
+		fmt.Fprintln(w)
+		e.line(fmt.Sprintf("storectl %s: %s store at %s", Escape(r.Command), Escape(orDash(r.Store)), Escape(r.DataDir)))
+		if len(r.DetectedFrom) > 0 {
+			e.line("detected from: " + strings.Join(EscapeAll(r.DetectedFrom), ", "))
+		}
+		e.coverage(r, s.Assumptions)
 		if r.Live {
-			e.color(color.FgYellow).Fprintf(w, "WARNING: the broker looks live (%s); results may be inconsistent\n", strings.Join(EscapeAll(r.LiveReasons), "; "))
+			e.color(color.FgYellow).Fprintf(w, "%s\n", strings.Join(wrapWidth(fmt.Sprintf("WARNING: the broker looks live (%s); results may be inconsistent", strings.Join(EscapeAll(r.LiveReasons), "; ")), e.width(), "    "), "\n"))
 		}
 		if r.LiveUndecided {
 			e.color(color.FgYellow).Fprintf(w, "WARNING: could not tell whether a broker uses the data dir (%s)\n", strings.Join(EscapeAll(r.LiveWarnings), "; "))
 		}
+	}
+	if s.Incomplete && len(s.Errors) > 0 {
+		fmt.Fprintln(w)
+		for _, er := range s.Errors {
+			e.line("error: " + Escape(er))
+		}
+	}
+	e.writeFindings()
+	e.writeMaps()
+	if len(e.queues) > 0 {
+		fmt.Fprintln(w)
+		e.line("queues (what the next start keeps and drops):")
+		for _, q := range e.queues {
+			e.line("  " + queueLine(q))
+		}
+	}
+	if len(e.actions) > 0 {
+		fmt.Fprintln(w)
+		e.line(fmt.Sprintf("actions (%d):", len(e.actions)))
+		for _, a := range e.actions {
+			e.line("  " + actionText(a))
+		}
+	}
+	if len(e.files) > 0 {
+		fmt.Fprintln(w)
+		e.writeComponents()
 	}
 	if len(e.records) > 0 {
 		fmt.Fprintln(w)
@@ -127,171 +172,90 @@ func (e *textEmitter) Summary(s Summary) error {
 			fmt.Fprintf(w, "(%d more records not shown; use -o jsonl)\n", e.dropped)
 		}
 	}
-	if len(e.files) > 0 {
-		fmt.Fprintln(w)
-		if err := renderComponents(w, e.files); err != nil {
-			return err
-		}
-	}
-	if len(e.queues) > 0 {
-		fmt.Fprintln(w)
-		if err := renderMaps(w, e.queues, []string{"vhost", "queue", "dir", "entries", "keep", "drop", "unknown", "at_risk"}); err != nil {
-			return err
-		}
-	}
-	if len(e.actions) > 0 {
-		fmt.Fprintln(w)
-		for _, a := range e.actions {
-			if l, ok := a["lost"].(map[string]any); ok {
-				if n, _ := l["records"].(float64); n > 0 {
-					a["lost"] = fmt.Sprintf("%s record(s)", cell(l["records"]))
-				} else {
-					a["lost"] = "" // nothing lost (an undo, a rewrite of a gap)
-				}
-			}
-			if m, ok := a["message"].(string); ok {
-				a["message"] = escaped(wrap(Escape(m), 60))
-			}
-		}
-		if err := renderMaps(w, e.actions, []string{"status", "op", "path", "offset", "length", "new_size", "bytes", "reason", "lost", "message"}); err != nil {
-			return err
-		}
-	}
-	shown, hidden := e.findings, map[string]int{}
-	if !e.st.Verbose {
-		shown = nil
-		for _, f := range e.findings {
-			if f.Severity == scan.Info {
-				hidden[f.Code]++
-			} else {
-				shown = append(shown, f)
-			}
-		}
-	}
-	if len(shown) > 0 {
-		fmt.Fprintln(w)
-		if err := renderFindings(w, shown); err != nil {
-			return err
-		}
-	}
-	if len(hidden) > 0 {
-		var parts []string
-		for c, n := range hidden {
-			parts = append(parts, fmt.Sprintf("%s ×%d", Escape(c), n))
-		}
-		sort.Strings(parts)
-		fmt.Fprintf(w, "\ninfo findings not listed (use -v or -o jsonl): %s\n", strings.Join(parts, ", "))
-	}
 	if bl := s.Baseline; bl != nil {
 		fmt.Fprintln(w)
-		writeBaseline(w, bl)
+		e.writeBaseline(bl)
 	}
 	if s.BackupDir != "" {
-		fmt.Fprintf(w, "\nbackup: %s\nundo:   %s\n", Escape(s.BackupDir), UndoCommand(s.BackupDir))
+		fmt.Fprintln(w)
+		e.line("backup: " + Escape(s.BackupDir))
+		e.line("undo:   " + UndoCommand(s.BackupDir))
 	}
-	fmt.Fprintln(w)
-	return e.verdict(s)
+	return nil
 }
 
-// writeBaseline says what changed since the baseline run.
-func writeBaseline(w io.Writer, bl *BaselineSummary) {
-	if !bl.Previous {
-		fmt.Fprintf(w, "baseline %s: first run, %d finding(s) recorded as the baseline\n", bl.File, bl.New)
-		return
-	}
-	fmt.Fprintf(w, "baseline %s: %d new, %d persistent, %d resolved\n", bl.File, bl.New, bl.Persistent, bl.Resolved)
-	for _, r := range bl.ResolvedFindings {
-		fmt.Fprintf(w, "  resolved: %s %s@%d\n", r.Code, r.Path, r.Offset)
-	}
-	if n := bl.Resolved - len(bl.ResolvedFindings); n > 0 {
-		fmt.Fprintf(w, "  (%d more resolved; see -o json)\n", n)
-	}
-	if bl.NotSaved != "" {
-		fmt.Fprintf(w, "  not saved as the next baseline: %s\n", bl.NotSaved)
-	}
-}
-
-func (e *textEmitter) verdict(s Summary) error {
-	for _, t := range s.Targets {
-		line := fmt.Sprintf("%s (%s): %d error(s), %d warning(s), %d info · %d file(s), %s scanned",
-			Escape(t.Path), t.Store, t.Counts["error"], t.Counts["warning"], t.Counts["info"], t.Files, humanBytes(t.BytesScanned))
-		if t.RecoveryEnd != nil {
-			line += fmt.Sprintf(" · recovery end %d", *t.RecoveryEnd)
-		}
-		if t.Incomplete {
-			line += " (INCOMPLETE)"
-		}
-		fmt.Fprintln(e.w, line)
-	}
+// totals is the counts line under the head (the duration only on a
+// terminal: text off a terminal is stable, for tickets and diffs).
+func (e *textEmitter) totals(s Summary) []string {
 	parts := []string{fmt.Sprintf("%d error(s), %d warning(s), %d info", s.Counts["error"], s.Counts["warning"], s.Counts["info"])}
-	parts = append(parts, fmt.Sprintf("%d file(s), %s scanned in %d ms", s.Files, humanBytes(s.BytesScanned), s.DurationMS))
+	scanned := fmt.Sprintf("%d file(s), %s scanned", s.Files, humanBytes(s.BytesScanned))
+	if e.st.TTY {
+		scanned += fmt.Sprintf(" in %d ms", s.DurationMS)
+	}
+	parts = append(parts, scanned)
 	if s.RecoveryEnd != nil {
 		parts = append(parts, fmt.Sprintf("recovery end %d", *s.RecoveryEnd))
 	}
 	if s.Actions > 0 {
 		parts = append(parts, fmt.Sprintf("%d action(s)", s.Actions))
 	}
-	attr := color.FgGreen
-	switch {
-	case s.ExitCode == 1 && s.Counts["error"] == 0:
-		attr = color.FgYellow
-	case s.ExitCode != 0:
-		attr = color.FgRed
-	}
-	v := Escape(s.Verdict)
-	if v == "" {
-		v = "clean"
-		if s.ExitCode != 0 {
-			v = "problems found"
-		} else if s.Baseline != nil && s.Counts["error"]+s.Counts["warning"] > 0 {
-			v = "no new problems (known ones persist)"
-		}
-	}
-	if s.Incomplete {
-		v += " (INCOMPLETE: " + strings.Join(EscapeAll(s.Errors), "; ") + ")"
-	}
-	if _, err := e.color(attr).Fprintf(e.w, "%s: %s (exit %d)", v, strings.Join(parts, " · "), s.ExitCode); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(e.w)
-	return err
+	return parts
 }
 
-func renderFindings(w io.Writer, fs []scan.Finding) error {
-	t := tablewriter.NewTable(w)
-	t.Header("severity", "code", "path", "offset", "message")
-	for _, f := range fs {
-		msg := f.Message
-		if f.Baseline == BaselineNew {
-			msg = "NEW: " + msg
-		}
-		if f.MsgID != "" {
-			msg += " [msg " + f.MsgID + "]"
-		}
-		if err := t.Append(f.Severity.String(), Escape(f.Code), Escape(f.Path), fmt.Sprint(f.Offset), wrap(Escape(msg), 72)); err != nil {
-			return err
-		}
+// queueLine is one queue record in words.
+func queueLine(q map[string]any) string {
+	s := fmt.Sprintf("%s %s (%s): %s entries, keep %s, drop %s", cell(q["vhost"]), cell(q["queue"]), cell(q["dir"]), cell(q["entries"]), cell(q["keep"]), cell(q["drop"]))
+	if u, ok := q["unknown"]; ok && cell(u) != "0" {
+		s += ", unknown " + cell(u)
 	}
-	return t.Render()
+	if t, ok := q["type"]; ok && cell(t) != "classic" {
+		s = cell(t) + " " + s
+	}
+	if ar, ok := q["at_risk"].(map[string]any); ok && len(ar) > 0 {
+		var p []string
+		for _, k := range sortedKeys(ar) {
+			p = append(p, k+" "+cell(ar[k]))
+		}
+		s += "; at risk for " + strings.Join(p, ", ")
+	}
+	return s
 }
 
-// renderComponents prints one row per component (file kind and
-// directory) with totals, then one row per file that did not end cleanly.
-func renderComponents(w io.Writer, files []scan.File) error {
+// actionText is one action record in words.
+func actionText(a map[string]any) string {
+	s := fmt.Sprintf("%s %s %s", cell(a["status"]), cell(a["op"]), cell(a["path"]))
+	if l, _ := a["length"].(float64); l > 0 {
+		s += fmt.Sprintf(" @%s+%s", cell(a["offset"]), cell(a["length"]))
+	}
+	if n, ok := a["new_size"]; ok {
+		s += " to " + cell(n) + " bytes"
+	}
+	if l, ok := a["lost"].(map[string]any); ok {
+		if n, _ := l["records"].(float64); n > 0 {
+			s += fmt.Sprintf("; loses %s record(s)", cell(l["records"]))
+		}
+	}
+	if r, ok := a["reason"].(string); ok && r != "" {
+		s += " (" + Escape(r) + ")"
+	}
+	if m, ok := a["message"].(string); ok && m != "" {
+		s += ": " + Escape(m)
+	}
+	return s
+}
+
+// writeComponents writes one line per component (file kind and dir) with
+// totals.
+func (e *textEmitter) writeComponents() {
 	type agg struct {
 		files, records int
-		size, scanned  int64
+		size           int64
 		ends           map[string]int
 	}
 	byKey := map[string]*agg{}
 	var keys []string
-	for _, f := range files {
-		dir := f.Path
-		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
-			dir = dir[:i]
-		} else {
-			dir = "."
-		}
+	for _, f := range e.files {
+		dir := path.Dir(f.Path)
 		k := orDash(f.Kind) + "\x00" + dir
 		a := byKey[k]
 		if a == nil {
@@ -302,24 +266,36 @@ func renderComponents(w io.Writer, files []scan.File) error {
 		a.files++
 		a.records += f.Records
 		a.size += f.Size
-		a.scanned += f.BytesScanned
 		a.ends[f.End]++
 	}
-	t := tablewriter.NewTable(w)
-	t.Header("component", "dir", "files", "records", "size", "ends")
+	e.line("files read:")
 	for _, k := range keys {
 		a := byKey[k]
 		kind, dir, _ := strings.Cut(k, "\x00")
 		var ends []string
-		for e, n := range a.ends {
-			ends = append(ends, fmt.Sprintf("%s=%d", orDash(e), n))
+		for _, en := range sortedKeys(a.ends) {
+			ends = append(ends, fmt.Sprintf("%s=%d", orDash(en), a.ends[en]))
 		}
-		sort.Strings(ends)
-		if err := t.Append(Escape(kind), Escape(dir), fmt.Sprint(a.files), fmt.Sprint(a.records), humanBytes(a.size), strings.Join(ends, " ")); err != nil {
-			return err
-		}
+		e.line(fmt.Sprintf("  %s %s: %d file(s), %d record(s), %s, ends %s", Escape(kind), Escape(dir), a.files, a.records, humanBytes(a.size), strings.Join(ends, " ")))
 	}
-	return t.Render()
+}
+
+// writeBaseline says what changed since the baseline run.
+func (e *textEmitter) writeBaseline(bl *BaselineSummary) {
+	if !bl.Previous {
+		e.line(fmt.Sprintf("baseline %s: first run, %d finding(s) recorded as the baseline", Escape(bl.File), bl.New))
+		return
+	}
+	e.line(fmt.Sprintf("baseline %s: %d new, %d persistent, %d resolved", Escape(bl.File), bl.New, bl.Persistent, bl.Resolved))
+	for _, r := range bl.ResolvedFindings {
+		e.line(fmt.Sprintf("  resolved: %s %s@%d", Escape(r.Code), Escape(r.Path), r.Offset))
+	}
+	if n := bl.Resolved - len(bl.ResolvedFindings); n > 0 {
+		e.line(fmt.Sprintf("  (%d more resolved; see -o json)", n))
+	}
+	if bl.NotSaved != "" {
+		e.line("  not saved as the next baseline: " + Escape(bl.NotSaved))
+	}
 }
 
 var recordColumns = []string{"path", "offset", "size", "msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "body_size", "exchange", "routing_keys", "payload_size", "referenced_by"}
@@ -399,11 +375,9 @@ func cell(v any) string {
 	}
 }
 
-// coverage writes the run's coverage and assumption lines: what holds
-// messages and was not read first, then what was read, then what else was
-// not read, then what was assumed.
-func (e *textEmitter) coverage(w io.Writer, r *Run, found []string) {
-	var missed, read, other []string
+// coverageParts sorts the run's components into what holds messages and
+// was not read, what was read, and what else was not read.
+func coverageParts(r *Run) (missed, read, other []string) {
 	for _, c := range r.Components {
 		where := c.Path
 		if where == "." {
@@ -422,25 +396,36 @@ func (e *textEmitter) coverage(w io.Writer, r *Run, found []string) {
 			other = append(other, name)
 		}
 	}
+	return missed, read, other
+}
+
+// coverage writes the run's coverage and assumption lines: what holds
+// messages and was not read first, then what was read, then what else was
+// not read, then what was assumed.
+func (e *textEmitter) coverage(r *Run, found []string) {
+	missed, read, other := coverageParts(r)
 	if len(missed) > 0 {
-		e.color(color.FgYellow).Fprintf(w, "NOT CHECKED, holds messages: %s\n", strings.Join(missed, "; "))
+		for _, l := range wrapWidth("NOT CHECKED, holds messages: "+strings.Join(missed, "; "), e.width(), "    ") {
+			e.color(color.FgYellow).Fprint(e.w, l)
+			fmt.Fprintln(e.w)
+		}
 	}
 	if len(read) > 0 {
-		fmt.Fprintf(w, "checked: %s\n", strings.Join(dedupe(read), ", "))
+		e.line("checked: " + strings.Join(dedupe(read), ", "))
 	}
 	if len(other) > 0 {
-		fmt.Fprintf(w, "not read (no messages): %s\n", strings.Join(other, ", "))
+		e.line("not read (no messages): " + strings.Join(other, ", "))
 	}
 	shown := found
 	for _, a := range r.Assumptions {
 		// The run's note on the broker version is the rule; what the files
 		// showed (found) replaces it when there is one.
 		if !(strings.HasPrefix(a, "broker version") && slices.ContainsFunc(found, func(f string) bool { return strings.HasPrefix(f, "broker version") })) {
-			fmt.Fprintf(w, "assumed: %s\n", a)
+			e.line("assumed: " + a)
 		}
 	}
 	for _, a := range shown {
-		fmt.Fprintf(w, "assumed: %s\n", a)
+		e.line("assumed: " + a)
 	}
 }
 
@@ -475,24 +460,4 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// wrap breaks s into lines of at most width runes at spaces.
-func wrap(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for i, word := range strings.Fields(s) {
-		if i > 0 {
-			if n+1+len(word) > width {
-				b.WriteByte('\n')
-				n = 0
-			} else {
-				b.WriteByte(' ')
-				n++
-			}
-		}
-		b.WriteString(word)
-		n += len(word)
-	}
-	return b.String()
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/creack/pty"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/storectl/storectl/internal/testutil"
+)
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+var verdictWord = regexp.MustCompile(`^(clean|problems found|incomplete|no new problems|usage error|refused|apply failed): .*\(exit \d+\)$|^(clean|problems found|incomplete|no new problems|usage error|refused|apply failed): `)
+
+// checkText checks the answer-first layout of a text report at width
+// columns and returns what is wrong with it ("" when nothing): no line
+// wider than the width; the verdict on line 1; the first next command by
+// line 5; warnings and errors grouped by code and file; with maps, a map
+// for a damaged file that fills the width.
+func checkText(text string, width int, maps bool) string {
+	text = ansi.ReplaceAllString(text, "")
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l); n > width {
+			return "line " + strconv.Itoa(i+1) + " is " + strconv.Itoa(n) + " wide: " + l
+		}
+	}
+	if !verdictWord.MatchString(lines[0]) {
+		return "line 1 is not a verdict: " + lines[0]
+	}
+	next := -1
+	for i, l := range lines[:min(5, len(lines))] {
+		if strings.HasPrefix(l, "next: ") {
+			next = i
+			break
+		}
+	}
+	if next < 0 {
+		return "no next command in the first 5 lines"
+	}
+	if strings.Contains(text, "\n  error ") || strings.Contains(text, "\n  warning ") {
+		if !regexp.MustCompile(`(?m)^findings \(\d+, in \d+ group\(s\) by code and file; -v lists each\):$`).MatchString(text) ||
+			!regexp.MustCompile(`(?m)^  (error|warning) +×\d+ \S+`).MatchString(text) {
+			return "findings are not grouped by code and file"
+		}
+	}
+	if maps {
+		m := regexp.MustCompile(`(?m)^  \[([ =0STX]+)\]$`).FindAllStringSubmatch(text, -1)
+		if len(m) == 0 || !strings.Contains(text, "\nfile maps (") {
+			return "no file map"
+		}
+		for _, x := range m {
+			if len(x[1]) != width-4 || !strings.ContainsAny(x[1], "0STX") {
+				return "a file map of " + strconv.Itoa(len(x[1])) + " cells (want " + strconv.Itoa(width-4) + ") showing no damage: " + x[1]
+			}
+		}
+	}
+	return ""
+}
+
+// textcheck WIDTH [maps]: checkText on the last command's stdout.
+func cmdTextCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: textcheck WIDTH [maps]")
+	}
+	w, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("textcheck: %v", err)
+	}
+	if msg := checkText(ts.ReadFile("stdout"), w, len(args) > 1 && args[1] == "maps"); msg != "" {
+		ts.Fatalf("textcheck %d: %s\n%s", w, msg, ts.ReadFile("stdout"))
+	}
+}
+
+// textgolden NAME: the last stdout, with $WORK for the work dir, is
+// testdata/golden/NAME.txt (rewritten with -update). The work dir's name
+// changes length from run to run, which moves line breaks: both sides are
+// compared with continuation lines joined (textcheck checks the breaks).
+func cmdTextGolden(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: textgolden NAME")
+	}
+	got := strings.ReplaceAll(ts.ReadFile("stdout"), ts.Getenv("WORK"), "$WORK")
+	p := filepath.Join(testutil.RepoRoot(), "cmd", "storectl", "testdata", "golden", args[0]+".txt")
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			ts.Fatalf("%v", err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		ts.Fatalf("%v (run with -update to create it)", err)
+	}
+	if unwrap(string(want)) != unwrap(got) {
+		ts.Fatalf("text report differs from %s (run with -update to accept):\n--- want\n%s\n--- got\n%s", p, want, got)
+	}
+}
+
+// TestTextUnderTerminal runs storectl verify of the demo RocketMQ store
+// under a pseudo-terminal of 80 columns (no $COLUMNS: the width comes
+// from the terminal) and checks the same layout, in color.
+func TestTextUnderTerminal(t *testing.T) {
+	store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-c-stale.tar.gz")), "store")
+	bin := testBinary(t)
+	cmd := exec.Command(bin, "verify", store)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COLUMNS=") && !strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "TERM=xterm")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 50})
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer f.Close()
+	var b strings.Builder
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// A terminal returns to the line's start at \r: what is
+			// after the last one is what shows (the progress bar, on
+			// stderr, clears itself that way).
+			l := strings.TrimRight(sc.Text(), "\r")
+			if i := strings.LastIndexByte(l, '\r'); i >= 0 {
+				l = l[i+1:]
+			}
+			b.WriteString(l + "\n")
+		}
+		close(done)
+	}()
+	werr := cmd.Wait()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+	out := b.String()
+	if ee, ok := werr.(*exec.ExitError); !ok || ee.ExitCode() != exitFindings {
+		t.Fatalf("exit: %v\n%s", werr, out)
+	}
+	if !strings.Contains(out, "\x1b[") {
+		t.Errorf("no color on a terminal:\n%s", out)
+	}
+	if msg := checkText(out, 80, true); msg != "" {
+		t.Fatalf("%s\n%s", msg, out)
+	}
+	if !regexp.MustCompile(`scanned in \d+ ms`).MatchString(out) {
+		t.Errorf("no duration on a terminal:\n%s", out)
+	}
+}
+
+// unwrap joins the continuation lines of a text report (4 spaces, then
+// text) to the line before them.
+func unwrap(s string) string {
+	return regexp.MustCompile(`\n    (\S)`).ReplaceAllString(s, " $1")
+}
