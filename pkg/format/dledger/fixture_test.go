@@ -12,7 +12,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/storectl/storectl/internal/sparse"
@@ -24,40 +23,17 @@ import (
 // real DLedgerEntryCoder and checkMessageAndReturnSize read.
 var dlDatasets = []string{"rmq533-dl1-clean", "rmq533-dl2-kill", "rmq533-dl3-hdr"}
 
-var (
-	unpackOnce sync.Map
-	tmpRoot    string
-)
-
-type unpacked struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "dledger-fixtures-")
-	if err != nil {
-		panic(err)
-	}
-	tmpRoot = d
 	code := m.Run()
-	os.RemoveAll(d)
+	testutil.RemoveShared()
 	os.Exit(code)
 }
 
+// storeDir unpacks a dataset once per test binary (read-only users)
+// and returns its store dir.
 func storeDir(t testing.TB, ds string) string {
 	t.Helper()
-	v, _ := unpackOnce.LoadOrStore(ds, &unpacked{})
-	u := v.(*unpacked)
-	u.once.Do(func() {
-		u.dir = filepath.Join(tmpRoot, ds)
-		u.err = testutil.UntarTo(testutil.Testdata("rocketmq-5x", ds+".tar.gz"), u.dir)
-	})
-	if u.err != nil {
-		t.Fatal(u.err)
-	}
-	return filepath.Join(u.dir, "store")
+	return filepath.Join(testutil.SharedUntar(t, testutil.Testdata("rocketmq-5x", ds+".tar.gz")), "store")
 }
 
 func jsonMap(v any) map[string]any {

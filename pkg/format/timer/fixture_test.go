@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -18,41 +17,17 @@ import (
 // TimerLog, TimerWheel.getRawSlot and TimerCheckpoint.decode read.
 var timerDatasets = []string{"rmq533-t1-clean", "rmq533-t2-kill", "rmq533-t3-cltrunc"}
 
-var (
-	unpackOnce sync.Map // dataset -> *unpacked
-	tmpRoot    string
-)
-
-type unpacked struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "timer-fixtures-")
-	if err != nil {
-		panic(err)
-	}
-	tmpRoot = d
 	code := m.Run()
-	os.RemoveAll(d)
+	testutil.RemoveShared()
 	os.Exit(code)
 }
 
-// storeDir unpacks a dataset once per test binary and returns its store/.
+// storeDir unpacks a dataset once per test binary (read-only users)
+// and returns its store dir.
 func storeDir(t testing.TB, ds string) string {
 	t.Helper()
-	v, _ := unpackOnce.LoadOrStore(ds, &unpacked{})
-	u := v.(*unpacked)
-	u.once.Do(func() {
-		u.dir = filepath.Join(tmpRoot, ds)
-		u.err = testutil.UntarTo(testutil.Testdata("rocketmq-5x", ds+".tar.gz"), u.dir)
-	})
-	if u.err != nil {
-		t.Fatal(u.err)
-	}
-	return filepath.Join(u.dir, "store")
+	return filepath.Join(testutil.SharedUntar(t, testutil.Testdata("rocketmq-5x", ds+".tar.gz")), "store")
 }
 
 // oracle lines of .tdecode.jsonl, kept as generic maps so every field the

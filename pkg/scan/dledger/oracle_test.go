@@ -4,48 +4,23 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-var (
-	unpackOnce sync.Map
-	tmpRoot    string
-)
-
-type unpacked struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "scan-dledger-")
-	if err != nil {
-		panic(err)
-	}
-	tmpRoot = d
 	code := m.Run()
-	os.RemoveAll(d)
+	testutil.RemoveShared()
 	os.Exit(code)
 }
 
-// fixture unpacks a dataset once per test binary for read-only tests.
+// fixture unpacks a dataset once per test binary (read-only users)
+// and returns its store dir.
 func fixture(t testing.TB, ds string) string {
 	t.Helper()
-	v, _ := unpackOnce.LoadOrStore(ds, &unpacked{})
-	u := v.(*unpacked)
-	u.once.Do(func() {
-		u.dir = filepath.Join(tmpRoot, ds)
-		u.err = testutil.UntarTo(testutil.Testdata("rocketmq-5x", "rmq533-"+ds+".tar.gz"), u.dir)
-	})
-	if u.err != nil {
-		t.Fatal(u.err)
-	}
-	return filepath.Join(u.dir, "store")
+	return filepath.Join(testutil.SharedUntar(t, testutil.Testdata("rocketmq-5x", "rmq533-"+ds+".tar.gz")), "store")
 }
 
 type dlLine struct {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,42 +13,17 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-var (
-	unpackOnce sync.Map
-	tmpRoot    string
-)
-
-type unpacked struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "scan-timer-")
-	if err != nil {
-		panic(err)
-	}
-	tmpRoot = d
 	code := m.Run()
-	os.RemoveAll(d)
+	testutil.RemoveShared()
 	os.Exit(code)
 }
 
-// fixture unpacks a dataset once per test binary (read-only users) and
-// returns its store dir.
+// fixture unpacks a dataset once per test binary (read-only users)
+// and returns its store dir.
 func fixture(t testing.TB, ds string) string {
 	t.Helper()
-	v, _ := unpackOnce.LoadOrStore(ds, &unpacked{})
-	u := v.(*unpacked)
-	u.once.Do(func() {
-		u.dir = filepath.Join(tmpRoot, ds)
-		u.err = testutil.UntarTo(testutil.Testdata("rocketmq-5x", "rmq533-"+ds+".tar.gz"), u.dir)
-	})
-	if u.err != nil {
-		t.Fatal(u.err)
-	}
-	return filepath.Join(u.dir, "store")
+	return filepath.Join(testutil.SharedUntar(t, testutil.Testdata("rocketmq-5x", "rmq533-"+ds+".tar.gz")), "store")
 }
 
 // private unpacks a dataset into a fresh dir the test may change.
