@@ -3,14 +3,13 @@ package repair
 import (
 	"crypto/sha256"
 	"encoding"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/storectl/storectl/internal/sparse"
 
 	"github.com/storectl/storectl/internal/storefile"
 )
@@ -25,28 +24,7 @@ var zeroBlock [1 << 16]byte
 // what is left as one extent: it is then read, never assumed zero. It
 // returns fn's first error.
 func DataExtents(f *os.File, size int64, fn func(off, end int64) error) error {
-	fd := int(f.Fd())
-	for pos := int64(0); pos < size; {
-		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
-		switch {
-		case errors.Is(err, unix.ENXIO): // a hole up to EOF
-			return nil
-		case err != nil: // EINVAL: holes not reported
-			return fn(pos, size)
-		case data >= size:
-			return nil
-		}
-		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
-		if err != nil {
-			hole = size
-		}
-		hole = min(hole, size)
-		if err := fn(data, hole); err != nil {
-			return err
-		}
-		pos = hole
-	}
-	return nil
+	return sparse.Extents(f, size, fn)
 }
 
 // hashSparse writes the bytes of f to h and returns how many. Holes

@@ -3,11 +3,11 @@ package rmq5x
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/storectl/storectl/internal/sparse"
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -78,7 +78,7 @@ func PlanDLedgerTruncate(ctx context.Context, plan *repair.Plan, cfg dlscan.Conf
 	}
 	// Checkpoint: committed and end index no later than the end.
 	cpRel := rel + "/" + fdl.CheckpointFile
-	if b, err := os.ReadFile(filepath.Join(cfg.Root, filepath.FromSlash(cpRel))); err == nil {
+	if b, err := storefile.ReadFile(filepath.Join(cfg.Root, filepath.FromSlash(cpRel))); err == nil {
 		if cp, err := fdl.DecodeCheckpoint(b); err == nil && (cp.CommittedIndex > rc.LedgerEndIndex || cp.EndIndex > rc.LedgerEndIndex) {
 			cp.CommittedIndex, cp.EndIndex = min(cp.CommittedIndex, rc.LedgerEndIndex), min(cp.EndIndex, rc.LedgerEndIndex)
 			if err := plan.Add(repair.Action{Op: repair.OpReplaceFile, Path: cpRel, Data: fdl.AppendCheckpoint(nil, cp), Reason: dlscan.CodeDropped,
@@ -112,7 +112,7 @@ type relFile struct {
 }
 
 func listRel(root, relDir string) ([]relFile, error) {
-	ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(relDir)))
+	ents, err := storefile.ReadDir(filepath.Join(root, filepath.FromSlash(relDir)))
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func cutFiles(plan *repair.Plan, root, relDir string, end int64, loss repair.Los
 // lastNonZero is the offset of the last non-zero byte of [from, to) of the
 // file, or from-1 when there is none; holes are not read.
 func lastNonZero(path string, from, to int64) (int64, error) {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return 0, err
 	}

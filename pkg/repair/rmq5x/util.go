@@ -1,9 +1,9 @@
 package rmq5x
 
 import (
-	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
@@ -25,5 +25,5 @@ var (
 )
 
 func readRel(root, rel string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	return storefile.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 }

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
@@ -49,7 +50,7 @@ type Queue struct {
 // RocksDB reports whether root/consumequeue holds a RocksDB database, and
 // its file names.
 func RocksDB(root string) (rmq.RocksDBLayout, bool) {
-	ents, err := os.ReadDir(filepath.Join(root, Dir))
+	ents, err := storefile.ReadDir(filepath.Join(root, Dir))
 	if err != nil {
 		return rmq.RocksDBLayout{}, false
 	}
@@ -71,7 +72,7 @@ func Open(root, topic string, qid int32) (*Queue, error) {
 	}
 	q := &Queue{Topic: topic, QueueID: qid, Rel: Dir + "/" + topic + "/" + strconv.Itoa(int(qid)), open: map[int]*os.File{}}
 	dir := filepath.Join(root, Dir, topic, strconv.Itoa(int(qid)))
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return q, nil
 	}
@@ -98,7 +99,7 @@ func List(root string) ([]*Queue, error) {
 	if _, ok := RocksDB(root); ok {
 		return nil, ErrRocksDB
 	}
-	topics, err := os.ReadDir(filepath.Join(root, Dir))
+	topics, err := storefile.ReadDir(filepath.Join(root, Dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -110,7 +111,7 @@ func List(root string) ([]*Queue, error) {
 		if !t.IsDir() {
 			continue
 		}
-		qs, err := os.ReadDir(filepath.Join(root, Dir, t.Name()))
+		qs, err := storefile.ReadDir(filepath.Join(root, Dir, t.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +157,7 @@ func (q *Queue) Unit(idx int64) (u rmq.CQUnit, ok bool, err error) {
 	}
 	f, ok := q.open[i]
 	if !ok {
-		if f, err = os.Open(q.Files[i].Path); err != nil {
+		if f, err = storefile.Open(q.Files[i].Path); err != nil {
 			return u, false, err
 		}
 		q.open[i] = f
@@ -180,7 +181,7 @@ func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 		if i > 0 && f.Base != q.Files[i-1].Base+q.Files[i-1].Size {
 			return idx, nil // a gap: the broker's checkSelf fails; stop here
 		}
-		fh, err := os.Open(f.Path)
+		fh, err := storefile.Open(f.Path)
 		if err != nil {
 			return idx, err
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -163,7 +164,7 @@ func (s *scanner) redispatch(cut int64, out map[string]int64) error {
 		if f.base >= cut {
 			break
 		}
-		fh, err := os.Open(f.path)
+		fh, err := storefile.Open(f.path)
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func fileFor(q *cqueue.Queue, idx int64) *cqueue.File {
 
 // minTimestamp is StoreCheckpoint.getMinTimestamp of <root>/checkpoint.
 func (s *scanner) minTimestamp() int64 {
-	b, err := os.ReadFile(filepath.Join(s.cfg.Root, "checkpoint"))
+	b, err := storefile.ReadFile(filepath.Join(s.cfg.Root, "checkpoint"))
 	if err != nil {
 		return 0
 	}

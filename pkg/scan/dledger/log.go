@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
@@ -27,7 +28,7 @@ func OpenLog(dir string, maxMessageSize int) (*Log, error) {
 	if maxMessageSize <= 0 {
 		maxMessageSize = rmq.DefaultMaxRecordSize
 	}
-	ents, err := os.ReadDir(filepath.Join(dir, fdl.DataDir))
+	ents, err := storefile.ReadDir(filepath.Join(dir, fdl.DataDir))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (l *Log) RecordAt(phy int64) (rmq.Message, error) {
 	fh, ok := l.open[i]
 	if !ok {
 		var err error
-		if fh, err = os.Open(f.path); err != nil {
+		if fh, err = storefile.Open(f.path); err != nil {
 			return rmq.Message{}, err
 		}
 		l.open[i] = fh
@@ -101,7 +102,7 @@ func (l *Log) Tail(ctx context.Context, sinceMs int64, fn func(m *rmq.Message, p
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fh, err := os.Open(f.path)
+		fh, err := storefile.Open(f.path)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan/cqueue"
@@ -42,7 +43,7 @@ func (r *indexReader) unit(idx int64) (fdl.IndexUnit, bool) {
 			if r.fh != nil {
 				r.fh.Close()
 			}
-			fh, err := os.Open(r.files[i].path)
+			fh, err := storefile.Open(r.files[i].path)
 			if err != nil {
 				r.fh, r.fi = nil, -1
 				return fdl.IndexUnit{}, false
@@ -117,7 +118,7 @@ func (c *cqCursor) next() bool {
 			c.fi, c.pos = c.fi+1, 0
 			continue
 		}
-		fh, err := os.Open(f.Path)
+		fh, err := storefile.Open(f.Path)
 		if err != nil {
 			c.done = true
 			return false

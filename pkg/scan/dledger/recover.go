@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -103,7 +104,7 @@ func (s *scanner) prepare(context.Context) error {
 // readFirst reads a data file's first entry header, its index unit and
 // its inner record's magic and store time.
 func (s *scanner) readFirst(f *dataFile) firstEntry {
-	fh, err := os.Open(f.path)
+	fh, err := storefile.Open(f.path)
 	if err != nil {
 		return firstEntry{}
 	}

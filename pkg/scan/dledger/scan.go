@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -240,7 +241,7 @@ func (s *scanner) flushCaps() {
 // listFiles lists data/ or index/, checks names, sizes and adjacency.
 func (s *scanner) listFiles(sub string, size int64) ([]dataFile, error) {
 	d := filepath.Join(s.dir, sub)
-	ents, err := os.ReadDir(d)
+	ents, err := storefile.ReadDir(d)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +292,7 @@ func (s *scanner) listFiles(sub string, size int64) ([]dataFile, error) {
 // readProps reads checkpoint and currterm.
 func (s *scanner) readProps(context.Context) error {
 	p := filepath.Join(s.dir, fdl.CheckpointFile)
-	b, err := os.ReadFile(p)
+	b, err := storefile.ReadFile(p)
 	rel := s.rel + "/" + fdl.CheckpointFile
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -316,7 +317,7 @@ func (s *scanner) readProps(context.Context) error {
 				Message: "the DLedger checkpoint does not parse: Long.valueOf throws out of recover() and the broker does not start"})
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(s.dir, fdl.TermFile)); err == nil {
+	if b, err := storefile.ReadFile(filepath.Join(s.dir, fdl.TermFile)); err == nil {
 		if s.term, err = fdl.DecodeTerm(b); err != nil {
 			s.add(scan.Finding{Code: CodeTermBad, Severity: scan.Error, Path: s.rel + "/" + fdl.TermFile,
 				Details: map[string]any{"error": err.Error()},

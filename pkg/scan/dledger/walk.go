@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -113,7 +114,7 @@ func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
 			return false
 		}
 	}
-	fh, err := os.Open(f.path)
+	fh, err := storefile.Open(f.path)
 	if err != nil {
 		send([]item{{kind: itemErr, err: err}})
 		return

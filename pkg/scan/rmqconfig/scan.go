@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -74,7 +75,7 @@ type Summary struct {
 // neither), and the decode error of the file itself.
 func Load(root, rel string, decode func([]byte) error) (b []byte, from string, fileErr error, err error) {
 	p := filepath.Join(root, filepath.FromSlash(rel))
-	b, err = os.ReadFile(p)
+	b, err = storefile.ReadFile(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		b = nil
@@ -86,7 +87,7 @@ func Load(root, rel string, decode func([]byte) error) (b []byte, from string, f
 			return b, rel, nil, nil
 		}
 	}
-	bak, berr := os.ReadFile(p + rmq.BakSuffix)
+	bak, berr := storefile.ReadFile(p + rmq.BakSuffix)
 	if errors.Is(berr, fs.ErrNotExist) || berr == nil && len(bak) == 0 {
 		return nil, "", fileErr, nil
 	}
@@ -105,7 +106,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	sum := &Summary{}
 	res.Extra = map[string]any{"config": sum}
 	dir := filepath.Join(cfg.Root, "config")
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -66,7 +67,7 @@ func NewFileCommitLog(cfg rmqscan.Config) (*FileCommitLog, error) {
 	if cfg.MaxMessageSize <= 0 {
 		cfg.MaxMessageSize = rmq.DefaultMaxRecordSize
 	}
-	ents, err := os.ReadDir(cfg.CommitLogDir)
+	ents, err := storefile.ReadDir(cfg.CommitLogDir)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (c *FileCommitLog) handle(i int) (*os.File, error) {
 	if f, ok := c.open[i]; ok {
 		return f, nil
 	}
-	f, err := os.Open(c.files[i].path)
+	f, err := storefile.Open(c.files[i].path)
 	if err != nil {
 		return nil, err
 	}

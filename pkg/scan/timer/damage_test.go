@@ -1,13 +1,14 @@
 package timer
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
-
-	"context"
 
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
 	"github.com/storectl/storectl/pkg/scan"
@@ -120,5 +121,41 @@ func TestTTLExpired(t *testing.T) {
 	}
 	if sum.Recovery.Restore != 0 {
 		t.Errorf("%d restored", sum.Recovery.Restore)
+	}
+}
+
+// TestFIFOs: a named pipe in place of the checkpoint, a timerlog file or
+// the wheel is refused at once (never opened for a read that would block)
+// and named in the result.
+func TestFIFOs(t *testing.T) {
+	for _, rel := range []string{"config/timercheck", "timerlog/00000000000000004096", "timerwheel"} {
+		store := private(t, "t1-clean")
+		p := filepath.Join(store, filepath.FromSlash(rel))
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		done := make(chan *scan.Result, 1)
+		go func() {
+			res, _ := Scan(context.Background(), Config{Root: store, RecoveryEnd: -1, Now: time.UnixMilli(1796163834084)}, scan.Options{})
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			named := false
+			for _, e := range res.Errors {
+				named = named || strings.Contains(e, rel)
+			}
+			for _, f := range res.Findings {
+				named = named || f.Path == rel
+			}
+			if !named {
+				t.Errorf("%s as a FIFO: not named (errors %v)", rel, res.Errors)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s as a FIFO: the scan hangs", rel)
+		}
 	}
 }

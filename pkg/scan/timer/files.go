@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
 	"github.com/storectl/storectl/pkg/scan"
@@ -75,7 +75,7 @@ type logFile struct {
 }
 
 func (s *scanner) readCheckpoint(context.Context) error {
-	b, err := os.ReadFile(filepath.Join(s.cfg.Root, CheckFile))
+	b, err := storefile.ReadFile(filepath.Join(s.cfg.Root, CheckFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		s.add(scan.Finding{Code: CodeCheckMissing, Severity: scan.Warning, Path: CheckFile,
 			Message: "config/timercheck is missing: timer recovery starts from timerlog offset 0, queue offset 0 and the oldest wheel slot"})
@@ -102,7 +102,7 @@ func (s *scanner) readCheckpoint(context.Context) error {
 
 func (s *scanner) readMetrics(context.Context) error {
 	for _, rel := range []string{MetricsFile, MetricsFile + rmq.BakSuffix} {
-		b, err := os.ReadFile(filepath.Join(s.cfg.Root, rel))
+		b, err := storefile.ReadFile(filepath.Join(s.cfg.Root, rel))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -125,7 +125,7 @@ func (s *scanner) readMetrics(context.Context) error {
 // listLog lists timerlog/ and picks the file size.
 func (s *scanner) listLog(context.Context) error {
 	dir := filepath.Join(s.cfg.Root, LogDir)
-	ents, err := os.ReadDir(dir)
+	ents, err := storefile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

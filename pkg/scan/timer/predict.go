@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
 	"github.com/storectl/storectl/pkg/scan"
@@ -332,7 +332,7 @@ func (s *scanner) unitAt(off int64) *pendingUnit {
 	if i < 0 {
 		return nil
 	}
-	fh, err := os.Open(s.files[i].path)
+	fh, err := storefile.Open(s.files[i].path)
 	if err != nil {
 		return nil
 	}
@@ -359,7 +359,7 @@ func (s *scanner) reviseQueueOffset(q *cqueue.Queue) (int64, string) {
 	if i < 0 || at < 0 {
 		return -1, ""
 	}
-	fh, err := os.Open(s.files[i].path)
+	fh, err := storefile.Open(s.files[i].path)
 	if err != nil {
 		return -1, ""
 	}
@@ -421,7 +421,7 @@ func (s *scanner) recheckWheel() {
 		if limit <= 0 {
 			break
 		}
-		fh, err := os.Open(f.path)
+		fh, err := storefile.Open(f.path)
 		if err != nil {
 			return
 		}

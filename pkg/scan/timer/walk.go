@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/storectl/storectl/internal/sparse"
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
@@ -113,7 +114,7 @@ func (s *scanner) walkLog(ctx context.Context) error {
 
 func (s *scanner) walkFile(i int) error {
 	f := &s.files[i]
-	fh, err := os.Open(f.path)
+	fh, err := storefile.Open(f.path)
 	if err != nil {
 		return err
 	}
@@ -319,7 +320,7 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 	if i < 0 {
 		return false
 	}
-	fh, err := os.Open(s.files[i].path)
+	fh, err := storefile.Open(s.files[i].path)
 	if err != nil {
 		return false
 	}

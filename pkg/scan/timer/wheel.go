@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/storectl/storectl/internal/sparse"
+	"github.com/storectl/storectl/internal/storefile"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -17,7 +17,7 @@ import (
 // readWheel loads the non-zero slots of the timerwheel.
 func (s *scanner) readWheel(context.Context) error {
 	p := filepath.Join(s.cfg.Root, WheelFile)
-	fh, err := os.Open(p)
+	fh, err := storefile.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.add(scan.Finding{Code: CodeWheelMissing, Severity: scan.Warning, Path: WheelFile,
 			Message: "the timerwheel file is missing: the broker creates an empty one, and only the slots recovery revises from the timerlog are found again"})
