@@ -109,6 +109,11 @@ func (s *scanner) predict(ctx context.Context) error {
 		cur = min(max(cur, rc.TimerCQMin), rc.TimerCQMax)
 	}
 	rc.CurrQueueOffset = cur
+	if haveCQ && s.cpPresent && s.cp.LastTimerQueueOffset > rc.TimerCQMax {
+		s.add(scan.Finding{Code: CodeCheckAheadCQ, Severity: scan.Info, Path: CheckFile, Offset: 16, Length: 8,
+			Expected: fmt.Sprintf("<= %d (timer consume queue max after recovery)", rc.TimerCQMax), Actual: fmt.Sprint(s.cp.LastTimerQueueOffset),
+			Message: "the checkpoint's timer queue offset is past the timer consume queue's end (the commitlog was cut): recovery clamps it to the queue's max, so new timer messages are enqueued from there"})
+	}
 	s.recheckWheel()
 
 	msgs := map[string]*msgState{}
