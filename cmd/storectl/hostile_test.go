@@ -35,51 +35,43 @@ type sub struct {
 	env    []string
 }
 
-var (
-	exeOnce sync.Once
-	exePath string
-	exeErr  error
-)
-
-// testExe is the test binary copied into a world-readable dir (the build
-// dir is 0700): a child running as nobody must be able to exec it.
-func testExe(t *testing.T) string {
+// testExe is the test binary itself, or, for a child that runs as
+// another user (uid != 0), a copy in a world-readable dir (the build dir
+// is 0700), made once per test and removed with it.
+func testExe(t *testing.T, uid int) string {
 	t.Helper()
-	exeOnce.Do(func() {
-		self, err := os.Executable()
-		if err != nil {
-			exeErr = err
-			return
-		}
-		b, err := os.ReadFile(self)
-		if err != nil {
-			exeErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "storectl-hostile-")
-		if err == nil {
-			err = os.Chmod(dir, 0o755)
-		}
-		if err != nil {
-			exeErr = err
-			return
-		}
-		exePath = filepath.Join(dir, "storectl.test")
-		exeErr = os.WriteFile(exePath, b, 0o755)
-	})
-	if exeErr != nil {
-		t.Fatal(exeErr)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return exePath
+	if uid == 0 {
+		return self
+	}
+	if p, ok := exeCopies.Load(t.Name()); ok {
+		return p.(string)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "storectl-exe-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir); exeCopies.Delete(t.Name()) })
+	p := filepath.Join(dir, "storectl.test")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exeCopies.Store(t.Name(), p)
+	return p
 }
 
-// TestMain cannot remove testExe's copy (it is made lazily); this does,
-// as the last test of the file that uses it.
-func removeTestExe() {
-	if exePath != "" {
-		os.RemoveAll(filepath.Dir(exePath))
-	}
-}
+// exeCopies are testExe's copies, by test.
+var exeCopies sync.Map
 
 // run runs storectl args as s says and returns the exit code, stdout and
 // stderr. A child still running at the deadline is killed and fails the
@@ -88,7 +80,7 @@ func (s sub) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), subDeadline)
 	defer cancel()
-	argv := append(append(append([]string(nil), s.prefix...), testExe(t)), args...)
+	argv := append(append(append([]string(nil), s.prefix...), testExe(t, s.uid)), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "STORECTL_TEST_MAIN=1", "NO_COLOR=1"), s.env...)
 	if s.uid != 0 {
@@ -349,7 +341,6 @@ func equalTrees(a, b map[string]string) bool {
 // undoes to the original bytes. Each writer pauses at its first write
 // step, so the two always overlap.
 func TestTwoWriters(t *testing.T) {
-	defer removeTestExe()
 	type tcase struct {
 		name, fixture, data string
 		args                []string

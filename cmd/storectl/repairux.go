@@ -105,6 +105,8 @@ func undoRecord(m *repair.Manifest, f repair.UndoFile) actionRecord {
 	switch f.Action {
 	case repair.UndoNothing:
 		msg = "already as before the apply"
+	case repair.UndoTouch:
+		msg = "the bytes are back; put back the modification time"
 	case repair.UndoRemove:
 		msg = "remove: the apply created this file"
 	default:

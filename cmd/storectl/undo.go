@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +39,19 @@ Without --apply it only says what it would restore.
 
 func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) error {
 	m, err := repair.ReadManifest(backup)
+	if errors.Is(err, os.ErrNotExist) {
+		// An apply killed while it wrote the backup leaves no manifest,
+		// and has changed nothing yet (repair.UndoReport.Partial).
+		if rep, uerr := repair.Undo(ctx, backup, repair.UndoOptions{}); uerr == nil && rep.Partial {
+			dry := !wo.Apply
+			s, err := env.startSession(report.Run{Command: "undo", Args: []string{backup}, DryRun: &dry})
+			if err != nil {
+				return err
+			}
+			s.verdict = "nothing to restore: " + backup + " has no manifest.json; if an apply made it, it stopped while it wrote the backup, before it changed the data dir"
+			return s.finish(exitOK)
+		}
+	}
 	if err != nil {
 		return usagef(fmt.Errorf("%s: not a storectl backup: %w", backup, err))
 	}
@@ -94,6 +108,9 @@ func runUndo(ctx context.Context, env *Env, backup string, wo *writerOptions) er
 	}
 	rep, err := repair.Undo(ctx, backup, repair.UndoOptions{Apply: wo.Apply, Force: wo.Force, DataDir: env.Config.GetString("data-dir"), Faults: env.faults()})
 	pending := 0
+	if rep != nil && wo.Apply {
+		s.extra = map[string]any{"write_steps": rep.Steps, "state": rep.State}
+	}
 	if rep != nil {
 		for _, f := range rep.Files {
 			if f.Action != repair.UndoNothing && !f.Done {

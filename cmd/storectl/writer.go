@@ -255,9 +255,20 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.extra = map[string]any{}
 		}
 		s.extra["backup_dir"] = rep.BackupDir
+		s.extra["write_steps"] = rep.Steps
 		s.backupDir = rep.BackupDir
 		if len(rep.RolledBack) > 0 {
 			s.extra["rolled_back"] = rep.RolledBack
+		}
+		if len(rep.StillChanged) > 0 {
+			s.extra["still_changed"] = rep.StillChanged
+			s.extra["rollback_errors"] = rep.RollbackErrors
+		}
+		if len(rep.Warnings) > 0 {
+			s.extra["apply_warnings"] = rep.Warnings
+		}
+		if err != nil && errors.Is(err, repair.ErrApplyFailed) {
+			s.verdict = applyFailedVerdict(rep)
 		}
 		byID := map[string]repair.Action{}
 		for _, a := range p.Actions {
@@ -344,6 +355,19 @@ func rabbitVerifier(env *Env, t scan.Target) verifier {
 	}
 }
 
+// applyFailedVerdict says what a failed apply left, as its report shows
+// it path by path: rolled back, still changed, or never changed.
+func applyFailedVerdict(rep *repair.ApplyReport) string {
+	switch {
+	case len(rep.StillChanged) > 0:
+		return fmt.Sprintf("apply failed; ROLLBACK INCOMPLETE: %d path(s) still changed (%s), %d restored; run storectl undo %s --apply once the cause is fixed",
+			len(rep.StillChanged), strings.Join(firstN(rep.StillChanged, 5), ", "), len(rep.RolledBack), rep.BackupDir)
+	case len(rep.RolledBack) > 0:
+		return fmt.Sprintf("apply failed and was rolled back: %d path(s) restored from %s, the data dir is as before", len(rep.RolledBack), rep.BackupDir)
+	}
+	return "apply failed before it changed the data dir; nothing to roll back"
+}
+
 // failRepair ends the report of an apply or undo that returned err with
 // the contract's exit code: a bad backup dir or plan is usage (2), a
 // moved file or a limit is a refusal (4), a rolled-back failure is 5,
@@ -353,7 +377,8 @@ func (s *session) failRepair(err error) error {
 	switch {
 	case errors.Is(err, repair.ErrBackupDir), errors.Is(err, repair.ErrInvalidPlan):
 		return s.finish(exitUsage)
-	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit), errors.Is(err, repair.ErrWrongDataDir), errors.Is(err, repair.ErrLocked):
+	case errors.Is(err, repair.ErrStale), errors.Is(err, repair.ErrLimit), errors.Is(err, repair.ErrWrongDataDir), errors.Is(err, repair.ErrLocked),
+		errors.Is(err, repair.ErrBadBackup):
 		return s.finish(exitRefused)
 	case errors.Is(err, repair.ErrApplyFailed):
 		return s.finish(exitApplyFailed)

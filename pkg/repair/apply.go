@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -83,7 +84,9 @@ type ApplyReport struct {
 	BackupDir      string         `json:"backup_dir"`
 	Actions        []ActionResult `json:"actions"`
 	RolledBack     []string       `json:"rolled_back,omitempty"`     // files and dirs put back from the backup
-	RollbackErrors []string       `json:"rollback_errors,omitempty"` // files and dirs that could not be
+	RollbackErrors []string       `json:"rollback_errors,omitempty"` // files and dirs that could not be, and why
+	StillChanged   []string       `json:"still_changed,omitempty"`   // files and dirs the apply changed that stay changed
+	Warnings       []string       `json:"warnings,omitempty"`        // the apply went on, but something was not recorded
 	DirsCreated    []string       `json:"dirs_created,omitempty"`    // missing parent dirs the apply created
 	Steps          int            `json:"steps"`                     // counted write steps taken (see Faults)
 }
@@ -132,8 +135,9 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 	defer func() { rep.Steps = w.n }()
 	created, err := prepareBackupDir(w, bdir)
 	var m *Manifest
+	var j *journal
 	if err == nil {
-		m, err = writeBackup(ctx, w, p, bdir)
+		m, j, err = writeBackup(ctx, w, p, bdir)
 	}
 	if err != nil {
 		if errors.Is(err, ErrBackupDir) {
@@ -147,12 +151,19 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 		}
 		return rep, fmt.Errorf("%w: writing the backup: %w (the data dir was not changed)", ErrApplyFailed, err)
 	}
+	defer j.close()
 	groups := groupActions(p, m)
-	var pr progress
+	pr := progress{j: j}
 	if err = pr.run(ctx, w, p.DataDir, bdir, m, groups); err == nil {
-		if err = recordAfter(p.DataDir, m); err == nil {
+		// The outcome is durable once the journal says so (its space is
+		// reserved); manifest.json then gets the after states for humans
+		// and older storectl versions, at best effort: on a full disk the
+		// journal alone tells undo what happened.
+		if err = j.add(w, JournalEntry{Op: JournalState, State: StateApplied}); err == nil {
 			m.State = StateApplied
-			err = writeManifest(w, bdir, m)
+			if merr := writeManifest(w, bdir, m); merr != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("manifest.json not updated (%v); the journal records the apply, undo reads it", merr))
+			}
 		}
 	}
 	if err != nil {
@@ -161,12 +172,13 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*ApplyReport, error) {
 	for _, d := range pr.made {
 		rep.DirsCreated = append(rep.DirsCreated, d.Path)
 	}
-	fillReport(rep, p, m, StatusApplied)
+	fillReport(rep, m, func(string) string { return StatusApplied })
 	return rep, nil
 }
 
 // progress is what an Apply changed so far, for the rollback.
 type progress struct {
+	j       *journal
 	made    []*DirRecord // dirs created, parents first
 	done    []int        // file groups changed
 	removed []*DirRecord // dirs removed, deepest first
@@ -174,10 +186,14 @@ type progress struct {
 
 // run changes the data dir: it creates the missing parent dirs, changes
 // each file, then removes the dirs of the remove-dir actions, recording in
-// pr every change made (even when a later step of it failed).
+// pr every change made (even when a later step of it failed). Each change
+// is announced in the journal first, with the state it leaves.
 func (pr *progress) run(ctx context.Context, w *fsw, root, bdir string, m *Manifest, groups []fileGroup) error {
 	for _, d := range dirsOf(m, DirCreated) {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := pr.j.add(w, JournalEntry{Op: JournalMkdir, Path: d.Path}); err != nil {
 			return err
 		}
 		made, err := makeDir(w, root, d)
@@ -195,7 +211,12 @@ func (pr *progress) run(ctx context.Context, w *fsw, root, bdir string, m *Manif
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		committed, err := applyFile(w, root, bdir, g.rec, g.acts)
+		rec := g.rec
+		announce := func(after fileAfter, size int64) error {
+			rec.ExistsAfter, rec.SizeAfter, rec.SHA256After = after.exists, size, after.sha
+			return pr.j.add(w, JournalEntry{Op: JournalCommit, Path: rec.Path, Exists: after.exists, Size: size, SHA256: after.sha})
+		}
+		committed, err := applyFile(w, root, bdir, rec, g.acts, announce)
 		if committed {
 			pr.done = append(pr.done, gi)
 		}
@@ -205,6 +226,9 @@ func (pr *progress) run(ctx context.Context, w *fsw, root, bdir string, m *Manif
 	}
 	for _, d := range dirsOf(m, DirRemoved) {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := pr.j.add(w, JournalEntry{Op: JournalRmdir, Path: d.Path}); err != nil {
 			return err
 		}
 		removed, err := removeDir(w, root, d.Path)
@@ -243,83 +267,114 @@ func groupActions(p *Plan, m *Manifest) []fileGroup {
 	return groups
 }
 
-// imagesOf returns the pre-images of one file.
-func imagesOf(m *Manifest, path string) []PreImage {
-	var out []PreImage
+// imagesByPath indexes the manifest's pre-images by file, in manifest
+// order (one pass: a plan of 100,000 actions has as many images).
+func imagesByPath(m *Manifest) map[string][]PreImage {
+	out := make(map[string][]PreImage, len(m.Files))
 	for _, img := range m.Images {
-		if img.Path == path {
-			out = append(out, img)
-		}
+		out[img.Path] = append(out[img.Path], img)
 	}
 	return out
 }
 
-// rollback undoes what pr records, never faulted: it recreates the removed
-// dirs (parents first), restores the changed files (in reverse order),
-// removes the created dirs (deepest first, only if empty), marks the
-// manifest and returns the error for Apply to return.
+// rollback undoes what pr records: it recreates the removed dirs (parents
+// first), restores the changed files (in reverse order; a file that cannot
+// be staged again, as on a full disk, gets its pre-images written back in
+// place when that needs no new space), removes the created dirs (deepest
+// first, only if empty), records each outcome in the journal, and returns
+// the error for Apply to return. The report then says, path by path, what
+// was restored and what is still changed; the journal and manifest.json
+// say rolled-back or rollback-incomplete. Never faulted (FailAtWrite) but
+// for the Injector, whose disk may still be full; its steps go on counting.
 func rollback(aw *fsw, root, bdir string, m *Manifest, groups []fileGroup, pr *progress, rep *ApplyReport, cause error) error {
 	if aw.faults.noRollback {
 		return fmt.Errorf("%w: %w (simulated crash: no rollback)", ErrApplyFailed, cause)
 	}
-	// Never faulted (FailAtWrite) but for the Injector, whose disk may
-	// still be full; its steps go on counting.
 	w := &fsw{faults: Faults{skipSync: aw.faults.skipSync, Injector: aw.faults.Injector}, n: aw.n}
+	defer func() { aw.n = w.n }()
+	restored := map[string]bool{} // paths put back
+	failed := map[string]bool{}   // paths changed and not put back
+	note := func(path string, err error) {
+		if err != nil {
+			failed[path] = true
+			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: %v", path, err))
+			rep.StillChanged = append(rep.StillChanged, path)
+			_ = pr.j.add(w, JournalEntry{Op: JournalRestoreFailed, Path: path, Error: err.Error()})
+			return
+		}
+		restored[path] = true
+		rep.RolledBack = append(rep.RolledBack, path)
+		_ = pr.j.add(w, JournalEntry{Op: JournalRestored, Path: path})
+	}
 	for i := len(pr.removed) - 1; i >= 0; i-- {
 		d := pr.removed[i]
-		if _, err := makeDir(w, root, d); err != nil {
-			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: recreating the dir: %v", d.Path, err))
-			continue
+		_, err := makeDir(w, root, d)
+		if err != nil {
+			err = fmt.Errorf("recreating the dir: %w", err)
 		}
-		rep.RolledBack = append(rep.RolledBack, d.Path)
+		note(d.Path, err)
 	}
+	imgs := imagesByPath(m)
 	for i := len(pr.done) - 1; i >= 0; i-- {
 		rec := groups[pr.done[i]].rec
-		if err := restoreFile(w, root, bdir, rec, imagesOf(m, rec.Path)); err != nil {
-			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: %v", rec.Path, err))
-			continue
+		err := restoreFile(w, root, bdir, rec, imgs[rec.Path])
+		if err != nil && inPlaceRestorable(root, rec, imgs[rec.Path]) {
+			if jerr := pr.j.add(w, JournalEntry{Op: JournalInPlace, Path: rec.Path}); jerr == nil {
+				if ierr := restoreInPlace(w, root, bdir, rec, imgs[rec.Path]); ierr == nil {
+					err = nil
+				} else {
+					err = fmt.Errorf("%v; in place: %v", err, ierr)
+				}
+			}
 		}
-		rep.RolledBack = append(rep.RolledBack, rec.Path)
+		note(rec.Path, err)
 	}
 	for i := len(pr.made) - 1; i >= 0; i-- {
 		d := pr.made[i]
-		if _, err := removeDir(w, root, d.Path); err != nil {
-			rep.RollbackErrors = append(rep.RollbackErrors, fmt.Sprintf("%s: removing the dir the apply created: %v", d.Path, err))
-			continue
+		_, err := removeDir(w, root, d.Path)
+		if err != nil {
+			err = fmt.Errorf("removing the dir the apply created: %w", err)
 		}
-		rep.RolledBack = append(rep.RolledBack, d.Path)
+		note(d.Path, err)
 	}
-	fillReport(rep, &m.Plan, m, StatusNotApplied)
-	for i := range rep.Actions {
-		for _, path := range rep.RolledBack {
-			if rep.Actions[i].Path == path {
-				rep.Actions[i].Status = StatusRolledBack
-			}
+	done := map[string]bool{}
+	for _, gi := range pr.done {
+		done[groups[gi].rec.Path] = true
+	}
+	for _, d := range pr.removed {
+		done[d.Path] = true
+	}
+	fillReport(rep, m, func(path string) string {
+		switch {
+		case failed[path]:
+			return StatusApplied // changed, and still changed
+		case restored[path] && done[path]:
+			return StatusRolledBack
 		}
+		return StatusNotApplied
+	})
+	state := StateRolledBack
+	if len(rep.StillChanged) > 0 {
+		state = StateRollbackIncomplete
 	}
-	if len(rep.RollbackErrors) > 0 {
-		return fmt.Errorf("%w: %w; ROLLBACK INCOMPLETE for %d path(s), the backup is in %s (storectl undo --force)", ErrApplyFailed, cause, len(rep.RollbackErrors), bdir)
+	jerr := pr.j.add(w, JournalEntry{Op: JournalState, State: state})
+	m.State = state
+	if merr := writeManifest(w, bdir, m); merr != nil && jerr != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("neither the journal nor manifest.json could record the %s (%v; %v)", state, jerr, merr))
 	}
-	m.State = StateRolledBack
-	_ = writeManifest(w, bdir, m) // best effort: the files are already restored
+	if len(rep.StillChanged) > 0 {
+		return fmt.Errorf("%w: %w; ROLLBACK INCOMPLETE: %d path(s) still changed (%s), %d restored; the backup is in %s: remove the cause, then run storectl undo %s --apply",
+			ErrApplyFailed, cause, len(rep.StillChanged), strings.Join(firstPaths(rep.StillChanged, 10), ", "), len(rep.RolledBack), bdir, bdir)
+	}
 	return fmt.Errorf("%w: %w; rolled back %d path(s) from %s", ErrApplyFailed, cause, len(rep.RolledBack), bdir)
 }
 
-// recordAfter stores each file's size and hash after the apply.
-func recordAfter(root string, m *Manifest) error {
-	for i := range m.Files {
-		rec := &m.Files[i]
-		size, sum, err := hashWhole(filepath.Join(root, rec.Path))
-		if errors.Is(err, os.ErrNotExist) {
-			rec.ExistsAfter, rec.SizeAfter, rec.SHA256After = false, 0, ""
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		rec.ExistsAfter, rec.SizeAfter, rec.SHA256After = true, size, sum
+// firstPaths is at most n of ps, and how many more there are.
+func firstPaths(ps []string, n int) []string {
+	if len(ps) <= n {
+		return ps
 	}
-	return nil
+	return append(append([]string(nil), ps[:n]...), fmt.Sprintf("and %d more", len(ps)-n))
 }
 
 func newReport(p *Plan, bdir string) *ApplyReport {
@@ -330,9 +385,10 @@ func newReport(p *Plan, bdir string) *ApplyReport {
 	return rep
 }
 
-// fillReport copies the manifest's before/after hashes into the report.
-func fillReport(rep *ApplyReport, p *Plan, m *Manifest, status string) {
-	recs := map[string]*FileRecord{}
+// fillReport copies the manifest's before/after hashes into the report
+// and gives each action the status of its path.
+func fillReport(rep *ApplyReport, m *Manifest, status func(path string) string) {
+	recs := make(map[string]*FileRecord, len(m.Files))
 	for i := range m.Files {
 		recs[m.Files[i].Path] = &m.Files[i]
 	}
@@ -341,7 +397,7 @@ func fillReport(rep *ApplyReport, p *Plan, m *Manifest, status string) {
 		if rec := recs[ar.Path]; rec != nil {
 			ar.SHA256Before, ar.SHA256After = rec.SHA256Before, rec.SHA256After
 		}
-		ar.Status = status
+		ar.Status = status(ar.Path)
 	}
 }
 
@@ -372,7 +428,7 @@ func cleanupBackup(dir string, created bool) {
 		_ = os.RemoveAll(dir)
 		return
 	}
-	for _, name := range []string{"pre", "files", ManifestName, ManifestName + ".tmp"} {
+	for _, name := range []string{"pre", "files", ManifestName, ManifestName + ".tmp", JournalName} {
 		_ = os.RemoveAll(filepath.Join(dir, name))
 	}
 }

@@ -38,6 +38,9 @@ const (
 	StateApplied    = "applied"     // every action applied; AFTER hashes recorded
 	StateRolledBack = "rolled-back" // apply failed and every change was rolled back
 	StateUndone     = "undone"      // Undo restored every file
+	// StateRollbackIncomplete: apply failed and some changes could not be
+	// rolled back (the journal says which); undo restores them.
+	StateRollbackIncomplete = "rollback-incomplete"
 )
 
 // Manifest is manifest.json: everything Undo needs to put back every byte.
@@ -156,12 +159,13 @@ func prepareBackupDir(w *fsw, dir string) (created bool, err error) {
 // writeBackup records every affected file and dir and writes the pre-image
 // of every byte the plan changes, then manifest.json (state prepared). The
 // pre-image of a removed file is the file itself, moved there by the apply
-// step; a removed dir is recorded by its mode and owner.
-func writeBackup(ctx context.Context, w *fsw, p *Plan, dir string) (*Manifest, error) {
+// step; a removed dir is recorded by its mode and owner. The journal is
+// created (its space reserved) before the manifest.
+func writeBackup(ctx context.Context, w *fsw, p *Plan, dir string) (*Manifest, *journal, error) {
 	m := &Manifest{Schema: ManifestSchema, State: StatePrepared, DataDir: p.DataDir, Created: time.Now().UTC(), Plan: *p}
 	dirs, err := recordDirs(p.DataDir, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(dirs) > 0 {
 		m.Schema, m.Dirs = ManifestSchemaDirs, dirs
@@ -169,7 +173,7 @@ func writeBackup(ctx context.Context, w *fsw, p *Plan, dir string) (*Manifest, e
 	seen := map[string]int{}
 	for i := range p.Actions {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		a := &p.Actions[i]
 		if a.Op == OpRemoveDir {
@@ -178,7 +182,7 @@ func writeBackup(ctx context.Context, w *fsw, p *Plan, dir string) (*Manifest, e
 		if _, ok := seen[a.Path]; !ok {
 			rec, err := recordFile(p.DataDir, a.Path, a.Pre)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			seen[a.Path] = len(m.Files)
 			m.Files = append(m.Files, rec)
@@ -186,13 +190,23 @@ func writeBackup(ctx context.Context, w *fsw, p *Plan, dir string) (*Manifest, e
 		rec := m.Files[seen[a.Path]]
 		img, err := savePreImage(w, p.DataDir, dir, a, rec)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if img != nil {
 			m.Images = append(m.Images, *img)
 		}
 	}
-	return m, writeManifest(w, dir, m)
+	// The journal exists (its space reserved) before the manifest that
+	// allows the first change of the data dir.
+	jr, err := createJournal(w, dir, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeManifest(w, dir, m); err != nil {
+		jr.close()
+		return nil, nil, err
+	}
+	return m, jr, nil
 }
 
 // recordFile stats and hashes one affected file, re-checking the plan's

@@ -113,6 +113,16 @@ func (w *fsw) writeAt(f *os.File, b []byte, off int64) error {
 	return err
 }
 
+// overwriteAt writes over bytes the file already has (the rollback's
+// in-place restore): a step of its own, which allocates nothing.
+func (w *fsw) overwriteAt(f *os.File, b []byte, off int64) error {
+	if err := w.step("overwrite " + f.Name()); err != nil {
+		return err
+	}
+	_, err := f.WriteAt(b, off)
+	return err
+}
+
 func (w *fsw) truncate(f *os.File, size int64) error {
 	if err := w.step("truncate " + f.Name()); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/storectl/storectl/internal/storefile"
 )
@@ -31,6 +32,12 @@ func stagePath(target string) string {
 // copyCounted copies src to dst at off in counted chunks and returns the
 // bytes copied and their hex SHA-256.
 func copyCounted(w *fsw, dst *os.File, off int64, src io.Reader) (int64, string, error) {
+	return copyChunks(w, dst, off, src, w.writeAt)
+}
+
+// copyChunks is copyCounted with the write step given: writeAt, or
+// overwriteAt for bytes that already exist.
+func copyChunks(w *fsw, dst *os.File, off int64, src io.Reader, write func(*os.File, []byte, int64) error) (int64, string, error) {
 	h := sha256.New()
 	buf := make([]byte, chunkSize)
 	var n int64
@@ -38,7 +45,7 @@ func copyCounted(w *fsw, dst *os.File, off int64, src io.Reader) (int64, string,
 		k, rerr := io.ReadFull(src, buf)
 		if k > 0 {
 			h.Write(buf[:k])
-			if err := w.writeAt(dst, buf[:k], off+n); err != nil {
+			if err := write(dst, buf[:k], off+n); err != nil {
 				return n, "", err
 			}
 			n += int64(k)
@@ -74,12 +81,19 @@ func openStage(target string) (*os.File, error) {
 	return os.OpenFile(stage, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 }
 
+// announceFunc is told, just before a file changes, the state (and size)
+// it is about to take: Apply journals it. It may fail the change.
+type announceFunc func(after fileAfter, size int64) error
+
 // applyFile performs the actions of one file. committed is true once the
 // target has changed (the rename or the removal happened), even if a later
 // step (the dir fsync) failed: the caller must then roll it back.
-func applyFile(w *fsw, root, bdir string, rec *FileRecord, acts []*Action) (committed bool, err error) {
+func applyFile(w *fsw, root, bdir string, rec *FileRecord, acts []*Action, announce announceFunc) (committed bool, err error) {
 	target := filepath.Join(root, rec.Path)
 	if acts[0].Op == OpRemoveFile {
+		if err := announce(fileAfter{exists: false}, 0); err != nil {
+			return false, err
+		}
 		return moveToBackup(w, target, filepath.Join(bdir, "files", acts[0].ID))
 	}
 	f, err := openStage(target)
@@ -100,7 +114,7 @@ func applyFile(w *fsw, root, bdir string, rec *FileRecord, acts []*Action) (comm
 	if err != nil {
 		return false, err
 	}
-	return commitStage(w, f, target, rec)
+	return commitStage(w, f, target, rec, announce)
 }
 
 // modifyCopy copies target into the stage, checking it still has the hash
@@ -175,9 +189,9 @@ func writeContent(w *fsw, f *os.File, off int64, a *Action) error {
 }
 
 // commitStage gives the stage the target's owner and mode (a new file gets
-// the parent dir's owner and 0644), fsyncs it, renames it over target and
-// fsyncs the directory.
-func commitStage(w *fsw, f *os.File, target string, rec *FileRecord) (committed bool, err error) {
+// the parent dir's owner and 0644), fsyncs it, announces its hash (when
+// announce is set), renames it over target and fsyncs the directory.
+func commitStage(w *fsw, f *os.File, target string, rec *FileRecord, announce announceFunc) (committed bool, err error) {
 	uid, gid, mode := rec.UID, rec.GID, os.FileMode(rec.Mode)
 	if !rec.Existed {
 		mode = 0o644
@@ -205,6 +219,16 @@ func commitStage(w *fsw, f *os.File, target string, rec *FileRecord) (committed 
 	}
 	if err := w.sync(f); err != nil {
 		return false, err
+	}
+	if announce != nil {
+		h := sha256.New()
+		n, err := hashSparse(h, f)
+		if err != nil {
+			return false, err
+		}
+		if err := announce(fileAfter{exists: true, sha: hex.EncodeToString(h.Sum(nil))}, n); err != nil {
+			return false, err
+		}
 	}
 	if err := w.rename(f.Name(), target); err != nil {
 		return false, err
@@ -252,4 +276,63 @@ func copyOut(w *fsw, from, to string) error {
 		err = w.syncDir(filepath.Dir(to))
 	}
 	return err
+}
+
+// inPlaceRestorable: the rollback may write rec's pre-images straight back
+// into its file when staging a fresh copy failed (a full disk): the file
+// exists with its pre-apply size and every pre-image is a byte range (no
+// whole file, no size to undo), so the writes land on bytes that exist and,
+// on a file system that overwrites in place, need no new space.
+func inPlaceRestorable(root string, rec *FileRecord, imgs []PreImage) bool {
+	if !rec.Existed || len(imgs) == 0 {
+		return false
+	}
+	for _, img := range imgs {
+		if img.Whole {
+			return false
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(root, rec.Path))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == rec.Size
+}
+
+// restoreInPlace writes rec's pre-images into its file, fsyncs it, checks
+// that it hashes to its pre-apply SHA-256 and puts its mtime back. It is
+// not atomic: the journal marks the file first (JournalInPlace), and an
+// undo after a crash here rebuilds it from the same pre-images.
+func restoreInPlace(w *fsw, root, bdir string, rec *FileRecord, imgs []PreImage) error {
+	target := filepath.Join(root, rec.Path)
+	f, err := os.OpenFile(target, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, img := range imgs {
+		src, err := storefile.OpenNoFollow(filepath.Join(bdir, img.File))
+		if err != nil {
+			return fmt.Errorf("pre-image of %s: %w", img.Action, err)
+		}
+		n, sum, err := copyChunks(w, f, img.Offset, io.LimitReader(src, img.Length), w.overwriteAt)
+		src.Close()
+		if err != nil {
+			return err
+		}
+		if n != img.Length || sum != img.SHA256 {
+			return fmt.Errorf("pre-image %s is damaged (%d bytes, sha256 %s; manifest says %d, %s)", img.File, n, sum, img.Length, img.SHA256)
+		}
+	}
+	if err := w.sync(f); err != nil {
+		return err
+	}
+	if sum, err := hashRange(f, Range{0, rec.Size}); err != nil || sum != rec.SHA256Before {
+		if err == nil {
+			err = fmt.Errorf("restored in place, %s hashes to %s, not its pre-apply %s", rec.Path, sum, rec.SHA256Before)
+		}
+		return err
+	}
+	if err := w.step("chtimes " + target); err != nil {
+		return err
+	}
+	mt := time.Unix(0, rec.MtimeNs)
+	return os.Chtimes(target, mt, mt)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/storectl/storectl/internal/storefile"
@@ -32,6 +33,7 @@ const (
 	UndoRestore   = "restore"          // put back the pre-apply bytes
 	UndoRemove    = "remove"           // the apply created the file: remove it
 	UndoNothing   = "already-restored" // the file or dir is already as before the apply
+	UndoTouch     = "restore-mtime"    // the bytes are back, the modification time is not (an undo killed at its last step)
 	UndoRemoveDir = "remove-dir"       // the apply created the dir: remove it
 	UndoCreateDir = "recreate-dir"     // the apply removed the dir: recreate it (or fix its mode and owner)
 	UndoKeepDir   = "keep-dir"         // the apply created the dir, but it holds entries Undo does not remove
@@ -69,7 +71,16 @@ type UndoReport struct {
 	// files (a broker could take them for store files); an applying Undo
 	// removes them.
 	Stages []string `json:"stages,omitempty"`
+	// Partial: the backup has no manifest.json: the apply that made it
+	// stopped while writing it, before it changed anything (it writes the
+	// manifest before its first change). Nothing to restore.
+	Partial bool `json:"partial,omitempty"`
 }
+
+// ErrBadBackup is wrapped when a backup cannot put back what its manifest
+// claims (a damaged pre-image, a size no pre-image and no current byte
+// accounts for): Undo refuses before it writes anything.
+var ErrBadBackup = errors.New("the backup cannot restore what its manifest describes")
 
 // Undo puts back every byte an Apply changed, from the backup dir it wrote.
 // It first checks that every file still has the hash the apply left (else
@@ -80,27 +91,55 @@ type UndoReport struct {
 // removed after, deepest first, when nothing but what the apply created was
 // in them (else ErrStale, and with Force they are kept). Files and dirs
 // already restored are skipped, so an interrupted Undo can be run again.
+//
+// The journal (JournalName) says how far an apply got: a file whose bytes
+// are a state its journal announced is the apply's doing, so an apply
+// killed at any step undoes without Force; its last state line overrides
+// the manifest's.
 func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, error) {
 	m, err := ReadManifest(backupDir)
+	if errors.Is(err, os.ErrNotExist) && partialBackup(backupDir) {
+		return &UndoReport{BackupDir: backupDir, Partial: true, Files: []UndoFile{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	js, err := ReadJournal(backupDir)
+	if err != nil {
+		return nil, err
+	}
+	state := m.State
+	if s := journalState(js); s != "" {
+		state = s
+	}
+	afters, inPlace := journalAfters(js)
 	root := m.DataDir
 	if o.DataDir != "" {
 		root = o.DataDir
 	}
-	rep := &UndoReport{BackupDir: backupDir, DataDir: root, State: m.State}
+	rep := &UndoReport{BackupDir: backupDir, DataDir: root, State: state}
+	imgs := imagesByPath(m)
 	var stale error
 	for i := range m.Files {
-		uf, err := classify(root, m, &m.Files[i])
+		rec := &m.Files[i]
+		known := afters[rec.Path]
+		if state == StateApplied || state == StateUndone {
+			known = append(known, fileAfter{rec.ExistsAfter, rec.SHA256After})
+		}
+		uf, err := classify(root, rec, known, inPlace[rec.Path])
 		if err != nil {
 			return rep, err
 		}
 		if uf.Stale && stale == nil {
 			stale = &StaleError{Path: uf.Path, What: "sha256 since the apply", Expected: orAbsent(uf.SHA256After), Actual: orAbsent(uf.SHA256Current)}
 		}
-		if uf.Action != UndoNothing {
-			if err := verifyImages(backupDir, imagesOf(m, uf.Path)); err != nil {
+		if uf.Action == UndoRestore {
+			if err := checkRestorable(root, rec, imgs[rec.Path]); err != nil {
+				return rep, err
+			}
+		}
+		if uf.Action != UndoNothing && uf.Action != UndoTouch {
+			if err := verifyImages(backupDir, imgs[uf.Path]); err != nil {
 				return rep, err
 			}
 		}
@@ -133,8 +172,16 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 			continue
 		}
 		err := ctx.Err()
-		if err == nil {
-			err = restoreFile(w, root, backupDir, &m.Files[i], imagesOf(m, uf.Path))
+		switch {
+		case err != nil:
+		case uf.Action == UndoTouch:
+			err = w.step("chtimes " + uf.Path)
+			if err == nil {
+				mt := time.Unix(0, m.Files[i].MtimeNs)
+				err = os.Chtimes(filepath.Join(root, uf.Path), mt, mt)
+			}
+		default:
+			err = restoreFile(w, root, backupDir, &m.Files[i], imgs[uf.Path])
 		}
 		if err != nil {
 			return rep, fmt.Errorf("%w: undo stopped at %s: %w (files restored so far stay restored; run undo again)", ErrApplyFailed, uf.Path, err)
@@ -152,37 +199,139 @@ func Undo(ctx context.Context, backupDir string, o UndoOptions) (*UndoReport, er
 	if err := undoDirs(ctx, w, root, m, rep, UndoRemoveDir); err != nil {
 		return rep, err
 	}
-	m.State = StateUndone
-	if err := writeManifest(w, backupDir, m); err != nil {
-		return rep, fmt.Errorf("%w: every file was restored but the manifest was not updated: %w", ErrApplyFailed, err)
+	// The outcome goes to the journal (its space is reserved) and to
+	// manifest.json; either one is enough for the next undo.
+	var jerr error
+	if j, err := openJournal(backupDir); err == nil {
+		jerr = j.add(w, JournalEntry{Op: JournalState, State: StateUndone})
+		j.close()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		jerr = err
+	} else {
+		jerr = err // no journal: an older backup, manifest.json alone
 	}
+	m.State = StateUndone
+	if err := writeManifest(w, backupDir, m); err != nil && jerr != nil {
+		return rep, fmt.Errorf("%w: every file was restored but neither the manifest nor the journal was updated: %w", ErrApplyFailed, err)
+	}
+	rep.State = StateUndone
 	rep.Applied = true
 	return rep, nil
 }
 
-// classify compares one file with its before and after states. The after
-// state only counts once the apply finished (state applied).
-func classify(root string, m *Manifest, rec *FileRecord) (UndoFile, error) {
+// partialBackup: dir is what an Apply leaves when it is killed while it
+// writes the backup: the dir, maybe its pre/ and files/ dirs, pre-images
+// and a journal without a single commit, and no manifest.json. The data
+// dir is untouched: the manifest is made durable before the first change.
+// (An empty dir is one too: nothing can be restored from it.)
+func partialBackup(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		switch e.Name() {
+		case "pre", "files", JournalName, ManifestName + ".tmp":
+		default:
+			return false
+		}
+	}
+	js, err := ReadJournal(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range js {
+		if e.Op != JournalState {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRestorable refuses (ErrBadBackup) a file record whose pre-apply
+// bytes the backup and the current file cannot account for: a size out of
+// range, a whole-file image of another length, a range image outside the
+// file, or bytes between the current size and the recorded size that no
+// pre-image holds (a manifest claiming 1 TiB would have undo create and
+// hash a 1 TiB sparse file, then fail).
+func checkRestorable(root string, rec *FileRecord, imgs []PreImage) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadBackup, rec.Path, fmt.Sprintf(format, a...))
+	}
+	if rec.Size < 0 || rec.Size > 4*MaxNewSize {
+		return bad("recorded size %d out of range", rec.Size)
+	}
+	if len(imgs) == 1 && imgs[0].Whole {
+		if imgs[0].Length != rec.Size {
+			return bad("the whole-file pre-image holds %d bytes, the manifest says the file had %d", imgs[0].Length, rec.Size)
+		}
+		return nil
+	}
+	var rs []Range
+	for _, img := range imgs {
+		if img.Whole || img.Offset < 0 || img.Length < 0 || img.Offset+img.Length < img.Offset || img.Offset+img.Length > rec.Size {
+			return bad("pre-image %s (%d+%d) lies outside the recorded %d bytes", img.File, img.Offset, img.Length, rec.Size)
+		}
+		rs = append(rs, Range{img.Offset, img.Length})
+	}
+	cur := int64(0)
+	if fi, err := os.Lstat(filepath.Join(root, rec.Path)); err == nil {
+		cur = fi.Size()
+	}
+	if rec.Size <= cur {
+		return nil
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Offset < rs[j].Offset })
+	pos := cur
+	for _, r := range rs {
+		if r.End() <= pos {
+			continue
+		}
+		if r.Offset > pos {
+			break
+		}
+		pos = r.End()
+	}
+	if pos < rec.Size {
+		return bad("the manifest says the file had %d bytes; the current file holds %d and the pre-images reach only %d", rec.Size, cur, pos)
+	}
+	return nil
+}
+
+// classify compares one file with its before state and the after states
+// the apply left or announced (known); a file the rollback was rewriting
+// in place (inPlace) may hold anything in between.
+func classify(root string, rec *FileRecord, known []fileAfter, inPlace bool) (UndoFile, error) {
 	uf := UndoFile{Path: rec.Path, SHA256Before: rec.SHA256Before, SHA256After: rec.SHA256After}
 	if _, err := resolve(root, rec.Path); err != nil {
 		return uf, err
 	}
-	_, cur, err := hashWhole(filepath.Join(root, rec.Path))
+	abs := filepath.Join(root, rec.Path)
+	_, cur, err := hashWhole(abs)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return uf, err
 	}
+	mtimeBack := true
+	if fi, err := os.Lstat(abs); err == nil && rec.Existed {
+		mtimeBack = fi.ModTime().UnixNano() == rec.MtimeNs
+	}
 	uf.SHA256Current = cur
-	applied := m.State == StateApplied || m.State == StateUndone
+	ours := inPlace
+	for _, a := range known {
+		ours = ours || a.exists == exists && (!exists || a.sha == cur)
+	}
 	switch {
-	case exists == rec.Existed && cur == rec.SHA256Before:
+	case exists == rec.Existed && cur == rec.SHA256Before && mtimeBack:
 		uf.Action = UndoNothing
+	case exists == rec.Existed && cur == rec.SHA256Before:
+		uf.Action = UndoTouch
 	case !rec.Existed:
 		uf.Action = UndoRemove
-		uf.Stale = !applied || !rec.ExistsAfter || cur != rec.SHA256After
+		uf.Stale = !ours
 	default:
 		uf.Action = UndoRestore
-		uf.Stale = !applied || exists != rec.ExistsAfter || cur != rec.SHA256After
+		uf.Stale = !ours
 	}
 	return uf, nil
 }
@@ -192,10 +341,10 @@ func verifyImages(bdir string, imgs []PreImage) error {
 	for _, img := range imgs {
 		n, sum, err := hashWhole(filepath.Join(bdir, img.File))
 		if err != nil {
-			return fmt.Errorf("backup: pre-image of action %s: %w", img.Action, err)
+			return fmt.Errorf("%w: pre-image of action %s: %w", ErrBadBackup, img.Action, err)
 		}
 		if n != img.Length || sum != img.SHA256 {
-			return fmt.Errorf("backup: pre-image %s is damaged (%d bytes, sha256 %s; manifest says %d, %s)", img.File, n, sum, img.Length, img.SHA256)
+			return fmt.Errorf("%w: pre-image %s is damaged (%d bytes, sha256 %s; manifest says %d, %s)", ErrBadBackup, img.File, n, sum, img.Length, img.SHA256)
 		}
 	}
 	return nil
@@ -233,7 +382,7 @@ func restoreFile(w *fsw, root, bdir string, rec *FileRecord, imgs []PreImage) er
 	if err := buildRestore(w, f, target, bdir, rec, imgs); err != nil {
 		return err
 	}
-	if committed, err = commitStage(w, f, target, rec); err != nil {
+	if committed, err = commitStage(w, f, target, rec, nil); err != nil {
 		return err
 	}
 	if err := w.step("chtimes " + target); err != nil {

@@ -213,7 +213,11 @@ func TestTruncateApplyFaults(t *testing.T) {
 			before := testutil.TreeHash(t, dir)
 			q := *p // same bytes and mtimes in every copy: only the dir differs
 			q.DataDir = filepath.Join(dir, relRoot)
-			if _, _, err := apply(t, &q, repair.Faults{FailAtWrite: n}); !errors.Is(err, repair.ErrInjected) {
+			frep, _, err := apply(t, &q, repair.Faults{FailAtWrite: n})
+			if err == nil && len(frep.Warnings) > 0 {
+				return // only manifest.json's rewrite after the journal recorded the apply: it stands (pkg/repair)
+			}
+			if !errors.Is(err, repair.ErrInjected) {
 				t.Fatalf("step %d/%d: err %v, want the injected fault", n, rep.Steps, err)
 			}
 			testutil.SameTree(t, before, testutil.TreeHash(t, dir))

@@ -124,7 +124,10 @@ func TestTruncateApplyFaults(t *testing.T) {
 					before := testutil.TreeHash(t, store)
 					q := *p // same bytes and mtimes in every copy: only the dir differs
 					q.DataDir = store
-					_, _, err := trApply(t, &q, repair.Faults{FailAtWrite: n})
+					rep, _, err := trApply(t, &q, repair.Faults{FailAtWrite: n})
+					if err == nil && len(rep.Warnings) > 0 {
+						return // only manifest.json's rewrite after the journal recorded the apply: it stands (pkg/repair)
+					}
 					if !errors.Is(err, repair.ErrInjected) {
 						t.Fatalf("step %d/%d: err %v, want the injected fault", n, steps, err)
 					}
