@@ -12,7 +12,15 @@ import (
 // {int,5}, true, {binary,<<0,1,255>>}, ...
 func Erl(v amqp10.Value) string {
 	var sb strings.Builder
-	erl(&sb, v)
+	erl(&sb, v, false)
+	return sb.String()
+}
+
+// Erl310 is Erl for RabbitMQ 3.10's amqp10_binary_parser, which makes
+// {boolean,B} of a one-byte boolean (0x56) where 4.0's makes B.
+func Erl310(v amqp10.Value) string {
+	var sb strings.Builder
+	erl(&sb, v, true)
 	return sb.String()
 }
 
@@ -25,17 +33,29 @@ func ErlField(v amqp10.Value) string {
 	return Erl(v)
 }
 
+// ErlField310 is ErlField with Erl310.
+func ErlField310(v amqp10.Value) string {
+	if v.IsNull() {
+		return "undefined"
+	}
+	return Erl310(v)
+}
+
 var erlTags = map[amqp10.Type]string{
 	amqp10.Ubyte: "ubyte", amqp10.Ushort: "ushort", amqp10.Uint: "uint", amqp10.Ulong: "ulong",
 	amqp10.Byte: "byte", amqp10.Short: "short", amqp10.Int: "int", amqp10.Long: "long",
 	amqp10.Timestamp: "timestamp", amqp10.Char: "char",
 }
 
-func erl(sb *strings.Builder, v amqp10.Value) {
+func erl(sb *strings.Builder, v amqp10.Value, old bool) {
 	switch v.Type {
 	case amqp10.Null:
 		sb.WriteString("null")
 	case amqp10.Boolean:
+		if old && v.Code == 0x56 {
+			sb.WriteString("{boolean," + strconv.FormatBool(v.Bool()) + "}")
+			return
+		}
 		sb.WriteString(strconv.FormatBool(v.Bool()))
 	case amqp10.Ubyte, amqp10.Ushort, amqp10.Uint, amqp10.Ulong, amqp10.Char:
 		sb.WriteString("{" + erlTags[v.Type] + "," + strconv.FormatUint(v.Num, 10) + "}")
@@ -61,7 +81,7 @@ func erl(sb *strings.Builder, v amqp10.Value) {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			erl(sb, it)
+			erl(sb, it, old)
 		}
 		sb.WriteString("]}")
 	case amqp10.Map:
@@ -71,17 +91,17 @@ func erl(sb *strings.Builder, v amqp10.Value) {
 				sb.WriteByte(',')
 			}
 			sb.WriteByte('{')
-			erl(sb, v.Items[i])
+			erl(sb, v.Items[i], old)
 			sb.WriteByte(',')
-			erl(sb, v.Items[i+1])
+			erl(sb, v.Items[i+1], old)
 			sb.WriteByte('}')
 		}
 		sb.WriteString("]}")
 	case amqp10.Described:
 		sb.WriteString("{described,")
-		erl(sb, v.Descriptor())
+		erl(sb, v.Descriptor(), old)
 		sb.WriteByte(',')
-		erl(sb, v.Inner())
+		erl(sb, v.Inner(), old)
 		sb.WriteByte('}')
 	default:
 		sb.WriteString(v.String())

@@ -32,6 +32,19 @@ type Dataset struct {
 // Datasets40 are the RabbitMQ 4.0.5 (osiris 1.8.5) datasets with streams.
 var Datasets40 = []Dataset{ds40("S1"), ds40("S2"), ds40("S3"), ds40("Q3")}
 
+// Datasets310 are the RabbitMQ 3.10.8 (osiris 1.3.1) datasets
+// (testdata/rabbitmq-3.10-stream).
+var Datasets310 = []Dataset{ds310("T1")}
+
+// All are every dataset with streams.
+var All = append(append([]Dataset(nil), Datasets40...), Datasets310...)
+
+func ds310(name string) Dataset {
+	base := testutil.Testdata("rabbitmq-3.10-stream")
+	return Dataset{Name: name, Version: "3.10.8", Tarball: filepath.Join(base, "datasets", name+".tar.gz"),
+		Results: filepath.Join(base, "results", name), Node: "rmq310@localhost"}
+}
+
 func ds40(name string) Dataset {
 	base := testutil.Testdata("rabbitmq-4.0-qq-stream")
 	return Dataset{Name: name, Version: "4.0.5", Tarball: filepath.Join(base, "datasets", name+".tar.gz"),
@@ -211,7 +224,8 @@ func Oracle(t testing.TB, d Dataset, streamDir, file string) []map[string]any {
 }
 
 // Delivery is one line of a restart dump: what the restarted broker
-// delivered to an AMQP 0-9-1 consumer.
+// delivered to an AMQP 0-9-1 consumer. The 3.10.8 dumps also record the
+// properties the 4.0.5 ones do not (pointers: nil when not recorded).
 type Delivery struct {
 	N             int            `json:"n"`
 	MessageID     string         `json:"message_id"`
@@ -223,6 +237,19 @@ type Delivery struct {
 	ContentType   string         `json:"content_type"`
 	DeliveryMode  int            `json:"delivery_mode"`
 	Offset        int64          `json:"x_stream_offset"`
+
+	ContentEncoding *string `json:"content_encoding"`
+	Priority        *int    `json:"priority"`
+	Expiration      *string `json:"expiration"`
+	ReplyTo         *string `json:"reply_to"`
+	Type            *string `json:"type"`
+	AppID           *string `json:"app_id"`
+}
+
+// Oracle310 reads the 3.10.8 dump oracle of one stream dir (one file per
+// dir: osiris 1.3.1's data reader walks every segment).
+func Oracle310(t testing.TB, d Dataset, streamDir string) []map[string]any {
+	return JSONL[map[string]any](t, filepath.Join(d.Results, "oracle", "stream", streamDir+".jsonl"))
 }
 
 // Deliveries reads restart/dump-<queue>.jsonl(.gz).

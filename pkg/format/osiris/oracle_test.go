@@ -208,6 +208,12 @@ func compareSegment(t *testing.T, d *diffs, where, path string, lines []map[stri
 // compareMessage checks one user record's AMQP 1.0 decoding against the
 // oracle's amqp10_framing:decode_bin/1 of it.
 func compareMessage(d *diffs, w string, l map[string]any, body []byte, off int64) {
+	compareMessageWith(d, w, l, body, off, streamtest.Erl, streamtest.ErlField)
+}
+
+// compareMessageWith is compareMessage with the term renderers of a
+// RabbitMQ version's parser.
+func compareMessageWith(d *diffs, w string, l map[string]any, body []byte, off int64, erl, erlField func(amqp10.Value) string) {
 	m, err := amqp10.DecodeMessage(body, off)
 	if err != nil {
 		d.eq(w, "decode", "ok", err)
@@ -231,23 +237,23 @@ func compareMessage(d *diffs, w string, l map[string]any, body []byte, off int64
 	sum := sha256.Sum256(body0)
 	d.eq(w, "body_size", l["body_size"], len(body0))
 	d.eq(w, "body_sha256", l["body_sha256"], hex.EncodeToString(sum[:]))
-	d.eq(w, "app_props", erlMap(l["app_props"]), erlMap(mapOf(m.ApplicationProperties())))
-	d.eq(w, "msg_annotations", erlMap(l["msg_annotations"]), erlMap(mapOf(m.MessageAnnotations())))
+	d.eq(w, "app_props", erlMap(l["app_props"]), erlMap(mapOf(m.ApplicationProperties(), erl)))
+	d.eq(w, "msg_annotations", erlMap(l["msg_annotations"]), erlMap(mapOf(m.MessageAnnotations(), erl)))
 	var pf []string
 	if m.Section(amqp10.SectionProperties) == nil {
 		d.eq(w, "properties", l["properties"], "undefined")
 		return
 	}
 	for _, v := range p.Fields() {
-		pf = append(pf, streamtest.ErlField(v))
+		pf = append(pf, erlField(v))
 	}
 	d.eq(w, "properties", l["properties"], "{'v1_0.properties',"+strings.Join(pf, ",")+"}")
 }
 
-func mapOf(v amqp10.Value) map[string]any {
+func mapOf(v amqp10.Value, erl func(amqp10.Value) string) map[string]any {
 	out := map[string]any{}
 	for _, kv := range v.Pairs() {
-		out[streamtest.Erl(kv[0])] = streamtest.Erl(kv[1])
+		out[erl(kv[0])] = erl(kv[1])
 	}
 	return out
 }

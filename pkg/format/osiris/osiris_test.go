@@ -14,9 +14,10 @@ import (
 	"github.com/storectl/storectl/pkg/format/osiris"
 )
 
-// realFiles returns every segment and index file of the 4.0.5 datasets.
+// realFiles returns every segment and index file of the 4.0.5 and
+// 3.10.8 datasets.
 func realFiles(t testing.TB) (segments, indexes []string) {
-	for _, ds := range streamtest.Datasets40 {
+	for _, ds := range streamtest.All {
 		for _, d := range streamtest.StreamDirs(t, ds) {
 			s, _ := filepath.Glob(filepath.Join(d, "*.segment"))
 			x, _ := filepath.Glob(filepath.Join(d, "*.index"))

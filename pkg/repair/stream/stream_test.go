@@ -52,13 +52,13 @@ func applyUndo(t *testing.T, node string, p *repair.Plan, check func()) {
 }
 
 // TestRebuildIndexByteIdentical: every index of every stream of S1, S2,
-// S3 and Q3 removed, rebuilt from the segments: byte for byte the
-// broker's files. The dry run changes nothing, undo puts the damaged
+// S3, Q3 (4.0.5) and T1 (3.10.8) removed, rebuilt from the segments: byte
+// for byte the broker's files. The dry run changes nothing, undo puts the damaged
 // state back byte for byte. Before the rebuild the broker's 4.0.5 start
 // would have deleted every segment (no index: all are orphans).
 func TestRebuildIndexByteIdentical(t *testing.T) {
 	total := 0
-	for _, ds := range streamtest.Datasets40 {
+	for _, ds := range streamtest.All {
 		node := streamtest.Copy(t, ds)
 		orig := map[string][]byte{}
 		idxs, _ := filepath.Glob(filepath.Join(node, "stream", "*", "*.index"))

@@ -33,7 +33,9 @@ func scanNode(t *testing.T, node, version string, records func(any) error) *stre
 	return res
 }
 
-// listQueues reads the restarted broker's list_queues.tsv: name -> messages.
+// listQueues reads the restarted broker's list_queues.tsv: vhost/name ->
+// messages (rabbitmqctl prints "Listing queues for vhost V ..." before
+// each vhost's lines).
 func listQueues(t *testing.T, ds streamtest.Dataset) map[string]int {
 	f, err := os.Open(filepath.Join(ds.Results, "restart", "list_queues.tsv"))
 	if err != nil {
@@ -41,24 +43,31 @@ func listQueues(t *testing.T, ds streamtest.Dataset) map[string]int {
 	}
 	defer f.Close()
 	out := map[string]int{}
+	vhost := "/"
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		l := sc.Text()
+		if v, ok := strings.CutPrefix(l, "Listing queues for vhost "); ok {
+			vhost = strings.TrimSuffix(v, " ...")
+			continue
+		}
 		var name, typ string
 		var n int
-		if _, err := fmt.Sscan(sc.Text(), &name, &typ, &n); err == nil && typ == "stream" {
-			out[name] = n
+		if _, err := fmt.Sscan(l, &name, &typ, &n); err == nil && typ == "stream" {
+			out[vhost+"/"+name] = n
 		}
 	}
 	return out
 }
 
-// TestRealStreamsClean: the undamaged 4.0.5 streams have no finding, the
-// queue line's counts are the broker's (list_queues counts offsets,
-// tracking chunks included; the restarted consumer got every message),
-// and the next start changes nothing.
+// TestRealStreamsClean: the undamaged 4.0.5 and 3.10.8 streams have no
+// finding, the queue line's vhost and name are the broker's, its counts
+// are the broker's (list_queues counts offsets, tracking chunks
+// included; the restarted consumer got every message), and the next
+// start changes nothing.
 func TestRealStreamsClean(t *testing.T) {
-	for _, ds := range streamtest.Datasets40 {
-		res := scanNode(t, streamtest.NodeDir(t, ds), "4.0.5", nil)
+	for _, ds := range streamtest.All {
+		res := scanNode(t, streamtest.NodeDir(t, ds), ds.Version, nil)
 		for _, f := range res.Findings {
 			t.Errorf("%s: %s %s@%d: %s", ds.Name, f.Code, f.Path, f.Offset, f.Message)
 		}
@@ -68,9 +77,9 @@ func TestRealStreamsClean(t *testing.T) {
 		}
 		for _, st := range res.Streams {
 			q := st.Queue
-			n, ok := lq[q.Queue]
-			if !ok || q.VHost != "/" {
-				t.Fatalf("%s: stream %s (vhost %s) unknown to the broker", ds.Name, q.Queue, q.VHost)
+			n, ok := lq[q.VHost+"/"+q.Queue]
+			if !ok || q.VHostFrom != "vhost-dirs" || q.NameAmbiguous {
+				t.Fatalf("%s: stream %s in vhost %s (%s, ambiguous %v) unknown to the broker %v", ds.Name, q.Queue, q.VHost, q.VHostFrom, q.NameAmbiguous, lq)
 			}
 			if got := int(*q.LastOffset-*q.FirstOffset) + 1; got != n {
 				t.Errorf("%s %s: %d offsets, list_queues %d", ds.Name, q.Queue, got, n)
@@ -99,6 +108,9 @@ func headers091(t rfmt.Table) map[string]any {
 }
 
 func value091(v rfmt.FieldValue) any {
+	if v.Type == 'T' {
+		return map[string]any{"timestamp": v.V}
+	}
 	switch x := v.V.(type) {
 	case []byte:
 		if v.Type == 'x' {
@@ -130,14 +142,16 @@ func jsonEq(a, b any) bool {
 }
 
 // TestRecordsMatchRestart: per message, scan --records equals what the
-// restarted 4.0.5 broker delivered to an AMQP 0-9-1 consumer reading from
-// "first" (offset, message id, size, sha256; and, converted the broker's
-// way, headers, timestamp, correlation id, content type, delivery mode).
-// Tracking chunks take offsets but are no message: no record, no delivery.
+// restarted broker (4.0.5 and 3.10.8) delivered to an AMQP 0-9-1 consumer
+// reading from "first" (offset, message id, size, sha256; and, converted
+// the way that version converts, headers, timestamp, correlation id,
+// content type, delivery mode, and on 3.10.8 also content encoding,
+// priority, expiration, reply-to, type, app id). Tracking chunks take
+// offsets but are no message: no record, no delivery.
 func TestRecordsMatchRestart(t *testing.T) {
-	rules, _ := stream.RulesFor("4.0.5")
 	var total, fields int
-	for _, ds := range streamtest.Datasets40 {
+	for _, ds := range streamtest.All {
+		rules, _ := stream.RulesFor(ds.Version)
 		node := streamtest.NodeDir(t, ds)
 		var recs []stream.Record
 		type conv struct {
@@ -145,25 +159,31 @@ func TestRecordsMatchRestart(t *testing.T) {
 			ts                  uint64
 			corrID, contentType string
 			deliveryMode        uint8
+			p                   map[string]string
 		}
 		var convs []conv
-		res, err := stream.ScanStreams(context.Background(), stream.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")}},
-			scan.Options{Records: func(r any) error { recs = append(recs, r.(stream.Record)); return nil }})
+		cfg := stream.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")}, BrokerVersion: ds.Version}
+		res, err := stream.ScanStreams(context.Background(), cfg, scan.Options{Records: func(r any) error { recs = append(recs, r.(stream.Record)); return nil }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// the 0-9-1 view, from the same pipeline's messages
-		_, err = stream.ScanStreams(context.Background(), stream.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")},
-			OnMessage: func(m *stream.Message) error {
-				d := stream.DecodeMessage(m)
-				if d.Err != nil {
-					return d.Err
-				}
-				p := stream.To091(d, rules).Properties // aliases m.Body: copy what is compared
-				convs = append(convs, conv{headers091(p.Headers), *p.Timestamp, deref(p.CorrelationID), deref(p.ContentType), *p.DeliveryMode})
-				return nil
-			}}, scan.Options{})
-		if err != nil {
+		cfg.OnMessage = func(m *stream.Message) error {
+			d := stream.DecodeMessage(m)
+			if d.Err != nil {
+				return d.Err
+			}
+			p := stream.To091(d, rules).Properties // aliases m.Body: copy what is compared
+			c := conv{headers091(p.Headers), *p.Timestamp, deref(p.CorrelationID), deref(p.ContentType), *p.DeliveryMode,
+				map[string]string{"content_encoding": deref(p.ContentEncoding), "expiration": deref(p.Expiration), "reply_to": deref(p.ReplyTo),
+					"type": deref(p.Type), "app_id": deref(p.AppID), "priority": "0"}}
+			if p.Priority != nil {
+				c.p["priority"] = fmt.Sprint(*p.Priority)
+			}
+			convs = append(convs, c)
+			return nil
+		}
+		if _, err := stream.ScanStreams(context.Background(), cfg, scan.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		byQueue := map[string][]int{}
@@ -202,11 +222,20 @@ func TestRecordsMatchRestart(t *testing.T) {
 				check("correlation_id", d.CorrelationID, c.corrID)
 				check("content_type", d.ContentType, c.contentType)
 				check("delivery_mode", d.DeliveryMode, c.deliveryMode)
+				for k, v := range map[string]*string{"content_encoding": d.ContentEncoding, "expiration": d.Expiration,
+					"reply_to": d.ReplyTo, "type": d.Type, "app_id": d.AppID} {
+					if v != nil {
+						check(k, *v, c.p[k])
+					}
+				}
+				if d.Priority != nil {
+					check("priority", *d.Priority, c.p["priority"])
+				}
 				total++
 			}
 		}
 	}
-	t.Logf("%d deliveries, %d fields compared with the restarted broker's", total, fields)
+	t.Logf("%d deliveries, %d fields compared with the restarted brokers'", total, fields)
 }
 
 func deref(s *string) string {
@@ -223,7 +252,8 @@ func TestParseName(t *testing.T) {
 	}{
 		{"__s1a_1796159969530842441", "/", "s1a", false},
 		{"__orders_eu_1796159969530842441", "/", "orders_eu", true},
-		{"prod_orders_1796159969530842441", "prod", "orders", true},
+		{"prod_orders_1796159969530842441", "prod", "orders", false},
+		{"prod_eu_orders_1796159969530842441", "prod", "eu_orders", true},
 		{"x_1796159969530842441", "", "x", true},
 		{"__s1a", "/", "s1a", true},
 	} {
@@ -237,5 +267,16 @@ func TestParseName(t *testing.T) {
 	}
 	if n := stream.ParseName("__s1a_1796159969530842441"); n.Created != "2026-12-01T21:19:29.530842441Z" {
 		t.Errorf("created %q", n.Created)
+	}
+	// the node's vhosts settle the split (T1: vhost prod_eu, stream orders_v2)
+	n := stream.ParseNameWith("prod_eu_orders_v2_1796172841819575519", []string{"/", "prod_eu"})
+	if n.VHost != "prod_eu" || n.Queue != "orders_v2" || n.VHostFrom != "vhost-dirs" || n.Ambiguous || !n.Lossy {
+		t.Errorf("with vhosts: %+v", n)
+	}
+	if n := stream.ParseNameWith("__a_b_1796172841819575519", []string{"/", "a"}); n.VHost != "/" || n.Queue != "a_b" || n.Ambiguous {
+		t.Errorf("vhost / with vhost a known: %+v", n)
+	}
+	if n := stream.ParseNameWith("a_b_c_1796172841819575519", []string{"a", "a_b"}); !n.Ambiguous || len(n.Candidates) != 2 {
+		t.Errorf("two known vhosts fit: %+v", n)
 	}
 }

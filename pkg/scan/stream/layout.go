@@ -102,18 +102,23 @@ func HasStreamFiles(dir string) bool {
 // Name is what a stream dir's name says about the stream. RabbitMQ names
 // the dir osiris_util:to_base64uri(VHost ++ "_" ++ Queue ++ "_" ++
 // erlang:system_time()) (rabbit_stream_queue:stream_name/1): every
-// character outside [A-Za-z0-9_-] became "_", so the split into vhost and
-// queue is a guess whenever more than one "_" could be the separator, and
-// every "_" may stand for another character.
+// character outside [A-Za-z0-9_-] became "_". The split into vhost and
+// queue is certain only when exactly one known vhost (the node's
+// msg_stores/vhosts/*/.vhost files) names the prefix; otherwise it is a
+// guess. Either way a "_" may stand for another character (Lossy).
 type Name struct {
-	VHost string `json:"vhost"` // best guess ("/" for a leading "_")
-	Queue string `json:"queue"` // best guess
+	VHost string `json:"vhost"` // the known vhost, or the best guess
+	Queue string `json:"queue"`
+	// VHostFrom says where VHost comes from: "vhost-dirs" (a vhost of the
+	// node with that name) or "guess".
+	VHostFrom string `json:"vhost_from"`
 	// Created is the stream's creation time from the dir name (native
 	// units, nanoseconds on Linux), RFC 3339; "" when the name has none.
 	Created string `json:"created,omitempty"`
-	// Ambiguous: another split is possible, or a "_" may have been
-	// another character.
-	Ambiguous  bool        `json:"name_ambiguous"`
+	// Ambiguous: another split into vhost and queue is possible.
+	Ambiguous bool `json:"name_ambiguous"`
+	// Lossy: the name has a "_" that may stand for another character.
+	Lossy      bool        `json:"name_lossy"`
 	Candidates []Candidate `json:"name_candidates,omitempty"`
 }
 
@@ -125,10 +130,28 @@ type Candidate struct {
 
 var tsSuffix = regexp.MustCompile(`_([0-9]{10,20})$`)
 
-// ParseName splits a stream dir name.
-func ParseName(dir string) Name {
+// Sanitize is osiris_util:to_base64uri/1: every character that is not
+// [A-Za-z0-9_-] becomes "_".
+func Sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// ParseName splits a stream dir name without knowing the node's vhosts.
+func ParseName(dir string) Name { return ParseNameWith(dir, nil) }
+
+// ParseNameWith splits a stream dir name, preferring the splits whose
+// vhost part is one of vhosts (sanitised as RabbitMQ does).
+func ParseNameWith(dir string, vhosts []string) Name {
 	base := dir
-	var n Name
+	n := Name{VHostFrom: "guess"}
 	if m := tsSuffix.FindStringSubmatchIndex(base); m != nil {
 		if ns, err := strconv.ParseInt(base[m[2]:m[3]], 10, 64); err == nil {
 			n.Created = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
@@ -137,6 +160,7 @@ func ParseName(dir string) Name {
 	} else {
 		n.Ambiguous = true
 	}
+	var all []Candidate
 	for i := 0; i < len(base); i++ {
 		if base[i] != '_' {
 			continue
@@ -148,25 +172,51 @@ func ParseName(dir string) Name {
 		if v == "_" {
 			v = "/"
 		}
-		n.Candidates = append(n.Candidates, Candidate{VHost: v, Queue: q})
+		all = append(all, Candidate{VHost: v, Queue: q})
+	}
+	// The splits whose prefix is a known vhost, sanitised.
+	var known []Candidate
+	for _, c := range all {
+		for _, vh := range vhosts {
+			if Sanitize(vh) == c.VHost || vh == "/" && c.VHost == "/" {
+				known = append(known, Candidate{VHost: vh, Queue: c.Queue})
+			}
+		}
 	}
 	switch {
-	case len(n.Candidates) == 0:
+	case len(known) == 1:
+		n.VHost, n.Queue, n.VHostFrom = known[0].VHost, known[0].Queue, "vhost-dirs"
+	case len(known) > 1:
+		n.VHost, n.Queue, n.Ambiguous = known[0].VHost, known[0].Queue, true
+		all = known
+	case len(all) == 0:
 		n.Queue, n.Ambiguous = base, true
 	case strings.HasPrefix(base, "__"):
 		// vhost "/" (the default) is by far the most common
 		n.VHost, n.Queue = "/", base[2:]
 	default:
-		n.VHost, n.Queue = n.Candidates[0].VHost, n.Candidates[0].Queue
+		n.VHost, n.Queue = all[0].VHost, all[0].Queue
 	}
-	if len(n.Candidates) > 1 {
+	if len(known) != 1 && len(all) > 1 {
 		n.Ambiguous = true
 	}
-	if strings.Contains(strings.TrimPrefix(base, "__"), "_") {
-		n.Ambiguous = true // a "_" may be a sanitised character
-	}
-	if !n.Ambiguous {
-		n.Candidates = nil
+	n.Lossy = strings.Contains(n.Queue, "_") || n.VHostFrom == "guess" && n.VHost != "/" && strings.Contains(n.VHost, "_")
+	if n.Ambiguous {
+		n.Candidates = all
 	}
 	return n
+}
+
+// VHostNames reads the vhost names of a node dir: the .vhost file of each
+// msg_stores/vhosts/<hash>/ (RabbitMQ 3.7+).
+func VHostNames(node string) []string {
+	m, _ := filepath.Glob(filepath.Join(node, "msg_stores", "vhosts", "*", ".vhost"))
+	var out []string
+	for _, p := range m {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 && len(b) < 1024 {
+			out = append(out, strings.TrimRight(string(b), "\n"))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

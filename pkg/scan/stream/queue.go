@@ -24,7 +24,9 @@ type Queue struct {
 	// (or fails), the messages it drops.
 	AtRisk map[string]int `json:"at_risk"`
 
+	VHostFrom      string      `json:"vhost_from"`
 	NameAmbiguous  bool        `json:"name_ambiguous"`
+	NameLossy      bool        `json:"name_lossy"`
 	NameCandidates []Candidate `json:"name_candidates,omitempty"`
 	Created        string      `json:"created,omitempty"`
 
@@ -49,7 +51,8 @@ type Queue struct {
 
 func (st *StreamScan) queue() Queue {
 	q := Queue{QueueType: QueueType, VHost: st.Info.Name.VHost, Queue: st.Info.Name.Queue, Dir: st.Info.Dir,
-		NameAmbiguous: st.Info.Name.Ambiguous, NameCandidates: st.Info.Name.Candidates, Created: st.Info.Name.Created,
+		VHostFrom: st.Info.Name.VHostFrom, NameAmbiguous: st.Info.Name.Ambiguous, NameLossy: st.Info.Name.Lossy,
+		NameCandidates: st.Info.Name.Candidates, Created: st.Info.Name.Created,
 		NextStart: st.Recovery, AtRisk: map[string]int{}, Unattachable: st.unattachable()}
 	if q.Unattachable == nil {
 		q.Unattachable = []Range{}

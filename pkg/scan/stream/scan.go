@@ -32,6 +32,9 @@ type Config struct {
 	// BrokerVersion selects the recovery and read rules (RulesFor; ""
 	// is DefaultVersion).
 	BrokerVersion string
+	// VHosts are the node's vhost names, to split stream dir names into
+	// vhost and queue (nil: read from Root's msg_stores/vhosts/*/.vhost).
+	VHosts []string
 	// OnMessage, when set, receives every message of every user chunk in
 	// file order (salvage). Message's slices are valid only during the call.
 	OnMessage func(*Message) error
@@ -78,7 +81,10 @@ func ScanStreams(ctx context.Context, cfg Config, opts scan.Options) (*Result, e
 		}
 	}
 	sort.Strings(dirs)
-	sc := &scanCtx{root: cfg.Root, rules: rules, decode: opts.Records != nil || cfg.OnMessage != nil, progress: opts.Progress}
+	sc := &scanCtx{root: cfg.Root, rules: rules, decode: opts.Records != nil || cfg.OnMessage != nil, progress: opts.Progress, vhosts: cfg.VHosts}
+	if sc.vhosts == nil {
+		sc.vhosts = VHostNames(cfg.Root)
+	}
 	sc.onMsg = func(m *Message) error {
 		if opts.Records != nil {
 			if err := opts.Records(NewRecord(m)); err != nil {
@@ -131,7 +137,7 @@ func (r *Result) absorb(st *StreamScan) {
 func scanFile(sc *scanCtx, path string) *StreamScan {
 	dir, base := filepath.Split(path)
 	st := &StreamScan{abs: filepath.Clean(dir), rules: sc.rules}
-	st.Info = StreamInfo{Dir: scan.Rel(sc.root, filepath.Clean(dir)), Name: ParseName(filepath.Base(filepath.Clean(dir)))}
+	st.Info = StreamInfo{Dir: scan.Rel(sc.root, filepath.Clean(dir)), Name: ParseNameWith(filepath.Base(filepath.Clean(dir)), sc.vhosts)}
 	c := *sc
 	c.stream = &st.Info
 	m := fileName.FindStringSubmatch(base)

@@ -169,6 +169,7 @@ type scanCtx struct {
 	decode   bool // decode every message fully (records, salvage)
 	onMsg    func(*Message) error
 	progress func(int64)
+	vhosts   []string
 }
 
 // scanSegment scans one pair: every chunk of the segment, compared with

@@ -84,7 +84,7 @@ func (sc *scanCtx) message(s *segScan, m *Message) error {
 // them and the prediction of the next start.
 func scanStream(sc *scanCtx, dir string, jobs int) *StreamScan {
 	st := &StreamScan{abs: dir, rules: sc.rules}
-	st.Info = StreamInfo{Dir: scan.Rel(sc.root, dir), Name: ParseName(filepath.Base(dir))}
+	st.Info = StreamInfo{Dir: scan.Rel(sc.root, dir), Name: ParseNameWith(filepath.Base(dir), sc.vhosts)}
 	c := *sc
 	c.stream = &st.Info
 	df := listStreamDir(dir)
