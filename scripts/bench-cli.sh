@@ -1,47 +1,180 @@
 #!/usr/bin/env bash
 # bench-cli.sh: whole-process benchmark of storectl against cat on the same
-# generated stores (make bench-cli). For each kind (BENCH_KINDS, default
-# "rocketmq rabbitmq rabbitmq-clean": the last is the RabbitMQ store with
-# the files a clean stop leaves, genstore -clean) and size (BENCH_SIZES,
-# default "1GiB 4GiB") it generates a store with
-# internal/cmd/genstore, warms the page cache, and times (wall seconds
-# from the clock, peak RSS and CPU time from /usr/bin/time):
-#   cat of the store files to /dev/null      (the reference)
-#   storectl scan (default --jobs = CPUs)     target >= 0.5 x cat
-#   storectl scan --jobs 1                    target >= 0.3 x cat
-#   storectl verify                           target >= 0.25 x cat
-#   storectl rebuild-index (dry run, RocketMQ) target >= 1000 MB/s
-# The RocketMQ 5.x kinds rocketmq-timer (timer messages, their timerlog,
-# wheel and checkpoint: cat reads commitlog + timerlog) and
-# rocketmq-dledger (a DLedger log: cat reads its data files) hold scan to
-# >= 0.8 x cat, the others as above.
-# and, once, rebuild-index on a 64 MiB RocketMQ store: its fixed cost
-# (building the files the format preallocates), so the scaling table can
-# also show rebuild-index's time less that cost.
-# Peak RSS of scan and verify must stay under 100 MiB and grow by at most
-# 20% from 1 GiB to 4 GiB; time must grow 4x (within 25%).
-# Every figure is the best (lowest) wall time of BENCH_REPS runs (default 9:
-# with 5, three runs in five had one scaling ratio at 2.94-2.99, a 1 GiB
-# command of 0.2-0.3 s whose best of 5 still caught a slow spell of the
-# shared 2-CPU host),
-# taken in rounds that interleave the sizes (see the loop below); the page
-# cache is warmed again before each run (kernels with proactive
-# reclaim, e.g. DAMON, drop idle file pages within seconds). The CPU column
-# (user+sys of that run) shows where the machine, not the code, was the
-# limit (other load on the host inflates wall times but not CPU time).
-# It prints a table with MB/s (1 MB = 10^6 bytes), the ratio to cat, peak
-# RSS and PASS/FAIL per target. It exits non-zero only on a harness error
-# (build or generation failed, storectl exit code >= 2), never on a missed
-# target. Stores go to $BENCH_DIR (default: a temp dir) and are removed.
+# generated stores (make bench-cli), with a PASS or FAIL for every target.
+#
+# A row is one generated store (STORES below: a name, the genstore kind,
+# size and flags, and whether it also gets cold-cache runs) times one
+# command: cat of the store files to /dev/null (the reference), storectl
+# scan, scan --jobs 1, verify and, for RocketMQ, rebuild-index (dry run),
+# each as a whole process: wall time from the clock, CPU seconds and peak
+# RSS from /usr/bin/time. Warm rows read the files' data once first
+# (internal/cmd/pagecache -warm: holes are skipped); cold rows
+# evict the store's files from the page cache before every run
+# (internal/cmd/pagecache -evict, posix_fadvise DONTNEED; with BENCH_DROP_CACHES=1
+# and the right to, echo 3 > /proc/sys/vm/drop_caches instead, which drops
+# every tenant's cache too).
+#
+# Every figure is the best (lowest) wall time of BENCH_REPS runs (default
+# 5), taken in rounds that time every command on every store of a group,
+# so a slow spell of a shared host falls on both sides of a scaling ratio;
+# the CPU column (user+sys of that run) shows where the host, not the
+# code, was the limit. TARGETS below says what each row must reach; the
+# SCALING table compares two stores of a group (4 GiB against 1 GiB: time
+# 4x within 25% and scan/verify RSS within 1.2x; 40,000 queues against
+# 4,000: time at most 10x, within 25%).
+#
+# Environment: BENCH_STORES (names of STORES to run, default all; the
+# groups they belong to are run whole), BENCH_REPS, BENCH_DIR (where the
+# stores go, default a temp dir; removed after), BENCH_DROP_CACHES,
+# BENCH_RESULTS=FILE (keep the raw results) and BENCH_REPORT=FILE (print
+# the report of kept results, run nothing).
+# It exits non-zero only on a harness error (a build or generation
+# failed, a storectl exit code >= 2), never on a missed target.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-SIZES=${BENCH_SIZES:-"1GiB 4GiB"}
-KINDS=${BENCH_KINDS:-"rocketmq rabbitmq rabbitmq-clean rocketmq-timer rocketmq-dledger"}
-REPS=${BENCH_REPS:-9}
+REPS=${BENCH_REPS:-5}
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench-cli: $TIME (GNU time) is required" >&2; exit 2; }
+
+# STORES: name | group | kind | size | genstore flags (comma-separated) | cold rows (1/0)
+# A group is timed in shared rounds and holds the pairs of SCALING.
+STORES=(
+	"rocketmq-1GiB|rocketmq|rocketmq|1GiB||1"
+	"rocketmq-4GiB|rocketmq|rocketmq|4GiB||0"
+	"rocketmq-small-1GiB|rocketmq-small|rocketmq|1GiB|-body-size,100-200|1"
+	"rocketmq-small-4GiB|rocketmq-small|rocketmq|4GiB|-body-size,100-200|0"
+	"rocketmq-q4k|rocketmq-queues|rocketmq|256MiB|-topics,100,-queues-per-topic,40|0"
+	"rocketmq-q40k|rocketmq-queues|rocketmq|256MiB|-topics,1000,-queues-per-topic,40|0"
+	"rabbitmq-1GiB|rabbitmq|rabbitmq|1GiB||1"
+	"rabbitmq-4GiB|rabbitmq|rabbitmq|4GiB||0"
+	"rabbitmq-clean-1GiB|rabbitmq-clean|rabbitmq|1GiB|-clean|0"
+	"rabbitmq-clean-4GiB|rabbitmq-clean|rabbitmq|4GiB|-clean|0"
+	"rocketmq-timer-1GiB|rocketmq-timer|rocketmq-timer|1GiB||0"
+	"rocketmq-timer-4GiB|rocketmq-timer|rocketmq-timer|4GiB||0"
+	"rocketmq-dledger-1GiB|rocketmq-dledger|rocketmq-dledger|1GiB||0"
+	"rocketmq-dledger-4GiB|rocketmq-dledger|rocketmq-dledger|4GiB||0"
+)
+
+# TARGETS: store name pattern (a shell glob) | command | metric | bound.
+# Metrics: xcat (the ratio cat-time / command-time, at least the bound),
+# rss (peak RSS in MiB, below the bound), mbs (MB/s of store bytes, at
+# least). Cold rows are the command name with "-cold".
+TARGETS=(
+	"rocketmq-[14]GiB|scan|xcat|0.8"
+	"rocketmq-timer-*|scan|xcat|0.8"
+	"rocketmq-dledger-*|scan|xcat|0.8"
+	"rocketmq-[14]GiB|verify|xcat|0.5"
+	"rocketmq-small-*|scan|xcat|0.5"
+	"rocketmq-small-*|verify|xcat|0.3"
+	"rocketmq-*|scan-cold|xcat|0.9"
+	"rocketmq-*|verify-cold|xcat|0.9"
+	"rocketmq-*|scan|rss|100"
+	"rocketmq-*|scan-j1|rss|100"
+	"rocketmq-*|verify|rss|100"
+	"rocketmq-*|rebuild-index|rss|256"
+	"rabbitmq-*|scan|xcat|0.8"
+	"rabbitmq-*|verify|xcat|0.5"
+	"rabbitmq-*|scan-cold|xcat|0.9"
+	"rabbitmq-*|verify-cold|xcat|0.9"
+	"rabbitmq-*|scan|rss|100"
+	"rabbitmq-*|scan-j1|rss|100"
+	"rabbitmq-*|verify|rss|100"
+)
+
+# SCALING: small store | large store | size ratio the time may grow by
+# (within 25%) | commands whose peak RSS may grow by at most 1.2x.
+SCALING=(
+	"rocketmq-1GiB|rocketmq-4GiB|4|scan scan-j1 verify"
+	"rocketmq-small-1GiB|rocketmq-small-4GiB|4|scan scan-j1 verify"
+	"rocketmq-q4k|rocketmq-q40k|10|"
+	"rabbitmq-1GiB|rabbitmq-4GiB|4|scan scan-j1 verify"
+	"rabbitmq-clean-1GiB|rabbitmq-clean-4GiB|4|scan scan-j1 verify"
+	"rocketmq-timer-1GiB|rocketmq-timer-4GiB|4|scan scan-j1 verify"
+	"rocketmq-dledger-1GiB|rocketmq-dledger-4GiB|4|scan scan-j1 verify"
+)
+
+# report prints the table of $RESULTS (store, command, bytes, seconds,
+# peak RSS KiB, CPU seconds per line) with every target's PASS or FAIL.
+report() {
+	local tdir
+	tdir=$(mktemp -d "${TMPDIR:-/tmp}/storectl-bench-report.XXXXXX")
+	printf '%s\n' "${TARGETS[@]}" >"$tdir/targets"
+	printf '%s\n' "${SCALING[@]}" >"$tdir/scaling"
+	awk -F'\t' -v targets="$tdir/targets" -v scaling="$tdir/scaling" '
+function mbs(b, s) { return s > 0 ? b / s / 1e6 : 0 }
+# glob matches s against a shell glob of * and [..] classes.
+function glob(p, s,   r) {
+	r = p; gsub(/\./, "\\.", r); gsub(/\*/, ".*", r)
+	return s ~ ("^" r "$")
+}
+BEGIN {
+	while ((getline l < targets) > 0) { split(l, f, "|"); nt++; tstore[nt] = f[1]; tcmd[nt] = f[2]; tmet[nt] = f[3]; tval[nt] = f[4] }
+	while ((getline l < scaling) > 0) { split(l, f, "|"); ns++; sa[ns] = f[1]; sb[ns] = f[2]; sr[ns] = f[3]; srss[ns] = f[4] }
+	order["cat"] = 1; order["scan"] = 2; order["scan-j1"] = 3; order["verify"] = 4; order["rebuild-index"] = 5
+	order["cat-cold"] = 6; order["scan-cold"] = 7; order["verify-cold"] = 8
+}
+{
+	key = $1 SUBSEP $2
+	bytes[$1] = $3; secs[key] = $4; rss[key] = $5; cpu[key] = $6
+	if (!($1 in seen)) { seen[$1] = 1; stores[++nst] = $1 }
+	has[key] = 1
+}
+END {
+	printf "%-20s %-14s %8s %7s %8s %6s %8s  %-30s %s\n", "store", "command", "seconds", "CPU s", "MB/s", "x cat", "RSS MiB", "target", "result"
+	for (i = 1; i <= nst; i++) {
+		st = stores[i]
+		for (c in order) if (has[st, c]) rows[order[c]] = c
+		for (o = 1; o <= 8; o++) {
+			if (!(o in rows)) continue
+			cm = rows[o]; delete rows[o]; key = st SUBSEP cm
+			ref = st SUBSEP (cm ~ /-cold$/ ? "cat-cold" : "cat")
+			x = (secs[key] > 0 && secs[key] != "nan") ? secs[ref] / secs[key] : 0
+			tg = ""; res = ""
+			for (t = 1; t <= nt; t++) {
+				if (tcmd[t] != cm || !glob(tstore[t], st)) continue
+				if (tmet[t] == "xcat") { ok = x >= tval[t]; d = ">= " tval[t] " x cat" }
+				if (tmet[t] == "rss") { ok = rss[key] / 1024 < tval[t]; d = "RSS < " tval[t] }
+				if (tmet[t] == "mbs") { ok = mbs(bytes[st], secs[key]) >= tval[t]; d = ">= " tval[t] " MB/s" }
+				if (secs[key] == "nan") ok = 0
+				tg = tg (tg == "" ? "" : ", ") d; res = res (res == "" ? "" : "/") (ok ? "PASS" : "FAIL")
+				total++; if (ok) passed++
+			}
+			if (secs[key] == "nan") res = "ERROR"
+			printf "%-20s %-14s %8.3f %7.2f %8.0f %6.2f %8.1f  %-30s %s\n", st, cm, secs[key], cpu[key], mbs(bytes[st], secs[key]), x, rss[key] / 1024, tg, res
+		}
+	}
+	printf "\nscaling (time ratio: the store ratio within 25%%; RSS ratio at most 1.2 where listed)\n"
+	printf "%-42s %-14s %8s %8s %8s  %s\n", "stores", "command", "time x", "want x", "RSS x", "result"
+	for (s = 1; s <= ns; s++) {
+		sa1 = sa[s]; sb1 = sb[s]
+		if (!(sa1 in seen) || !(sb1 in seen)) continue
+		for (o = 1; o <= 8; o++) for (c in order) if (order[c] == o && c != "cat" && has[sa1, c] && has[sb1, c]) {
+			if (secs[sa1, c] == "nan" || secs[sb1, c] == "nan" || secs[sa1, c] <= 0) { printf "%-42s %-14s %8s\n", sa1 " -> " sb1, c, "ERROR"; continue }
+			tx = secs[sb1, c] / secs[sa1, c]; rx = rss[sa1, c] > 0 ? rss[sb1, c] / rss[sa1, c] : 0
+			# Time may grow by the ratio of the stores, within 25%; for the
+			# queue-count pair (same bytes) it may grow by at most that.
+			want = sr[s]
+			if (bytes[sa1] == bytes[sb1]) ok = tx <= want * 1.25
+			else ok = tx >= want * 0.75 && tx <= want * 1.25
+			res = "time " (ok ? "PASS" : "FAIL"); total++; if (ok) passed++
+			if (index(" " srss[s] " ", " " c " ")) { okr = rx <= 1.2; res = res ", RSS " (okr ? "PASS" : "FAIL"); total++; if (okr) passed++ }
+			printf "%-42s %-14s %8.2f %8.2f %8.2f  %s\n", sa1 " -> " sb1, c, tx, want, rx, res
+		}
+	}
+	printf "\n%d of %d targets met\n", passed, total
+}' "$RESULTS"
+	rm -rf "$tdir"
+}
+
+# BENCH_REPORT=FILE prints the report of a results file kept with
+# BENCH_RESULTS=FILE by an earlier run, and nothing else.
+if [ -n "${BENCH_REPORT:-}" ]; then
+	RESULTS=$BENCH_REPORT
+	report
+	exit 0
+fi
 
 if [ -n "${BENCH_DIR:-}" ]; then
 	mkdir -p "$BENCH_DIR"
@@ -55,32 +188,51 @@ trap 'exit 130' INT TERM
 
 "$GO" build -o bin/storectl ./cmd/storectl
 "$GO" build -o "$WORK/genstore" ./internal/cmd/genstore
+"$GO" build -o "$WORK/pagecache" ./internal/cmd/pagecache
 STORECTL=$PWD/bin/storectl
 RESULTS=$WORK/results.tsv
 : >"$RESULTS"
 harness_error=0
+cold_how="posix_fadvise(DONTNEED) of the store's files"
+if [ "${BENCH_DROP_CACHES:-}" = 1 ]; then
+	if sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then
+		cold_how="echo 3 > /proc/sys/vm/drop_caches"
+	else
+		echo "bench-cli: /proc/sys/vm/drop_caches is not writable here: cold rows evict the store's files instead" >&2
+		BENCH_DROP_CACHES=
+	fi
+fi
 
-# bytes of the files a list holds
 sum_bytes() { xargs -0 stat -c %s <"$1" | awk '{s+=$1} END {printf "%.0f\n", s}'; }
+warm() { "$WORK/pagecache" -warm -0 <"$1"; }
+chill() {
+	if [ "${BENCH_DROP_CACHES:-}" = 1 ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+	else
+		"$WORK/pagecache" -evict -0 <"$1"
+	fi
+}
 
-# one_run NAME CMD...: runs CMD once under GNU time after warming the page
-# cache with $WARM, and keeps for NAME the fastest wall time (BEST), the
-# CPU time of that run (CPU) and the largest peak RSS (PEAK).
+# one_run NAME COLD CMD...: runs CMD once under GNU time after warming
+# (COLD=0) or evicting (COLD=1) the files of $ALLF, and keeps for NAME the
+# fastest wall time (BEST), the CPU time of that run (CPU) and the largest
+# peak RSS (PEAK).
 declare -A BEST CPU PEAK
 one_run() {
-	local name=$1; shift
+	local name=$1 cold=$2
+	shift 2
 	local t m u s rc t0 t1
 	[ "${BEST[$name]:-}" = nan ] && return
-	warm "$WARM"
+	if [ "$cold" = 1 ]; then chill "$ALLF"; else warm "$ALLF"; fi
 	rc=0
-	# Wall time from the clock in ns (GNU time's %e has 10 ms steps,
-	# 5% of a 0.2 s run); RSS and CPU time from GNU time.
+	# Wall time from the clock in ns (GNU time's %e has 10 ms steps).
 	t0=$(date +%s%N)
-	"$TIME" -f '%M %U %S' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/$name.err" || rc=$?
+	"$TIME" -f '%M %U %S' -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/run.err" || rc=$?
 	t1=$(date +%s%N)
 	if [ "$rc" -ge 2 ]; then
 		echo "bench-cli: $name: exit code $rc: $*" >&2
-		tail -5 "$WORK/$name.err" >&2
+		tail -5 "$WORK/run.err" >&2
 		harness_error=1
 		BEST[$name]=nan PEAK[$name]=0 CPU[$name]=0
 		return
@@ -95,28 +247,25 @@ one_run() {
 	return 0
 }
 
-warm() { xargs -0 cat <"$1" >/dev/null; }
-
-# gen NAME KIND SIZE: generates a store under $WORK/NAME, writes it back
-# to disk (else the kernel writes back its gigabytes of dirty pages during
-# the timings) and sets TARGET[NAME], FILES[NAME] (what cat reads),
-# ALL[NAME] (what the commands read: the page cache is warmed with it) and
-# BYTES[NAME].
+# gen NAME KIND SIZE FLAGS: generates a store under $WORK/NAME, writes it
+# back to disk (else the kernel writes back its gigabytes of dirty pages
+# during the timings) and sets TARGET[NAME] (what storectl is given),
+# FILES[NAME] (what cat reads), ALL[NAME] (every file: warmed or evicted
+# before each run) and BYTES[NAME].
 declare -A TARGET FILES ALL BYTES
 gen() {
-	local name=$1 kind=$2 size=$3 dir=$WORK/$1 out
-	local args=(-kind "$kind")
-	[ "$kind" = rabbitmq-clean ] && args=(-kind rabbitmq -clean)
-	echo "== generating $kind $size" >&2
-	out=$("$WORK/genstore" "${args[@]}" -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
+	local name=$1 kind=$2 size=$3 flags=$4 dir=$WORK/$1 out
+	echo "== generating $name: $kind $size ${flags//,/ }" >&2
+	# shellcheck disable=SC2086
+	out=$("$WORK/genstore" -kind "$kind" ${flags//,/ } -size "$size" -out "$dir" -seed 1) || { echo "bench-cli: genstore failed" >&2; exit 2; }
 	sync
 	TARGET[$name]=$(printf '%s' "$out" | cut -f1)
 	FILES[$name]=$WORK/$name.files ALL[$name]=$WORK/$name.all
 	if [ "$kind" = rocketmq ]; then
 		find "$dir/commitlog" -type f -print0 | sort -z >"${FILES[$name]}"
-	elif [ "$kind" = rocketmq-timer ]; then
+	elif [ "$kind" = rocketmq-timer ]; then # the 5.x timer store: cat reads commitlog + timerlog
 		find "$dir/commitlog" "$dir/timerlog" -type f -print0 | sort -z >"${FILES[$name]}"
-	elif [ "$kind" = rocketmq-dledger ]; then
+	elif [ "$kind" = rocketmq-dledger ]; then # a DLedger log: cat reads its data files
 		find "$dir/dledger-n0/data" -type f -print0 | sort -z >"${FILES[$name]}"
 	else
 		find "$dir" -name '*.rdq' -type f -print0 | sort -z >"${FILES[$name]}"
@@ -125,113 +274,61 @@ gen() {
 	BYTES[$name]=$(sum_bytes "${FILES[$name]}")
 }
 
-# For each kind, every size's store is generated first, then the rounds
-# run: each round times every command once on every size, so the REPS
-# runs of one figure are spread over the whole timing of the kind, and a
-# slow spell of the host (other tenants, writeback) falls on both sizes of
-# a scaling ratio alike instead of on one of them.
-for kind in $KINDS; do
-	for size in $SIZES; do
-		gen "$kind-$size" "$kind" "$size"
+selected() {
+	[ -z "${BENCH_STORES:-}" ] && return 0
+	local s
+	for s in $BENCH_STORES; do [ "$s" = "$1" ] && return 0; done
+	return 1
+}
+
+# The groups to run, in STORES order: a group runs whole when any of its
+# stores is selected.
+groups=()
+for def in "${STORES[@]}"; do
+	IFS='|' read -r name group kind size flags cold <<<"$def"
+	selected "$name" || continue
+	[[ " ${groups[*]} " == *" $group "* ]] || groups+=("$group")
+done
+
+for group in "${groups[@]}"; do
+	members=()
+	for def in "${STORES[@]}"; do
+		IFS='|' read -r name g kind size flags cold <<<"$def"
+		[ "$g" = "$group" ] || continue
+		members+=("$def")
+		gen "$name" "$kind" "$size" "$flags"
 	done
-	# rebuild-index's fixed cost: whatever the store size it builds the
-	# files the format preallocates (a 420 MB index file, a 5.7 MB file
-	# per consume queue) and reads the existing ones. A 64 MiB store with
-	# the same topics and queues measures it, so the scaling table can
-	# show the time that grows with the store apart from it.
-	[ "$kind" = rocketmq ] && gen rocketmq-fixed rocketmq 64MiB
-	echo "== timing $kind: $SIZES, $REPS rounds" >&2
+	echo "== timing $group: $REPS rounds" >&2
 	for ((round = 0; round < REPS; round++)); do
-		for size in $SIZES; do
-			n=$kind-$size t=${TARGET[$kind-$size]} WARM=${ALL[$kind-$size]}
-			one_run "$n-cat" sh -c 'xargs -0 cat <"$1" >/dev/null' sh "${FILES[$n]}"
-			one_run "$n-scan" "$STORECTL" scan --progress none -o jsonl "$t"
-			one_run "$n-scan-j1" "$STORECTL" scan --progress none -o jsonl --jobs 1 "$t"
-			one_run "$n-verify" "$STORECTL" verify --progress none -o jsonl "$t"
+		for def in "${members[@]}"; do
+			IFS='|' read -r name g kind size flags cold <<<"$def"
+			t=${TARGET[$name]} ALLF=${ALL[$name]}
+			for c in 0 $([ "$cold" = 1 ] && echo 1); do
+				sfx=$([ "$c" = 1 ] && echo -cold || true)
+				one_run "$name|cat$sfx" "$c" sh -c 'xargs -0 cat <"$1" >/dev/null' sh "${FILES[$name]}"
+				one_run "$name|scan$sfx" "$c" "$STORECTL" scan --progress none -o jsonl "$t"
+				one_run "$name|verify$sfx" "$c" "$STORECTL" verify --progress none -o jsonl "$t"
+			done
+			one_run "$name|scan-j1" 0 "$STORECTL" scan --progress none -o jsonl --jobs 1 "$t"
 			if [ "$kind" = rocketmq ]; then
-				one_run "$n-rebuild-index" "$STORECTL" rebuild-index --progress none -o jsonl "$t"
+				one_run "$name|rebuild-index" 0 "$STORECTL" rebuild-index --progress none -o jsonl "$t"
 			fi
 		done
-		if [ "$kind" = rocketmq ]; then
-			WARM=${ALL[rocketmq-fixed]}
-			one_run rocketmq-fixed "$STORECTL" rebuild-index --progress none -o jsonl "${TARGET[rocketmq-fixed]}"
-		fi
 	done
-	for size in $SIZES; do
-		n=$kind-$size
-		cmds=(cat scan scan-j1 verify)
-		[ "$kind" = rocketmq ] && cmds+=(rebuild-index)
-		for c in "${cmds[@]}"; do
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" "$c" "${BYTES[$n]}" "${BEST[$n-$c]}" "${PEAK[$n-$c]}" "${CPU[$n-$c]}" >>"$RESULTS"
+	for def in "${members[@]}"; do
+		IFS='|' read -r name g kind size flags cold <<<"$def"
+		for key in "${!BEST[@]}"; do
+			[ "${key%%|*}" = "$name" ] || continue
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "${key#*|}" "${BYTES[$name]}" "${BEST[$key]}" "${PEAK[$key]}" "${CPU[$key]}" >>"$RESULTS"
 		done
-		if [ "$kind" = rocketmq ] && [ "$size" = "${SIZES%% *}" ]; then
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$size" rebuild-fixed "${BYTES[rocketmq-fixed]}" "${BEST[rocketmq-fixed]}" "${PEAK[rocketmq-fixed]}" "${CPU[rocketmq-fixed]}" >>"$RESULTS"
-		fi
-		rm -rf "${WORK:?}/$n"
+		rm -rf "${WORK:?}/$name"
 	done
-	rm -rf "$WORK/rocketmq-fixed"
 done
 
 echo
-echo "storectl bench-cli: $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg), $(uname -sr), go $("$GO" env GOVERSION), best of $REPS, page cache warm"
-awk -F'\t' -v sizes="$SIZES" '
-function mbs(b, s) { return s > 0 ? b / s / 1e6 : 0 }
-{
-	key = $1 SUBSEP $2 SUBSEP $3
-	bytes[key] = $4; secs[key] = $5; rss[key] = $6; cpu[key] = $7
-	if (!($1 in seenk)) { seenk[$1] = 1; kinds[++nk] = $1 }
-	if (!(($1 SUBSEP $3) in seenc)) { seenc[$1 SUBSEP $3] = 1; cmds[$1, ++nc[$1]] = $3 }
-}
-END {
-	ns = split(sizes, sz, " ")
-	printf "%-14s %-5s %-14s %8s %8s %9s %7s %9s  %-26s %s\n", "kind", "size", "command", "seconds", "CPU s", "MB/s", "x cat", "RSS MiB", "target", "result"
-	for (k = 1; k <= nk; k++) for (s = 1; s <= ns; s++) for (c = 1; c <= nc[kinds[k]]; c++) {
-		kd = kinds[k]; cm = cmds[kd, c]; key = kd SUBSEP sz[s] SUBSEP cm
-		if (!(key in secs)) continue
-		catk = kd SUBSEP sz[s] SUBSEP "cat"
-		r = secs[key] > 0 ? secs[catk] / secs[key] : 0
-		tg = ""; ok = ""
-		if (cm == "scan") { tg = ">= 0.50 x cat"; ok = r >= 0.5 }
-		# The 5.x stores (#20): the timer store scan (commitlog + timerlog) and
-		# the DLedger scan are held to 0.8 x cat.
-		if (cm == "scan" && kd ~ /^rocketmq-(timer|dledger)$/) { tg = ">= 0.80 x cat"; ok = r >= 0.8 }
-		if (cm == "scan-j1") { tg = ">= 0.30 x cat"; ok = r >= 0.3 }
-		if (cm == "verify") { tg = ">= 0.25 x cat"; ok = r >= 0.25 }
-		if (cm == "rebuild-index") { tg = ">= 1000 MB/s"; ok = mbs(bytes[key], secs[key]) >= 1000 }
-		if (cm == "rebuild-fixed") tg = "(64 MiB store: fixed cost)"
-		res = tg == "" ? "" : (ok ? "PASS" : "FAIL")
-		if ((cm == "scan" || cm == "scan-j1" || cm == "verify") && sz[s] == sz[1]) {
-			tg = tg ", RSS < 100"; res = res "/" (rss[key] / 1024 < 100 ? "PASS" : "FAIL")
-		}
-		if (cm == "rebuild-fixed") { res = ""; r = 0 }
-		if (secs[key] == "nan") res = "ERROR"
-		printf "%-14s %-5s %-14s %8.3f %8.2f %9.0f %7.2f %9.1f  %-26s %s\n", kd, sz[s], cm, secs[key], cpu[key], mbs(bytes[key], secs[key]), r, rss[key] / 1024, tg, res
-	}
-	if (ns < 2) exit
-	printf "\nscaling %s -> %s (time ratio target: size ratio within 25%%; RSS within 20%%)\n", sz[1], sz[ns]
-	printf "%-14s %-14s %10s %10s %10s %8s  %s\n", "kind", "command", "time x", "want x", "RSS x", "", "result"
-	for (k = 1; k <= nk; k++) for (c = 1; c <= nc[kinds[k]]; c++) {
-		kd = kinds[k]; cm = cmds[kd, c]; a = kd SUBSEP sz[1] SUBSEP cm; b = kd SUBSEP sz[ns] SUBSEP cm
-		if (!(a in secs) || !(b in secs)) continue
-		# A harness error (nan): no ratio, and no verdict (awk compares NaN as true).
-		if (secs[a] == "nan" || secs[b] == "nan") { printf "%-14s %-14s %10s %10s %10s %8s  %s\n", kd, cm, "nan", "", "", "", "ERROR"; continue }
-		if (secs[a] <= 0) continue
-		want = bytes[b] / bytes[a]; tx = secs[b] / secs[a]; rx = rss[a] > 0 ? rss[b] / rss[a] : 0
-		ok = tx >= want * 0.75 && tx <= want * 1.25
-		res = "time " (ok ? "PASS" : "FAIL")
-		if (cm == "cat") res = "(the reference: no target)"
-		# The RSS target is for scan and verify (rebuild-index stages files).
-		if (cm == "scan" || cm == "scan-j1" || cm == "verify") res = res ", RSS " (rx <= 1.2 ? "PASS" : "FAIL")
-		printf "%-14s %-14s %10.2f %10.2f %10.2f %8s  %s\n", kd, cm, tx, want, rx, "", res
-		# rebuild-index less its fixed cost (the time of the 64 MiB store).
-		f = kd SUBSEP sz[1] SUBSEP "rebuild-fixed"
-		if (cm == "rebuild-index" && (f in secs) && secs[a] > secs[f] && bytes[a] > bytes[f]) {
-			tx = (secs[b] - secs[f]) / (secs[a] - secs[f]); want = (bytes[b] - bytes[f]) / (bytes[a] - bytes[f])
-			ok = tx >= want * 0.75 && tx <= want * 1.25
-			printf "%-14s %-14s %10.2f %10.2f %10s %8s  %s\n", kd, "rebuild-fixed", tx, want, "", "", "time less fixed cost " (ok ? "PASS" : "FAIL")
-		}
-	}
-}' "$RESULTS"
+echo "storectl bench-cli: $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg), $(uname -sr), $("$GO" env GOVERSION), best of $REPS; cold: $cold_how"
+[ -n "${BENCH_RESULTS:-}" ] && cp "$RESULTS" "$BENCH_RESULTS"
+report
 if [ "$harness_error" -ne 0 ]; then
 	echo "bench-cli: harness errors (see above)" >&2
 	exit 2
