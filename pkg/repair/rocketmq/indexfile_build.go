@@ -32,34 +32,6 @@ type idxbBuilder struct {
 	sink  int32 // touch's loads end here, so they are not optimized away
 }
 
-// idxbBuild indexes the records of d into files staged under
-// stage/index/, named by their creation record's store time for now (the
-// caller renames them). It returns the files in creation order, closed.
-func idxbBuild(d *rbData, lay rmq.IndexLayout, stage string) (files []*idxbFile, err error) {
-	b := &idxbBuilder{lay: lay, stage: filepath.Join(stage, "index")}
-	if err := os.MkdirAll(b.stage, 0o755); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := b.closeCur(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			for _, f := range b.files {
-				if f.f != nil {
-					f.f.Close()
-				}
-			}
-		}
-	}()
-	for i := range d.recs {
-		if err := b.record(&d.recs[i], d.keysOf(i)); err != nil {
-			return nil, err
-		}
-	}
-	return b.files, nil
-}
-
 // record indexes the keys of one record (IndexService.buildIndex), in
 // commitlog order.
 func (b *idxbBuilder) record(r *rbRecord, keys []int32) error {

@@ -19,10 +19,13 @@ import (
 // mostly zeros) is off the plan's critical path. A plan that is only
 // printed (repair.Plan.PrintOnly) hashes nothing, so neither does it.
 //
-// The build is speculative: the records fed are those before the end of
-// the commitlog scan, not yet cut at the recovery end. When the cut drops
-// records it has indexed (a damaged store), the caller discards it and
-// builds from the kept records instead (idxbBuild).
+// The build is speculative: the records fed are those of the commitlog
+// scan, not yet cut at the recovery end. When the cut drops records it
+// has indexed (a damaged store), the caller discards it and builds again
+// from a second scan that feeds only the records before it (rbRefeed).
+//
+// Feeding blocks while idxbMaxQueued batches wait for the builder, so the
+// records in memory stay bounded when the scan runs ahead of it.
 type idxbIncr struct {
 	b       *idxbBuilder
 	mu      sync.Mutex
@@ -30,6 +33,7 @@ type idxbIncr struct {
 	closed  bool
 	fed     int           // records fed so far
 	wake    chan struct{} // capacity 1: a feed or close happened
+	room    chan struct{} // a slot per batch queued or being built: feed waits for one
 	aborted atomic.Bool
 	done    chan struct{}
 	files   []*idxbFile // after done
@@ -37,27 +41,34 @@ type idxbIncr struct {
 	prehash bool        // hash the files for the plan (repair.PrehashSource)
 }
 
-// idxbBatch is one commitlog file's records and their key hashes;
-// keyBase is the index of keys[0] among all the store's keys (the
-// records' keyEnd counts from there).
+// idxbBatch is a run of consecutive commitlog records and their key
+// hashes (a record's keyEnd indexes keys).
 type idxbBatch struct {
-	recs    []rbRecord
-	keys    []int32
-	keyBase uint32
+	recs []rbRecord
+	keys []int32
 }
+
+// idxbMaxQueued bounds the batches fed and not yet built (about 200 KiB
+// each).
+const idxbMaxQueued = 8
 
 // startIdxbIncr starts the builder goroutine, staging under stage/index;
 // prehash says whether the plan will hash the files.
 func startIdxbIncr(lay rmq.IndexLayout, stage string, prehash bool) *idxbIncr {
 	x := &idxbIncr{b: &idxbBuilder{lay: lay, stage: filepath.Join(stage, "index")},
-		wake: make(chan struct{}, 1), done: make(chan struct{}), prehash: prehash}
+		wake: make(chan struct{}, 1), room: make(chan struct{}, idxbMaxQueued), done: make(chan struct{}), prehash: prehash}
 	go x.run()
 	return x
 }
 
-// feed queues one absorbed file's records. The slices must not change
-// afterwards (rbCollector.absorb only appends past them).
+// feed queues a batch of records, waiting while idxbMaxQueued are
+// queued. The batch must not change afterwards.
 func (x *idxbIncr) feed(b idxbBatch) {
+	select {
+	case x.room <- struct{}{}:
+	case <-x.done: // the builder stopped (an error, or aborted): drop it
+		return
+	}
 	x.mu.Lock()
 	x.queue = append(x.queue, b)
 	x.fed += len(b.recs)
@@ -107,13 +118,13 @@ func (x *idxbIncr) run() {
 		x.queue = nil
 		x.mu.Unlock()
 		for _, bt := range batches {
-			prev, touched := bt.keyBase, 0
+			prev, touched := uint32(0), 0
 			for i := range bt.recs {
 				if err != nil || x.aborted.Load() {
 					break
 				}
 				r := &bt.recs[i]
-				lo, hi := int(prev-bt.keyBase), int(r.keyEnd-bt.keyBase)
+				lo, hi := int(prev), int(r.keyEnd)
 				if hi > touched {
 					touched = min(len(bt.keys), hi+idxbTouchAhead)
 					b.touch(bt.keys[lo:touched])
@@ -121,6 +132,7 @@ func (x *idxbIncr) run() {
 				err = b.record(r, bt.keys[lo:hi])
 				prev = r.keyEnd
 			}
+			<-x.room
 		}
 		// Files that filled up are closed: hash them while the scan goes on.
 		for x.prehash && err == nil && !x.aborted.Load() && hashed < len(b.files) && b.files[hashed] != b.cur {

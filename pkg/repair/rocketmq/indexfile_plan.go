@@ -111,9 +111,11 @@ func rbReadIndexHeader(p string) (rmq.IndexHeader, error) {
 // the last record dispatched to a consume queue, as putMessagePositionInfo
 // sets it) and indexMsgTimestamp (endTimestamp of the last full index
 // file, as IndexService sets it when a file fills; unchanged when no
-// rebuilt file is full). A part that is skipped keeps its value; without a
-// checkpoint file nothing is planned.
-func rbCheckpoint(plan *repair.Plan, cfg *RebuildConfig, d *rbData, idx []*idxbFile, rep *RebuildReport) error {
+// rebuilt file is full). lastDispatch is the store time of the last
+// record before the recovery end dispatched to a consume queue (nil:
+// none). A part that is skipped keeps its value; without a checkpoint
+// file nothing is planned.
+func rbCheckpoint(plan *repair.Plan, cfg *RebuildConfig, lastDispatch *int64, idx []*idxbFile, rep *RebuildReport) error {
 	b, exists, err := rbReadOpt(filepath.Join(cfg.DataDir, "checkpoint"))
 	if err != nil {
 		return err
@@ -128,13 +130,8 @@ func rbCheckpoint(plan *repair.Plan, cfg *RebuildConfig, d *rbData, idx []*idxbF
 	}
 	cd := &CheckpointDiff{OldLogics: cp.LogicsMsgTimestamp, NewLogics: cp.LogicsMsgTimestamp,
 		OldIndex: cp.IndexMsgTimestamp, NewIndex: cp.IndexMsgTimestamp}
-	if !cfg.SkipConsumeQueue {
-		for i := len(d.recs) - 1; i >= 0; i-- {
-			if d.recs[i].queue >= 0 {
-				cd.NewLogics = d.recs[i].storeTS
-				break
-			}
-		}
+	if !cfg.SkipConsumeQueue && lastDispatch != nil {
+		cd.NewLogics = *lastDispatch
 	}
 	if !cfg.SkipIndex {
 		for i := len(idx) - 1; i >= 0; i-- {

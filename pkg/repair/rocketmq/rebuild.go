@@ -43,12 +43,17 @@ type RebuildConfig struct {
 	Location    *time.Location
 	ToolVersion string
 	Now         time.Time // plan creation time; default time.Now()
-	// Jobs is how many commitlog files are scanned at once; 0 means the
-	// number of CPUs. The result does not depend on it.
+	// Jobs is kept for the callers: the rebuild reads the commitlog in
+	// order, one file at a time (the index build needs its records in
+	// order, and holding a file's records until its turn would make memory
+	// grow with the file).
 	Jobs int
 	// Progress, when set, is told how many commitlog bytes were just read
 	// (scan.Options.Progress; a rate limiter may sleep in it).
 	Progress func(n int64)
+	// runLen is the consume queue sort's records per run (0: the
+	// default); tests set it small to force many runs.
+	runLen int
 }
 
 // PlanRebuildIndex rebuilds consume queues, index files and the
@@ -111,16 +116,34 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 		incr = startIdxbIncr(rep.IndexLayout, stage, cfg.KeepStage)
 		feed = incr.feed
 	}
-	d, err := rbCollect(ctx, scanrmq.Config{Root: cfg.DataDir, CommitLogDir: cfg.CommitLogDir,
-		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize}, cfg.Jobs, cfg.Progress, feed)
+	scfg := scanrmq.Config{Root: cfg.DataDir, CommitLogDir: cfg.CommitLogDir,
+		MappedFileSize: cfg.MappedFileSize, MaxMessageSize: cfg.MaxMessageSize}
+	d, err := rbCollect(ctx, scfg, cfg.Progress, feed, cfg.runLen)
 	if err != nil {
 		if incr != nil {
 			incr.abort()
 		}
 		return nil, err
 	}
-	rep.RecoveryEnd, rep.Records, rep.LMQRecords = d.recoveryEnd, len(d.recs), d.lmq
-	rep.IndexKeys = len(d.keys)
+	defer d.Close()
+	if d.fedPast {
+		// The scan fed the index records past the recovery end: build it
+		// again from the records before it (and count them exactly).
+		if incr != nil {
+			incr.abort()
+			incr = startIdxbIncr(rep.IndexLayout, stage, cfg.KeepStage)
+			feed = incr.feed
+		}
+		if err := rbRefeed(ctx, scfg, d, feed); err != nil {
+			if incr != nil {
+				incr.abort()
+			}
+			return nil, err
+		}
+	}
+	records, keys, lastDispatch, dispatched := d.counts()
+	rep.RecoveryEnd, rep.Records, rep.LMQRecords = d.recoveryEnd, records, d.lmq
+	rep.IndexKeys = keys
 	if d.lmq > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records carry INNER_MULTI_DISPATCH (LMQ); they are dispatched to their own queue only, as with enableMultiDispatch=false; %%LMQ%% queues are left alone", d.lmq))
 	}
@@ -134,10 +157,8 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	if !cfg.KeepStage {
 		plan.PrintOnly() // its staged files go when it has been printed
 	}
-	// The index files are finished (read-only on d, their own stage dir)
-	// while the consume queues are built and compared. When the recovery
-	// end cut records the incremental build indexed, it is redone from the
-	// kept records.
+	// The index files are finished (their own stage dir) while the consume
+	// queues are built and compared.
 	var idx []*idxbFile
 	var idxErr error
 	idxDone := make(chan struct{})
@@ -146,25 +167,15 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	} else {
 		go func() {
 			defer close(idxDone)
-			var fed int
-			if idx, fed, idxErr = incr.finish(); idxErr == nil && fed == len(d.recs) {
-				return
-			}
-			incr.abort()
-			idx, idxErr = idxbBuild(d, rep.IndexLayout, stage)
+			idx, _, idxErr = incr.finish()
 		}()
 	}
 	defer func() { <-idxDone }() // never return (and remove the stage) under it
 	if !cfg.SkipConsumeQueue {
-		qs, warns, err := cqbBuild(d, rep.CQFileSize)
-		if err != nil {
-			return nil, err
-		}
-		rep.Warnings = append(rep.Warnings, warns...)
 		// Apply verifies the stage as a whole store (VerifyStaged), so it
 		// gets every rebuilt file; a plan only printed gets the files that
 		// differ, which its actions name.
-		if err := rbCompareCQ(plan, cfg.DataDir, stage, cfg.KeepStage, qs, ex, rep); err != nil {
+		if err := rbCompareCQ(plan, cfg.DataDir, stage, cfg.KeepStage, d, ex, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -180,7 +191,11 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 			return nil, err
 		}
 	}
-	if err := rbCheckpoint(plan, cfg, d, idx, rep); err != nil {
+	var logics *int64
+	if dispatched {
+		logics = &lastDispatch
+	}
+	if err := rbCheckpoint(plan, cfg, logics, idx, rep); err != nil {
 		return nil, err
 	}
 	return plan, ctx.Err()

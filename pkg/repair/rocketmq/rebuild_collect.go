@@ -1,30 +1,32 @@
 package rocketmq
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
-	"sort"
-	"sync"
 
+	"github.com/storectl/storectl/internal/runsort"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
-// rbRecord is what the rebuilder keeps of one valid commitlog record:
-// about 56 bytes plus 4 per index key, so a store of N messages needs
-// roughly 64*N bytes while planning.
+// The rebuild reads the commitlog once, in order, and keeps nothing that
+// grows with it in memory: each record's consume queue unit goes to an
+// external sort by queue (runsort: sorted runs in temp files, merged),
+// which the consume queue builder reads back queue by queue (cq_build.go),
+// and each record's index keys go to the index builder in batches as they
+// come (indexfile_incr.go). What the plan reports of the records is
+// counted per commitlog file, so that the records past the recovery end,
+// known only when the scan ends, can be left out.
+
+// rbRecord is what the index builder needs of one valid commitlog record.
 type rbRecord struct {
-	phy         int64
-	storeTS     int64
-	queueOffset int64
-	tagsCode    int64
-	size        int32
-	queue       int32  // index into rbData.queues; -1 when not dispatched to a CQ
-	keyEnd      uint32 // rbData.keys[prev.keyEnd:keyEnd] are this record's index key hashes
+	phy     int64
+	storeTS int64
+	keyEnd  uint32 // batch.keys[prev.keyEnd:keyEnd] are this record's index key hashes
 }
 
 // rbQueue names one consume queue.
@@ -33,133 +35,206 @@ type rbQueue struct {
 	QueueID int32
 }
 
-// rbData is everything the builders need from the commitlog.
+// cqEntry is one dispatched record on its way to its consume queue,
+// sorted by queue (stable: within a queue, in commitlog order).
+type cqEntry struct {
+	queue       int32
+	size        int32
+	phy         int64
+	queueOffset int64
+	tagsCode    int64
+}
+
+var cqEntryCodec = runsort.Codec[cqEntry]{Size: 32,
+	Append: func(b []byte, e cqEntry) []byte {
+		le := binary.LittleEndian
+		b = le.AppendUint32(b, uint32(e.queue))
+		b = le.AppendUint32(b, uint32(e.size))
+		b = le.AppendUint64(b, uint64(e.phy))
+		b = le.AppendUint64(b, uint64(e.queueOffset))
+		return le.AppendUint64(b, uint64(e.tagsCode))
+	},
+	Decode: func(b []byte) cqEntry {
+		le := binary.LittleEndian
+		return cqEntry{queue: int32(le.Uint32(b)), size: int32(le.Uint32(b[4:])), phy: int64(le.Uint64(b[8:])),
+			queueOffset: int64(le.Uint64(b[16:])), tagsCode: int64(le.Uint64(b[24:]))}
+	},
+}
+
+// rbFileSum is what the plan reports of one commitlog file's records.
+type rbFileSum struct {
+	base         int64 // the file's first physical offset
+	last         int64 // phy of its last valid record
+	records      int
+	keys         int
+	lastDispatch int64 // store time of its last record dispatched to a consume queue
+	dispatched   bool
+}
+
+// rbData is what the builders and the report take from the commitlog.
 type rbData struct {
-	recs        []rbRecord
-	keys        []int32 // IndexKeyHash of topic#key, per record in order
-	queues      []rbQueue
+	queues      []rbQueue // by id, in the order the records first name them
+	cq          *runsort.Sorter[cqEntry]
+	files       []rbFileSum
 	recoveryEnd int64
-	lmq         int // records carrying INNER_MULTI_DISPATCH
+	lmq         int // records carrying INNER_MULTI_DISPATCH (all the scan met, as before the cut)
+	fedPast     bool
 	scan        *scan.Result
 }
 
-// rbCollector turns the records of one commitlog file into rbRecords;
-// files are collected in parallel and absorbed in offset order, so queue
-// ids and key offsets are local to the file until then.
-type rbCollector struct {
-	d    rbData
-	qidx map[string]int32
-	keys rmq.IndexKeyHasher // index key hashes, the topic prefix hashed once per run
-	qBuf []byte
+// counts sums the files that hold records before the recovery end (all
+// of a file's records are, but in the files past the one where recovery
+// stops: fedPast says when there are such records, and a second scan then
+// counts exactly).
+func (d *rbData) counts() (records, keys int, lastDispatch int64, dispatched bool) {
+	for _, f := range d.files {
+		if f.records == 0 || f.last >= d.recoveryEnd {
+			continue
+		}
+		records, keys = records+f.records, keys+f.keys
+		if f.dispatched {
+			lastDispatch, dispatched = f.lastDispatch, true
+		}
+	}
+	return
 }
 
-// rbCollect scans the commitlog once (ScanCommitLog, jobs files at once)
-// and keeps the records before the recovery end: records past it are
-// never dispatched by a correct recovery.
+// Close releases the consume queue sort's temp files.
+func (d *rbData) Close() error {
+	if d.cq == nil {
+		return nil
+	}
+	return d.cq.Close()
+}
+
+// rbBatchLen is the records per batch handed to the index builder.
+const rbBatchLen = 4096
+
+// rbCollector turns the commitlog's records, in order, into consume queue
+// entries, index batches and per-file counts.
+type rbCollector struct {
+	d     *rbData
+	qidx  map[string]int32
+	keys  rmq.IndexKeyHasher // index key hashes, the topic prefix hashed once per run
+	qBuf  []byte
+	feed  func(idxbBatch)
+	cut   int64 // feed only records below it (a second pass); -1: feed all
+	batch idxbBatch
+	cur   *rbFileSum // the current commitlog file's counts
+}
+
+func newRBCollector(d *rbData, feed func(idxbBatch), cut int64) *rbCollector {
+	return &rbCollector{d: d, qidx: map[string]int32{}, feed: feed, cut: cut}
+}
+
+// rbCollect scans the commitlog once, in order (ScanCommitLog with one
+// job, so that the file hooks come in file order), sorting the consume queue units of every record and
+// feeding the index builder as it goes. feed may be nil.
 //
-// feed, when set, is given each commitlog file's records (and key hashes)
-// once they are absorbed, in offset order, before the cut at the recovery
-// end.
-func rbCollect(ctx context.Context, cfg scanrmq.Config, jobs int, progress func(int64), feed func(idxbBatch)) (*rbData, error) {
-	all := &rbCollector{qidx: map[string]int32{}}
-	var tooMany error
-	var mu sync.Mutex
-	var free []*rbCollector // absorbed collectors, whose slices the next file reuses
-	cfg.OnFile = func(int, int64) scanrmq.FileHook {
-		mu.Lock()
-		c := &rbCollector{qidx: map[string]int32{}}
-		if n := len(free); n > 0 {
-			c, free = free[n-1], free[:n-1]
-		}
-		mu.Unlock()
-		return scanrmq.FileHook{Message: c.onMessage, Done: func() {
-			from, keyFrom := len(all.d.recs), len(all.d.keys)
-			if err := all.absorb(c); err != nil {
-				if tooMany == nil {
-					tooMany = err
-				}
-				return
-			}
-			if feed != nil && tooMany == nil {
-				n, k := len(all.d.recs), len(all.d.keys)
-				feed(idxbBatch{recs: all.d.recs[from:n:n], keys: all.d.keys[keyFrom:k:k], keyBase: uint32(keyFrom)})
-			}
-			mu.Lock()
-			free = append(free, c)
-			mu.Unlock()
-		}}
-	}
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
-	}
-	res, err := scanrmq.ScanCommitLog(ctx, cfg, scan.Options{Jobs: jobs, Progress: progress})
+// The index build is speculative: the scan cannot know the recovery end
+// before it ends, and the records past it (in the files after the one
+// where recovery stops) are never dispatched by a correct recovery.
+// d.fedPast says when such records were fed; the caller then builds the
+// index again from a second scan that feeds only the records before it
+// (rbRefeed). The consume queue entries past it are dropped when they
+// are read back.
+func rbCollect(ctx context.Context, cfg scanrmq.Config, progress func(int64), feed func(idxbBatch), runLen int) (*rbData, error) {
+	d := &rbData{cq: &runsort.Sorter[cqEntry]{Compare: func(a, b cqEntry) int { return cmp.Compare(a.queue, b.queue) },
+		Codec: cqEntryCodec, RunLen: runLen}}
+	c := newRBCollector(d, feed, -1)
+	cfg.OnFile = c.onFile
+	res, err := scanrmq.ScanCommitLog(ctx, cfg, scan.Options{Jobs: 1, Progress: progress})
+	c.flush()
 	if err != nil {
+		d.Close()
 		return nil, err
 	}
-	if tooMany != nil {
-		return nil, tooMany
-	}
 	if res.Incomplete {
+		d.Close()
 		return nil, fmt.Errorf("commitlog scan incomplete, refusing to rebuild from it: %v", res.Errors)
 	}
 	if res.RecoveryEnd == nil {
+		d.Close()
 		return nil, errors.New("commitlog scan gave no recovery end")
 	}
-	d := &all.d
 	d.scan, d.recoveryEnd = res, *res.RecoveryEnd
-	// Records arrive in offset order; cut those at or past the recovery end.
-	n := sort.Search(len(d.recs), func(i int) bool { return d.recs[i].phy >= d.recoveryEnd })
-	if n < len(d.recs) {
-		if n > 0 {
-			d.keys = d.keys[:d.recs[n-1].keyEnd]
-		} else {
-			d.keys = d.keys[:0]
+	for _, f := range d.files {
+		if f.records > 0 && f.last >= d.recoveryEnd {
+			d.fedPast = true
 		}
-		d.recs = d.recs[:n]
 	}
 	return d, nil
 }
 
-// maxRecords bounds the records one plan keeps in memory (64 bytes each,
-// so about 16 GiB): past it the plan fails instead of the process being
-// killed for memory.
-const maxRecords = 1 << 28
+// rbRefeed scans the commitlog again and feeds the index builder only the
+// records before d's recovery end; d's counts are then taken from them.
+func rbRefeed(ctx context.Context, cfg scanrmq.Config, d *rbData, feed func(idxbBatch)) error {
+	exact := &rbData{recoveryEnd: d.recoveryEnd}
+	c := newRBCollector(exact, feed, d.recoveryEnd)
+	cfg.OnFile = c.onFile
+	res, err := scanrmq.ScanCommitLog(ctx, cfg, scan.Options{Jobs: 1})
+	c.flush()
+	if err == nil && res.Incomplete {
+		err = fmt.Errorf("commitlog scan incomplete: %v", res.Errors)
+	}
+	d.files, d.fedPast = exact.files, false
+	return err
+}
 
-// maxKeys bounds the index key hashes one plan keeps (4 bytes each, so
-// 16 GiB): a record's keyEnd is a uint32, and past it the key offsets
-// would wrap and slicing the keys by them (keysOf, the incremental index
-// build) would panic.
-const maxKeys = 1<<32 - 1
-
-// errTooManyKeys is the plan's failure past maxKeys.
-var errTooManyKeys = fmt.Errorf("more than %d index keys: too many to rebuild in memory", int64(maxKeys))
+// onFile starts the counts of commitlog file i (scanned with one job: its
+// records come before the next file's hook).
+func (c *rbCollector) onFile(i int, base int64) scanrmq.FileHook {
+	c.d.files = append(c.d.files, rbFileSum{base: base})
+	c.cur = &c.d.files[len(c.d.files)-1]
+	return scanrmq.FileHook{Message: c.onMessage}
+}
 
 func (c *rbCollector) onMessage(m *rmq.Message, phy int64) error {
-	if len(c.d.recs) >= maxRecords {
-		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
+	if c.cut >= 0 && phy >= c.cut {
+		return nil
 	}
-	r := rbRecord{phy: phy, storeTS: m.StoreTimestamp, queueOffset: m.QueueOffset, size: m.TotalSize, queue: -1}
+	f := c.cur
+	f.records++
+	f.last = phy
 	// One walk of the properties for the four keys.
 	var vals [len(rmq.DispatchProps)][]byte
 	var found [len(rmq.DispatchProps)]bool
 	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
 	if m.Dispatched() { // NOT_TYPE or COMMIT
-		r.tagsCode = rmq.DispatchTagsCode(m, vals[:], found[:])
-		r.queue = c.queue(m.Topic, m.QueueID)
+		e := cqEntry{queue: c.queue(m.Topic, m.QueueID), size: m.TotalSize, phy: phy, queueOffset: m.QueueOffset,
+			tagsCode: rmq.DispatchTagsCode(m, vals[:], found[:])}
+		if c.d.cq != nil {
+			if err := c.d.cq.Add(e); err != nil {
+				return err
+			}
+		}
+		f.lastDispatch, f.dispatched = m.StoreTimestamp, true
 		if found[rmq.DispatchMulti] {
 			c.d.lmq++
 		}
 	}
-	rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) { c.addKey(m.Topic, k) })
-	if int64(len(c.d.keys)) > maxKeys {
-		return errTooManyKeys
+	before := len(c.batch.keys)
+	rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) { c.batch.keys = append(c.batch.keys, c.keys.Hash(m.Topic, k)) })
+	f.keys += len(c.batch.keys) - before
+	c.batch.recs = append(c.batch.recs, rbRecord{phy: phy, storeTS: m.StoreTimestamp, keyEnd: uint32(len(c.batch.keys))})
+	if len(c.batch.recs) >= rbBatchLen {
+		c.flush()
 	}
-	r.keyEnd = uint32(len(c.d.keys))
-	c.d.recs = append(c.d.recs, r)
 	return nil
 }
 
-// queue returns the index of (topic, queueID) in c.d.queues, adding it.
+// flush hands the current batch to the index builder.
+func (c *rbCollector) flush() {
+	if len(c.batch.recs) == 0 {
+		return
+	}
+	if c.feed != nil {
+		c.feed(c.batch)
+	}
+	c.batch = idxbBatch{}
+}
+
+// queue returns the id of (topic, queueID), adding it.
 func (c *rbCollector) queue(topic []byte, queueID int32) int32 {
 	c.qBuf = binary.BigEndian.AppendUint32(append(c.qBuf[:0], topic...), uint32(queueID))
 	q, ok := c.qidx[string(c.qBuf)]
@@ -169,64 +244,4 @@ func (c *rbCollector) queue(topic []byte, queueID int32) int32 {
 		c.qidx[string(c.qBuf)] = q
 	}
 	return q
-}
-
-// absorb appends one file's records (collected by f) to c, mapping queue
-// ids and key offsets, and frees them.
-func (c *rbCollector) absorb(f *rbCollector) error {
-	if len(c.d.recs)+len(f.d.recs) > maxRecords {
-		return fmt.Errorf("more than %d records: too many to rebuild in memory", maxRecords)
-	}
-	if int64(len(c.d.keys))+int64(len(f.d.keys)) > maxKeys {
-		return errTooManyKeys
-	}
-	ids := make([]int32, len(f.d.queues))
-	for i, q := range f.d.queues {
-		ids[i] = c.queue([]byte(q.Topic), q.QueueID)
-	}
-	off := uint32(len(c.d.keys))
-	c.d.keys = append(growDouble(c.d.keys, len(f.d.keys)), f.d.keys...)
-	c.d.recs = growDouble(c.d.recs, len(f.d.recs))
-	for _, r := range f.d.recs {
-		if r.queue >= 0 {
-			r.queue = ids[r.queue]
-		}
-		r.keyEnd += off
-		c.d.recs = append(c.d.recs, r)
-	}
-	c.d.lmq += f.d.lmq
-	// Keep f's emptied slices (not its queue names: their ids are local
-	// to one file) for the next file's collector.
-	f.d = rbData{recs: f.d.recs[:0], keys: f.d.keys[:0]}
-	clear(f.qidx)
-	return nil
-}
-
-// growDouble makes room for n more elements, at least doubling the
-// capacity when it grows: the store's record table is appended to file
-// by file and append's 1.25x steps for large slices would copy it many
-// times over.
-func growDouble[T any](s []T, n int) []T {
-	if len(s)+n <= cap(s) {
-		return s
-	}
-	out := make([]T, len(s), max(2*cap(s), len(s)+n))
-	copy(out, s)
-	return out
-}
-
-// addKey records IndexKeyHash(topic + "#" + key) (IndexService.buildKey).
-// The hash code of topic + "#" is computed once per run of records of
-// one topic and continued over each key.
-func (c *rbCollector) addKey(topic, key []byte) {
-	c.d.keys = append(c.d.keys, c.keys.Hash(topic, key))
-}
-
-// keysOf returns the index key hashes of record i.
-func (d *rbData) keysOf(i int) []int32 {
-	start := uint32(0)
-	if i > 0 {
-		start = d.recs[i-1].keyEnd
-	}
-	return d.keys[start:d.recs[i].keyEnd]
 }

@@ -84,10 +84,11 @@ func rbUnits(b []byte) []rmq.CQUnit {
 // differ from the store's (or that is missing; repair.Apply creates its
 // missing dirs), remove-file for every existing CQ file the rebuild does
 // not produce, remove-dir for the queue and topic dirs those removals
-// empty, and fills rep.Queues. It stages the rebuilt files under stage:
-// all of them with stageAll, else those that differ. Each rebuilt file is
-// compared from memory; only the store's is read.
-func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqbQueue, ex *rbExisting, rep *RebuildReport) error {
+// empty, and fills rep.Queues and rep.Warnings. It builds the queues from
+// d (cqbBuild) one file at a time and stages the rebuilt files under
+// stage: all of them with stageAll, else those that differ. Each rebuilt
+// file is compared from memory; only the store's is read.
+func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, d *rbData, ex *rbExisting, rep *RebuildReport) error {
 	want := map[string]bool{}
 	diffs := map[rbQueue]*QueueDiff{}
 	diffOf := func(k rbQueue) *QueueDiff {
@@ -113,53 +114,54 @@ func rbCompareCQ(plan *repair.Plan, data, stage string, stageAll bool, qs []*cqb
 			d.Complete = false
 		}
 	}
-	newBuf := make([]byte, 0, rep.CQFileSize)
-	dirty := 0 // newBuf[:dirty] may hold the last file's units
+	newBuf := make([]byte, rep.CQFileSize)
+	dirty := 0 // newBuf[:dirty] may hold an earlier file's units
 	var oldBuf, chunk []byte
-	for _, q := range qs {
-		d := diffOf(q.rbQueue)
-		d.Units = q.records
-		for fi, rel := range q.files(rep.CQFileSize) {
-			want[rel] = true
-			newB := q.fileBytes(fi, rep.CQFileSize, newBuf[:0])
-			// Clear what is left of an earlier file's units past this
-			// file's: newBuf[:CQFileSize] is then the whole file.
-			clear(newBuf[len(newB):max(dirty, len(newB))])
-			dirty = len(newB)
-			// Only the store's data is read (its holes compare as zeros);
-			// a file that differs is read whole for its unit diffs.
-			path := filepath.Join(data, rel)
-			same, exists, ok, err := rbSameSparse(path, newBuf[:rep.CQFileSize], len(newB), &chunk)
-			if err != nil {
+	file := func(q rbQueue, f cqbFile) error {
+		d := diffOf(q)
+		rel, newB := f.rel, f.bytes
+		want[rel] = true
+		// newBuf[:CQFileSize] is the whole rebuilt file: its units, then
+		// zeros (what is left of an earlier file's units is cleared).
+		copy(newBuf, newB)
+		clear(newBuf[len(newB):max(dirty, len(newB))])
+		dirty = len(newB)
+		// Only the store's data is read (its holes compare as zeros);
+		// a file that differs is read whole for its unit diffs.
+		path := filepath.Join(data, rel)
+		same, exists, ok, err := rbSameSparse(path, newBuf[:rep.CQFileSize], len(newB), &chunk)
+		if err != nil {
+			return err
+		}
+		var oldB []byte
+		if !ok || (exists && !same) {
+			if oldB, exists, err = rbReadInto(path, &oldBuf); err != nil {
 				return err
 			}
-			var oldB []byte
-			if !ok || (exists && !same) {
-				if oldB, exists, err = rbReadInto(path, &oldBuf); err != nil {
-					return err
-				}
-				same = exists && bytes.Equal(oldB, newBuf[:rep.CQFileSize])
-			}
-			if stageAll || !same {
-				if err := stageFile(stage, rel, newB, rep.CQFileSize); err != nil {
-					return err
-				}
-			}
-			if same {
-				continue
-			}
-			rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
-			reason := scanrmq.CodeCQBadUnit
-			if !exists {
-				reason = scanrmq.CodeCQMissing
-			}
-			d.Files = append(d.Files, rel)
-			if err := rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
-				Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep); err != nil {
+			same = exists && bytes.Equal(oldB, newBuf[:rep.CQFileSize])
+		}
+		if stageAll || !same {
+			if err := stageFile(stage, rel, newB, rep.CQFileSize); err != nil {
 				return err
 			}
 		}
+		if same {
+			return nil
+		}
+		rbUnitDiffs(rel, oldB, newB, func(ud UnitDiff) { note(d, ud) })
+		reason := scanrmq.CodeCQBadUnit
+		if !exists {
+			reason = scanrmq.CodeCQMissing
+		}
+		d.Files = append(d.Files, rel)
+		return rbAdd(plan, repair.Action{Op: repair.OpReplaceFile, Path: rel, Source: filepath.Join(stage, rel),
+			Reason: reason, Lost: repair.Loss{Note: "derived data: rebuilt from the commitlog"}}, rep)
 	}
+	warns, err := cqbBuild(d, rep.CQFileSize, file, func(q rbQueue, records int64) { diffOf(q).Units = records })
+	if err != nil {
+		return err
+	}
+	rep.Warnings = append(rep.Warnings, warns...)
 	extra := make([]string, 0)
 	for rel := range ex.cq {
 		if !want[rel] {
