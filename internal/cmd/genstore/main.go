@@ -10,8 +10,9 @@
 // small messages), keys, tags, IPv6 hosts, commitlog files of -file-size
 // ending in BLANK records (the last one half full and zero-filled), and
 // matching consume queues, sparse as the broker leaves them (-topics N
-// -queues-per-topic M spreads the records over N×M queues). The store
-// root is -out.
+// -queues-per-topic M spreads the records over N×M queues), and the index
+// files (420 MB each, the entries past the last a hole) and checkpoint a
+// cleanly stopped broker leaves. The store root is -out.
 //
 //	genstore -kind rocketmq -size 1GiB -body-size 100-200 -out /tmp/small
 //	genstore -kind rocketmq -size 1GiB -topics 1000 -queues-per-topic 40 -out /tmp/queues
@@ -64,6 +65,7 @@ func run(args []string) error {
 	bodySize := fs.String("body-size", "", "body (RabbitMQ: payload) sizes MIN-MAX in bytes, e.g. 100-200, instead of the default mix (RabbitMQ 4096-20000)")
 	nTopics := fs.Int("topics", 0, "RocketMQ: spread the records over this many topics instead of the default five")
 	qpt := fs.Int("queues-per-topic", 4, "RocketMQ, with -topics: queues of each topic")
+	index := fs.Bool("index", true, "RocketMQ: also write the index files and the checkpoint a cleanly stopped broker leaves (-index=false: commitlog and consume queues only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,7 +91,7 @@ func run(args []string) error {
 		// Stop half-way into the last file, so the files add up to total.
 		files := max((total+mapped-1)/mapped, 1)
 		cfg := genrmq.Config{MappedFileSize: mapped, TotalBytes: (files-1)*mapped + mapped/2, Seed: *seed,
-			Topics: *nTopics, QueuesPerTopic: *qpt}
+			Topics: *nTopics, QueuesPerTopic: *qpt, Index: *index}
 		if *bodySize != "" {
 			a, b, err := parseRange(*bodySize)
 			if err != nil {
