@@ -18,11 +18,21 @@ const indexReadSize = 52428 * rmq.IndexEntrySize
 
 // indexWalk is the state of one index file's entry walk.
 type indexWalk struct {
-	f              *indexFile
-	lay            rmq.IndexLayout
-	used           int64   // entries 1..used-1 are in use
-	keyHash        []int32 // per entry number
-	referenced     []bool  // some later entry's prev points here
+	f    *indexFile
+	lay  rmq.IndexLayout
+	used int64 // entries 1..used-1 are in use
+	// last[s] is the newest entry seen so far whose key hash maps to slot
+	// s (0: none): a prev or slot head equal to it is in the right slot
+	// without looking at its hash. Other cases (only in damaged files) are
+	// judged after the walk (chainJoin).
+	last       []int32
+	referenced bitset // some later entry's prev points here
+	head       bitset // some slot points here
+	join       *chainJoin
+	out        *orderedFindings
+	// keyHash (tests only, indexInMemory): every entry's key hash, the
+	// chain checks judged from it as they come, for comparison.
+	keyHash        []int32
 	maxPhy, maxTS  int64
 	beyond         int
 	unknown        int // entries past an unread commitlog file (verifier.unread)
@@ -88,19 +98,30 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 	// Only what the file holds can be read: a short file ends the walk.
 	inFile := (f.size - lay.EntryOffset(0)) / rmq.IndexEntrySize
 	w.used = max(min(w.used, inFile), 1)
-	w.keyHash = make([]int32, w.used)
-	w.referenced = make([]bool, w.used)
+	w.referenced = newBitset(w.used)
+	w.out = newOrderedFindings(maxFindingsPerUnit + 1 - v.capped[f.rel])
+	defer w.out.flush(v, f.rel) // also after an error: what was found so far, in order
+	if indexInMemory {
+		w.keyHash = make([]int32, w.used)
+	} else {
+		w.last = make([]int32, lay.Slots)
+		w.join = newChainJoin()
+		defer w.join.close()
+	}
 	if err := v.indexEntries(fh, w); err != nil {
 		return err
 	}
 	if err := v.indexSlots(fh, w); err != nil {
 		return err
 	}
+	if err := v.chainChecks(fh, w); err != nil {
+		return err
+	}
 	v.indexHeaderVsEntries(w)
 	if n := w.used; n < inFile && n < lay.Entries {
 		var eb [rmq.IndexEntrySize]byte
 		if err := readFull(fh, eb[:], lay.EntryOffset(n)); err == nil && slices.ContainsFunc(eb[:], func(b byte) bool { return b != 0 }) {
-			v.add(f.rel, v.indexFinding(f, CodeIndexBadHeader, 36, 4,
+			w.out.add(phaseTail, 0, 0, v.indexFinding(f, CodeIndexBadHeader, 36, 4,
 				fmt.Sprintf("entry %d (at indexCount) holds data: the header's indexCount is too low", n), map[string]string{"index_count": "fail"}))
 		}
 	}
@@ -111,7 +132,8 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 // every used entry reached exactly once (as a head or as a prev).
 func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 	f, lay := w.f, w.lay
-	head := make([]bool, w.used)
+	head := newBitset(w.used)
+	w.head = head
 	nonEmpty := int64(0)
 	buf := make([]byte, min(lay.Slots*rmq.IndexSlotSize, indexReadSize))
 	slotsInFile := min(lay.Slots, (f.size-rmq.IndexHeaderSize)/rmq.IndexSlotSize)
@@ -128,18 +150,21 @@ func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 			case val == 0:
 				continue
 			case val < 0 || val >= w.used:
-				v.add(f.rel, v.indexFinding(f, CodeIndexBadChain, lay.SlotOffset(s), 4,
+				w.out.add(phaseSlots, s, 0, v.indexFinding(f, CodeIndexBadChain, lay.SlotOffset(s), 4,
 					fmt.Sprintf("slot %d points at entry %d, outside the used entries 1..%d", s, val, w.used-1),
 					map[string]string{"slot_range": "fail"}))
 				continue
 			}
 			nonEmpty++
-			if got := int64(w.keyHash[val]) % lay.Slots; w.keyHash[val] >= 0 && got != s {
-				v.add(f.rel, v.indexFinding(f, CodeIndexBadChain, lay.SlotOffset(s), 4,
-					fmt.Sprintf("slot %d heads entry %d whose key hash belongs to slot %d", s, val, got),
-					map[string]string{"slot": "fail"}))
+			switch {
+			case w.keyHash != nil:
+				if got := int64(w.keyHash[val]) % lay.Slots; w.keyHash[val] >= 0 && got != s {
+					w.out.add(phaseSlots, s, 1, v.slotHeadFinding(w, s, val, got))
+				}
+			case int64(w.last[s]) != val: // not the slot's newest entry: is it in this slot at all?
+				w.join.add(chainPair{target: val, source: s, slot: s, kind: pairHead})
 			}
-			head[val] = true
+			head.set(val)
 		}
 		s0 += n
 	}
@@ -147,19 +172,25 @@ func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 		fd := v.indexFinding(f, CodeIndexBadHeader, 32, 4, "header hashSlotCount differs from the number of used slots",
 			map[string]string{"hash_slot_count": "fail"})
 		fd.Expected, fd.Actual = fmtInt(nonEmpty), fmtInt(int64(f.hdr.HashSlotCount))
-		v.add(f.rel, fd)
+		w.out.add(phaseSlotCount, 0, 0, fd)
 	}
 	for n := int64(1); n < w.used; n++ {
-		switch {
-		case head[n] && w.referenced[n]:
-			v.add(f.rel, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
+		switch h, r := head.has(n), w.referenced.has(n); {
+		case h && r:
+			w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
 				fmt.Sprintf("entry %d is both a slot head and another entry's predecessor (a loop or crossed chains)", n),
 				map[string]string{"single_parent": "fail"}))
-		case !head[n] && !w.referenced[n]:
-			v.add(f.rel, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
+		case !h && !r:
+			w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
 				fmt.Sprintf("entry %d is on no slot chain: lookups cannot reach it", n),
 				map[string]string{"reachable": "fail"}))
 		}
 	}
 	return nil
+}
+
+func (v *verifier) slotHeadFinding(w *indexWalk, s, val, got int64) scan.Finding {
+	return v.indexFinding(w.f, CodeIndexBadChain, w.lay.SlotOffset(s), 4,
+		fmt.Sprintf("slot %d heads entry %d whose key hash belongs to slot %d", s, val, got),
+		map[string]string{"slot": "fail"})
 }

@@ -51,15 +51,14 @@ func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
 
 // indexEntry checks entry n.
 func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
-	f, lay, h := w.f, w.lay, w.f.hdr
-	off := lay.EntryOffset(n)
-	w.keyHash[n] = e.KeyHash
+	lay, h := w.lay, w.f.hdr
+	sub := 0
 	bad := func(code, msg string, ev map[string]string, exp, act string) {
-		fd := v.indexFinding(f, code, off, rmq.IndexEntrySize, fmt.Sprintf("entry %d: %s", n, msg), ev)
-		fd.Expected, fd.Actual = exp, act
-		fd.Details = map[string]any{"entry": n, "phy_offset": e.PhyOffset, "key_hash": fmtInt(int64(e.KeyHash)),
-			"time_diff": e.TimeDiff, "prev_index": e.PrevIndex}
-		v.add(f.rel, fd)
+		sub++
+		w.out.add(phaseEntries, n, sub, v.entryFinding(w, n, e, code, msg, ev, exp, act))
+	}
+	if w.keyHash != nil {
+		w.keyHash[n] = e.KeyHash
 	}
 	// Chain: strictly decreasing, same bucket, one successor each.
 	switch p := int64(e.PrevIndex); {
@@ -69,15 +68,28 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 		bad(CodeIndexBadChain, "previous entry number is not below this one (chains must strictly decrease)",
 			map[string]string{"decreasing": "fail"}, "< "+fmtInt(n), fmtInt(p))
 	case p > 0:
-		if w.keyHash[p] >= 0 && int64(w.keyHash[p])%lay.Slots != int64(e.KeyHash)%lay.Slots {
-			bad(CodeIndexBadChain, fmt.Sprintf("previous entry %d is in another slot", p), map[string]string{"same_slot": "fail"},
-				fmtInt(int64(e.KeyHash)%lay.Slots), fmtInt(int64(w.keyHash[p])%lay.Slots))
+		slot := int64(e.KeyHash) % lay.Slots
+		switch {
+		case w.keyHash != nil:
+			if w.keyHash[p] >= 0 && int64(w.keyHash[p])%lay.Slots != slot {
+				bad(CodeIndexBadChain, fmt.Sprintf("previous entry %d is in another slot", p), map[string]string{"same_slot": "fail"},
+					fmtInt(slot), fmtInt(int64(w.keyHash[p])%lay.Slots))
+			}
+		case int64(w.last[slot]) != p:
+			// Not the newest entry of the slot: judged from entry p's own
+			// hash after the walk, in this place of the findings (sub).
+			sub++
+			w.join.add(chainPair{target: p, source: n, slot: slot, kind: pairPrev, sub: int8(sub),
+				phy: e.PhyOffset, keyHash: e.KeyHash, timeDiff: e.TimeDiff, prev: e.PrevIndex})
 		}
-		if w.referenced[p] {
+		if w.referenced.has(p) {
 			bad(CodeIndexBadChain, fmt.Sprintf("previous entry %d is already another entry's predecessor", p),
 				map[string]string{"single_parent": "fail"}, "", "")
 		}
-		w.referenced[p] = true
+		w.referenced.set(p)
+	}
+	if w.last != nil && e.KeyHash >= 0 {
+		w.last[int64(e.KeyHash)%lay.Slots] = int32(n)
 	}
 	if n == 1 {
 		w.firstPhy = e.PhyOffset
@@ -148,11 +160,20 @@ func (v *verifier) indexHeaderVsEntries(w *indexWalk) {
 	if w.beyond == 0 && w.unknown == 0 && w.expired == 0 && w.maxTS > 0 {
 		checks = append(checks, hc{"endTimestamp", 8, w.maxTS, h.EndTimestamp, true})
 	}
-	for _, c := range checks {
+	for i, c := range checks {
 		if c.ok && c.want != c.at {
 			fd := v.indexFinding(f, CodeIndexBadHeader, c.off, 8, "header "+c.name+" does not match the entries", map[string]string{c.name: "fail"})
 			fd.Expected, fd.Actual = fmtInt(c.want), fmtInt(c.at)
-			v.add(f.rel, fd)
+			w.out.add(phaseHeader, int64(i), 0, fd)
 		}
 	}
+}
+
+// entryFinding is a finding about entry n (its fields in the details).
+func (v *verifier) entryFinding(w *indexWalk, n int64, e rmq.IndexEntry, code, msg string, ev map[string]string, exp, act string) scan.Finding {
+	fd := v.indexFinding(w.f, code, w.lay.EntryOffset(n), rmq.IndexEntrySize, fmt.Sprintf("entry %d: %s", n, msg), ev)
+	fd.Expected, fd.Actual = exp, act
+	fd.Details = map[string]any{"entry": n, "phy_offset": e.PhyOffset, "key_hash": fmtInt(int64(e.KeyHash)),
+		"time_diff": e.TimeDiff, "prev_index": e.PrevIndex}
+	return fd
 }
