@@ -66,6 +66,30 @@ func checkOutputs(env *Env, t scan.Target, names ...string) error {
 	return nil
 }
 
+// useTempDir sets where the run's temp files go (scan.SetTempDir:
+// --tmp-dir, else $TMPDIR) after checking that it is not inside the data
+// dir of any target: spilled runs and record tables are written there.
+func useTempDir(env *Env, targets ...scan.Target) error {
+	dir := env.Config.GetString("tmp-dir")
+	eff, name := dir, "--tmp-dir"
+	if eff == "" {
+		eff, name = os.TempDir(), "the temp dir ($TMPDIR)"
+	}
+	real, err := resolveExisting(eff)
+	if err != nil {
+		return usagef(fmt.Errorf("%s %s: %w", name, eff, err))
+	}
+	for _, t := range targets {
+		for _, r := range dataRoots(t) {
+			if within(r, real) {
+				return usagef(fmt.Errorf("%s %s resolves to %s, inside the data dir %s: storectl never writes into the data dir; choose a temp dir outside it", name, eff, real, r))
+			}
+		}
+	}
+	scan.SetTempDir(dir)
+	return nil
+}
+
 // dataRoots are the data dir of t with symlinks resolved, and, for a
 // RabbitMQ vhost or message store dir, the node dir that holds it (the
 // broker owns all of it).

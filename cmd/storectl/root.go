@@ -53,6 +53,7 @@ and reports what the broker's own recovery would lose or misread.
 	pf.String("store", "", "store kind, overriding detection: rocketmq or rabbitmq")
 	pf.Int("jobs", runtime.NumCPU(), "files scanned in parallel")
 	pf.Float64("io-limit", 0, "read store files at most this many MB/s (10^6 bytes), for busy hosts; 0 = no limit")
+	pf.String("tmp-dir", "", "directory for the temp files a run spills to (sorted runs, record tables; unlinked at once), never inside the data dir (default $TMPDIR)")
 	pf.String("broker-version", "", "RabbitMQ: the broker version that will read the files (e.g. 3.13.7, 4.0.2); hazards that version does not have are info only")
 	pf.String("metrics-file", "", "also write a Prometheus textfile-collector file (for node_exporter) here, rewritten atomically on every exit with storectl_exit_code")
 	pf.String("broker-config", "", "RocketMQ: read layout sizes (mappedFileSizeCommitLog, ...) from this broker.conf")

@@ -93,6 +93,9 @@ confirmed.
 			if err := checkOutputs(env, t, salvageOutputs...); err != nil {
 				return err
 			}
+			if err := useTempDir(env, t); err != nil {
+				return err
+			}
 			if publish != "" && t.Store != scan.RabbitMQ {
 				return usagef(errors.New("--publish re-publishes RabbitMQ messages only"))
 			}

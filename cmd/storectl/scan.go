@@ -81,6 +81,9 @@ func runScan(ctx context.Context, opts *scanOptions) error {
 		targets[i], a = inContext(targets[i])
 		assumed = append(assumed, a)
 	}
+	if err := useTempDir(env, targets...); err != nil {
+		return err
+	}
 	t0 := targets[0]
 	run := report.Run{Command: "scan", Args: opts.Paths, DataDir: t0.Root, Store: t0.Store,
 		Layout: map[string]any{"target": t0.Kind}, DetectedFrom: t0.Evidence}

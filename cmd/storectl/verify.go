@@ -49,6 +49,9 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	if err := checkOutputs(env, tg, verifyOutputs...); err != nil {
 		return err
 	}
+	if err := useTempDir(env, tg); err != nil {
+		return err
+	}
 	run := report.Run{Command: "verify", Args: []string{dir}, DataDir: tg.Root, Store: tg.Store,
 		Layout: map[string]any{"target": tg.Kind}, DetectedFrom: tg.Evidence}
 	liveCheck(env, &run, tg)

@@ -132,6 +132,9 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 	if err := checkOutputs(env, t, writerOutputs...); err != nil {
 		return err
 	}
+	if err := useTempDir(env, t); err != nil {
+		return err
+	}
 	var p *repair.Plan
 	if wo.PlanFile != "" {
 		var err error

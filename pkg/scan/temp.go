@@ -8,13 +8,37 @@ import (
 	"sync/atomic"
 )
 
-// UnlinkedTemp creates a temp file (os.CreateTemp with pattern) and
-// removes its name at once, so it vanishes with its last descriptor
-// whatever happens to the process. Scans spill what would otherwise grow
-// with the store (RocketMQ verify's record table, RabbitMQ's long victim
-// lists) to such files.
+// tempDir is where UnlinkedTemp makes its files: SetTempDir's, else
+// $TMPDIR (os.TempDir).
+var tempDir atomic.Pointer[string]
+
+// SetTempDir makes UnlinkedTemp create its files in dir ("" for
+// $TMPDIR): the --tmp-dir of a run, which checks that it is not inside the
+// data dir.
+func SetTempDir(dir string) {
+	if dir == "" {
+		tempDir.Store(nil)
+		return
+	}
+	tempDir.Store(&dir)
+}
+
+// TempDir is the directory UnlinkedTemp creates its files in.
+func TempDir() string {
+	if d := tempDir.Load(); d != nil {
+		return *d
+	}
+	return os.TempDir()
+}
+
+// UnlinkedTemp creates a temp file (os.CreateTemp with pattern, in
+// TempDir) and removes its name at once, so it vanishes with its last
+// descriptor whatever happens to the process. Scans and plans spill what
+// would otherwise grow with the store (RocketMQ verify's record table,
+// rebuild-index's sorted runs, RabbitMQ's long victim lists) to such
+// files; nothing of them is ever in a data dir.
 func UnlinkedTemp(pattern string) (*os.File, error) {
-	f, err := os.CreateTemp("", pattern)
+	f, err := os.CreateTemp(TempDir(), pattern)
 	if err != nil {
 		return nil, err
 	}
