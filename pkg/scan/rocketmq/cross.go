@@ -46,8 +46,9 @@ type crossFile struct {
 	minTS    int64 // oldest store time of the file's valid records
 	byID     map[uint64]*crossQueue
 	order    []*crossQueue
-	intern   map[string]int32 // topic -> local id
+	intern   topicIDs
 	topics   []string
+	dense    [][]*crossQueue              // [topic id][queue id] for queue ids below denseQueues (the usual case)
 	start    func(queueKey) (int64, bool) // a queue's state before the file; nil: unseen
 	findings []scan.Finding
 	seg      *segment
@@ -55,28 +56,26 @@ type crossFile struct {
 
 func newCrossFile(cfg *Config, seg *segment, maxTS int64, start func(queueKey) (int64, bool)) *crossFile {
 	return &crossFile{slack: cfg.TimestampSlack.Milliseconds(), maxTS: maxTS, minTS: math.MaxInt64,
-		byID: map[uint64]*crossQueue{}, intern: map[string]int32{}, start: start, seg: seg}
+		byID: map[uint64]*crossQueue{}, intern: topicIDs{ids: map[string]int32{}}, start: start, seg: seg}
 }
 
 // record checks the valid record m at pos of the file.
 func (c *crossFile) record(m *rmq.Message, pos int64) {
 	if m.Dispatched() {
-		tid, ok := c.intern[string(m.Topic)]
-		if !ok {
-			tid = int32(len(c.topics))
-			c.topics = append(c.topics, string(m.Topic))
-			c.intern[string(m.Topic)] = tid
+		tid, added := c.intern.id(m.Topic)
+		if added {
+			c.topics = append(c.topics, c.intern.names[tid])
+			c.dense = append(c.dense, nil)
 		}
-		id := uint64(uint32(tid))<<32 | uint64(uint32(m.QueueID))
 		inner := m.InnerNum()
-		q := c.byID[id]
+		q := c.queue(tid, m.QueueID)
 		if q == nil {
 			q = &crossQueue{k: queueKey{c.topics[tid], m.QueueID}, firstOff: m.QueueOffset, firstInner: inner}
 			if c.start != nil {
 				q.next, q.seen = c.start(q.k)
 				q.init = true
 			}
-			c.byID[id] = q
+			c.setQueue(tid, m.QueueID, q)
 			c.order = append(c.order, q)
 		}
 		if want := q.next; q.seen && m.QueueOffset < want {
@@ -159,4 +158,63 @@ func recheck(ctx context.Context, cfg *Config, seg *segment, end int64, next map
 		return nil, r.Err()
 	}
 	return c, nil
+}
+
+// denseQueues bounds the queue ids kept in the per-topic slices; larger
+// ones (a hostile or odd store) go to the map.
+const denseQueues = 1024
+
+func (c *crossFile) queue(tid, qid int32) *crossQueue {
+	if qid >= 0 && qid < denseQueues {
+		if d := c.dense[tid]; int(qid) < len(d) {
+			return d[qid]
+		}
+		return nil
+	}
+	return c.byID[uint64(uint32(tid))<<32|uint64(uint32(qid))]
+}
+
+func (c *crossFile) setQueue(tid, qid int32, q *crossQueue) {
+	if qid >= 0 && qid < denseQueues {
+		d := c.dense[tid]
+		for int(qid) >= len(d) {
+			d = append(d, nil)
+		}
+		d[qid] = q
+		c.dense[tid] = d
+		return
+	}
+	c.byID[uint64(uint32(tid))<<32|uint64(uint32(qid))] = q
+}
+
+// topicIDs numbers topics as they come: a few recent ones are compared
+// byte for byte before the map is asked (a file's records cycle through
+// few topics, and the compare is cheaper than hashing the name).
+type topicIDs struct {
+	ids    map[string]int32
+	names  []string // by id
+	recent [4]struct {
+		name string
+		id   int32
+	}
+	next int
+}
+
+// id returns the id of topic (added says it is new).
+func (t *topicIDs) id(topic []byte) (id int32, added bool) {
+	for i := range t.recent {
+		if r := &t.recent[i]; len(r.name) == len(topic) && r.name == string(topic) && r.name != "" {
+			return r.id, false
+		}
+	}
+	id, ok := t.ids[string(topic)]
+	if !ok {
+		id = int32(len(t.names))
+		t.names = append(t.names, string(topic))
+		t.ids[t.names[id]] = id
+	}
+	r := &t.recent[t.next%len(t.recent)]
+	t.next++
+	r.name, r.id = t.names[id], id
+	return id, !ok
 }
