@@ -1,19 +1,16 @@
 package rabbitmq
 
 // The harden simulator: one .rdq file held in memory with the planned gap
-// rewrites applied, and the scanner-hazard analysis of pkg/scan/rabbitmq
-// (hazards.go: generation-1 stop and crash, generation-2 zero-hole
+// rewrites applied, and the scanner-hazard rules of pkg/scan/rabbitmq
+// (rscan.FileHazards: generation-1 stop and crash, generation-2 zero-hole
 // misread and §3.4 prediction, off-by-nine windows of generations 2 and
 // 3) re-run on it as a fresh scan would see the rewritten file: a dummy
 // record is an unreferenced record there, 0xFF filler is still a gap.
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
+	"slices"
 	"sort"
 
-	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
@@ -50,10 +47,6 @@ type simRec struct {
 }
 
 func (r simRec) end() int64 { return r.off + r.total }
-
-func (r simRec) victim() rscan.Victim {
-	return rscan.Victim{ID: r.id, Offset: r.off, Size: r.total, Status: r.status}
-}
 
 func (r simRec) live() bool {
 	return r.status == rscan.StatusReferenced || r.status == rscan.StatusUnknown
@@ -147,15 +140,7 @@ func (s *sim) run() *models {
 		}
 		m.gen3[i] = rfmt.ScanData(s.b, o)
 	}
-	if s.sc.gen1 {
-		m.hazards = append(m.hazards, s.gen1Hazards(m)...)
-	}
-	if s.sc.gen2 {
-		m.hazards = append(m.hazards, s.misreadHazards(m)...)
-	}
-	if s.sc.obn2 || s.sc.obn3 {
-		m.hazards = append(m.hazards, s.offByNineHazards(m.recs)...)
-	}
+	m.hazards = s.hazards(m.recs)
 	for _, h := range m.hazards {
 		m.inScope++
 		for _, v := range h.victims {
@@ -168,174 +153,65 @@ func (s *sim) run() *models {
 	return m
 }
 
-// gen1Hazards is hazards.go gen1: a crash, or the records never reached.
-func (s *sim) gen1Hazards(m *models) []simHazard {
-	var ce *format.CorruptError
-	if m.gen1Err != nil && errors.As(m.gen1Err, &ce) {
-		h := simHazard{code: rscan.CodeScannerCrash, off: ce.Offset, versions: rscan.VersionsGen1, victims: m.recs, gap: s.gapAt(ce.Offset)}
-		return []simHazard{s.locate(h, m.recs)}
+// hazards runs rscan.FileHazards on the simulated bytes, as a fresh scan
+// of the rewritten file would (records: the originals and the dummies;
+// gaps: those not covered by a dummy, and the tail), and keeps the
+// hazards of the versions in scope, generation 1 first, then the
+// misreads, then the off-by-nine windows.
+func (s *sim) hazards(recs []simRec) []simHazard {
+	hr := make([]rscan.HazardRecord, len(recs))
+	at := make(map[int64]int, len(recs))
+	for i, r := range recs {
+		hr[i] = rscan.HazardRecord{Offset: r.off, TotalSize: r.total, MsgID: r.id, Status: r.status}
+		at[r.off] = i
 	}
-	found := map[int64]bool{}
-	for _, r := range m.gen1.Records {
-		found[r.Offset] = true
-	}
-	stop := int64(0)
-	var vs []simRec
-	for _, r := range m.recs {
-		if found[r.off] {
-			if len(vs) == 0 {
-				stop = r.end()
-			}
-			continue
-		}
-		vs = append(vs, r)
-	}
-	if len(vs) == 0 {
-		return nil
-	}
-	h := simHazard{code: rscan.CodeGen1Stop, off: stop, versions: rscan.VersionsGen1, victims: vs, gap: -1}
-	for i, g := range s.gaps { // the first gap between the stop and the first victim
-		if g.Offset+g.Length > stop && g.Offset < vs[0].off {
-			h.gap = i
-			break
-		}
-	}
-	return []simHazard{s.locate(h, m.recs)}
-}
-
-// misreadHazards is hazards.go misread: bogus generation-2 frames that
-// hide records, and §3.4 predictions the model did not reproduce.
-func (s *sim) misreadHazards(m *models) []simHazard {
-	real := map[int64]int64{}
-	for _, r := range m.recs {
-		real[r.off] = r.total
-	}
-	found := map[int64]bool{}
-	var bogus []rfmt.ScanRecord
-	for _, c := range m.gen2 {
-		if t, ok := real[c.Offset]; ok && t == c.TotalSize {
-			found[c.Offset] = true
-		} else {
-			bogus = append(bogus, c)
-		}
-	}
-	var out []simHazard
-	hit := map[int64]int64{}
-	for _, c := range bogus {
-		hit[c.Offset] = c.TotalSize
-		h := simHazard{code: rscan.CodeZeroHoleMisread, off: c.Offset, versions: rscan.VersionsGen2, gap: s.gapAt(c.Offset)}
-		for _, r := range m.recs {
-			if !found[r.off] && r.off > c.Offset && r.off < c.Offset+c.TotalSize {
-				h.victims = append(h.victims, r)
-			}
-		}
-		if len(h.victims) > 0 {
-			out = append(out, s.locate(h, m.recs))
-		}
-	}
-	for off, size := range predicted34(s.b, m.recs) {
-		if hit[off] == size {
-			continue
-		}
-		h := simHazard{code: rscan.CodeZeroHoleMisread, off: off, versions: rscan.VersionsGen2, gap: s.gapAt(off)}
-		for _, r := range m.recs {
-			if r.off > off && r.off < off+size {
-				h.victims = append(h.victims, r)
-			}
-		}
-		out = append(out, s.locate(h, m.recs))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].off < out[j].off })
-	return out
-}
-
-// predicted34 is rfmt.PredictMisread (§3.4) over simulated records, as
-// the scanner runs it over real ones.
-func predicted34(b []byte, recs []simRec) map[int64]int64 {
-	out := map[int64]int64{}
-	for _, r := range recs {
-		if off, size, ok := rfmt.PredictMisread(b, r.off, r.total); ok {
-			out[off] = size
-		}
-	}
-	return out
-}
-
-// offByNineHazards is hazards.go offByNine: the first window v in
-// [R−8, R−1] that generation 2 (gaps) and generation 3 (gaps and
-// rejected records) test byte by byte.
-func (s *sim) offByNineHazards(recs []simRec) []simHazard {
-	n := len(s.b)
-	type region struct {
-		from, to int
-		gap      bool
-	}
-	var regs []region
+	var gaps []rscan.Gap
 	for _, g := range s.gaps {
 		if g.fill != FillDummy {
-			regs = append(regs, region{int(g.Offset), int(g.Offset + g.Length), true})
+			gaps = append(gaps, g.Gap)
 		}
 	}
-	if t := s.tail(recs); t < n {
-		regs = append(regs, region{t, n, true})
+	if t := s.tail(recs); t < len(s.b) {
+		gaps = append(gaps, rscan.Gap{Offset: int64(t), Length: int64(len(s.b) - t)})
 	}
-	for _, r := range recs {
-		if r.status == rscan.StatusUnreferenced || r.status == rscan.StatusDuplicate {
-			regs = append(regs, region{int(r.off) + 1, int(r.end()), false})
+	var gen1, gen2, obn []simHazard
+	for _, h := range rscan.FileHazards(s.b, hr, gaps, true) {
+		sh := simHazard{code: h.Code, off: h.Offset, versions: h.Versions, gap: s.gapAt(h.Offset)}
+		for _, v := range h.Victims {
+			sh.victims = append(sh.victims, recs[at[v.Offset]])
 		}
-	}
-	sort.Slice(regs, func(i, j int) bool { return regs[i].from < regs[j].from })
-	p2, p3 := -1, -1
-	for _, g := range regs {
-		for p := g.from; p < g.to && (p2 < 0 || p3 < 0); p++ {
-			z := bytes.IndexByte(s.b[p:g.to], 0)
-			if z < 0 {
-				break
-			}
-			p += z
-			if n-p < 8 {
+		switch h.Code {
+		case rscan.CodeScannerCrash, rscan.CodeGen1Stop:
+			if !s.sc.gen1 {
 				continue
 			}
-			if v, r := binary.BigEndian.Uint64(s.b[p:]), uint64(n-p); !(v < r && v+8 >= r) {
+			if h.Code == rscan.CodeGen1Stop {
+				sh.gap = -1
+				for i, g := range s.gaps { // the first gap between the stop and the first victim
+					if g.Offset+g.Length > h.Offset && g.Offset < sh.victims[0].off {
+						sh.gap = i
+						break
+					}
+				}
+			}
+			gen1 = append(gen1, s.locate(sh, recs))
+		case rscan.CodeZeroHoleMisread:
+			if s.sc.gen2 {
+				gen2 = append(gen2, s.locate(sh, recs))
+			}
+		case rscan.CodeOffByNine:
+			g2, g3 := slices.Contains(h.Gens, 2), slices.Contains(h.Gens, 3)
+			if !(g2 && s.sc.obn2) && !(g3 && s.sc.obn3) {
 				continue
 			}
-			if p3 < 0 {
-				p3 = p
+			sh.versions = rscan.VersionsGen3Unfixed
+			if g2 {
+				sh.versions = rscan.VersionsGen2
 			}
-			if g.gap && p2 < 0 {
-				p2 = p
-			}
+			obn = append(obn, s.locate(sh, recs))
 		}
 	}
-	var out []simHazard
-	emit := func(p int, gen2, gen3 bool) {
-		if !(gen2 && s.sc.obn2) && !(gen3 && s.sc.obn3) {
-			return
-		}
-		h := simHazard{code: rscan.CodeOffByNine, off: int64(p), versions: rscan.VersionsGen3Unfixed, gap: s.gapAt(int64(p))}
-		if gen2 {
-			h.versions = rscan.VersionsGen2
-		}
-		for _, r := range recs {
-			if r.off > int64(p) && (gen2 || r.live()) {
-				h.victims = append(h.victims, r)
-			}
-		}
-		if len(h.victims) > 0 {
-			out = append(out, s.locate(h, recs))
-		}
-	}
-	if p3 >= 0 && p3 == p2 {
-		emit(p3, true, true)
-	} else {
-		if p3 >= 0 {
-			emit(p3, false, true)
-		}
-		if p2 >= 0 {
-			emit(p2, true, false)
-		}
-	}
-	return out
+	return append(append(gen1, gen2...), obn...)
 }
 
 // tail returns where the tail gap starts (end of the last record).

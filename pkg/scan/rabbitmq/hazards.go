@@ -7,6 +7,10 @@ package rabbitmq
 // (ScanData, ScanGen1) are run on the file and their output is compared
 // with the real records; the §3.4 condition is also evaluated directly
 // and the two must agree.
+//
+// FileHazards is the one place these rules live: scan runs it on the
+// files, harden (pkg/repair/rabbitmq) on the bytes of a file with its
+// planned rewrites applied.
 
 import (
 	"bytes"
@@ -26,27 +30,78 @@ const (
 	VersionsGen3Unfixed = "4.0.3-4.1.4"
 )
 
-// hazards analyses one file; fs.Records must carry their statuses.
+// HazardRecord is a real record of a file as the hazard rules see it:
+// where it is, its msg id and its status (Status*): a validating scanner
+// (generation 3) walks byte by byte through the ones it rejects
+// (unreferenced, duplicate).
+type HazardRecord struct {
+	Offset, TotalSize int64
+	MsgID             [16]byte
+	Status            string
+}
+
+func (r *HazardRecord) end() int64 { return r.Offset + r.TotalSize }
+
+func (r *HazardRecord) victim() Victim {
+	return Victim{ID: r.MsgID, Offset: r.Offset, Size: r.TotalSize, Status: r.Status}
+}
+
+// live reports whether a validating scanner accepts the record.
+func (r *HazardRecord) live() bool { return r.Status == StatusReferenced || r.Status == StatusUnknown }
+
+// FileHazards applies the hazard rules of RabbitMQ's scanner generations
+// to one .rdq file: b is the whole file, recs its real records in file
+// order with their statuses, gaps the ranges no record covers (the tail
+// included), in file order. With models the generation-1 and generation-2
+// scanner models are run: they find nothing in a file that is a gap-free
+// run of records, so a caller may leave them out there. The off-by-nine
+// rule always runs. The hazards come zero-hole misreads first (by
+// offset), then the generation-1 stop or crash, then off-by-nine windows;
+// each lists the records it loses as Victims.
+func FileHazards(b []byte, recs []HazardRecord, gaps []Gap, models bool) []Hazard {
+	var out []Hazard
+	if models {
+		if gapCandidates(b, gaps) || inFileDup(recs) {
+			out = misread(b, recs, out)
+		}
+		out = gen1(b, recs, out)
+	}
+	return offByNine(b, recs, gaps, out)
+}
+
+// hazards analyses one file; fs.Records must carry their statuses. The
+// models run where the file is not a gap-free run of records (gaps, a
+// frame without its marker, a second copy of an id first met in the same
+// file).
 func hazards(b []byte, fs *FileScan) {
 	irregular := len(fs.Gaps) > 0 || len(fs.BadMarkers) > 0
-	rejected := false // a record generation 3 walks through byte by byte
 	for _, r := range fs.Records {
 		if r.Status == StatusDuplicate && r.FirstPath == fs.Path {
 			irregular = true
 		}
-		rejected = rejected || r.Status == StatusUnreferenced || r.Status == StatusDuplicate
 	}
-	if irregular {
-		// Back-to-back records from 0 to EOF: generations 1 and 2 find them all.
-		fs.ModelsRun = true
-		if gapCandidates(b, fs.Gaps) || inFileDup(fs.Records) {
-			misread(b, fs)
+	recs := hazardRecords(fs.Records)
+	fs.ModelsRun = irregular
+	hs := FileHazards(b, recs, fs.Gaps, irregular)
+	for _, h := range hs {
+		if h.Code == CodeScannerCrash {
+			fs.ShortFrames = append(fs.ShortFrames, h.Offset)
 		}
-		gen1(b, fs)
+		if in, ok := h.Details["cascade_inside"].(Location); ok {
+			in.Path = fs.Path // FileHazards knows offsets, not paths
+			h.Details["cascade_inside"] = in
+		}
 	}
-	if irregular || rejected {
-		offByNine(b, fs)
+	fs.Hazards = append(fs.Hazards, hs...)
+}
+
+// hazardRecords is what FileHazards needs of a file's records.
+func hazardRecords(rs []*Record) []HazardRecord {
+	out := make([]HazardRecord, len(rs))
+	for i, r := range rs {
+		out[i] = HazardRecord{Offset: r.Offset, TotalSize: r.TotalSize, MsgID: r.MsgID, Status: r.Status}
 	}
+	return out
 }
 
 // gapCandidates reports whether any gap position holds a frame the
@@ -80,7 +135,7 @@ func gapCandidates(b []byte, gaps []Gap) bool {
 // model rejects the second copy (its ids are per file) and walks through
 // it byte by byte. Statuses cannot tell (transient files have none, and
 // both copies of an id first seen in an earlier file are duplicates).
-func inFileDup(recs []*Record) bool {
+func inFileDup(recs []HazardRecord) bool {
 	ids := make(map[[16]byte]struct{}, len(recs))
 	for _, r := range recs {
 		if _, ok := ids[r.MsgID]; ok {
@@ -91,13 +146,9 @@ func inFileDup(recs []*Record) bool {
 	return false
 }
 
-func victimOf(r *Record) Victim {
-	return Victim{ID: r.MsgID, Offset: r.Offset, Size: r.TotalSize, Status: r.Status}
-}
-
 // predicted34 is rfmt.PredictMisread over a file's records: bogus
 // candidate offset -> total size.
-func predicted34(b []byte, recs []*Record) map[int64]int64 {
+func predicted34(b []byte, recs []HazardRecord) map[int64]int64 {
 	out := map[int64]int64{}
 	for _, r := range recs {
 		if off, size, ok := rfmt.PredictMisread(b, r.Offset, r.TotalSize); ok {
@@ -107,14 +158,14 @@ func predicted34(b []byte, recs []*Record) map[int64]int64 {
 	return out
 }
 
-// misread runs the generation-2 model and reports every bogus candidate
+// misread appends to out every bogus candidate of the generation-2 model
 // that hides a real record, and every §3.4 prediction the model does not
-// reproduce.
-func misread(b []byte, fs *FileScan) {
+// reproduce, in offset order.
+func misread(b []byte, recs []HazardRecord, out []Hazard) []Hazard {
 	model := rfmt.ScanData(b, rfmt.ScanOptions{})
-	real := make(map[int64]*Record, len(fs.Records))
-	for _, r := range fs.Records {
-		real[r.Offset] = r
+	real := make(map[int64]*HazardRecord, len(recs))
+	for i := range recs {
+		real[recs[i].Offset] = &recs[i]
 	}
 	found := map[int64]bool{}
 	var bogus []rfmt.ScanRecord
@@ -125,13 +176,14 @@ func misread(b []byte, fs *FileScan) {
 			bogus = append(bogus, c)
 		}
 	}
-	pred := predicted34(b, fs.Records)
+	pred := predicted34(b, recs)
+	from := len(out)
 	for _, c := range bogus {
 		h := Hazard{Code: CodeZeroHoleMisread, Offset: c.Offset, Length: c.TotalSize,
 			Versions: VersionsGen2, Gens: []int{2}, When: []string{"dirty recovery", "compaction"}}
-		for _, r := range fs.Records {
-			if !found[r.Offset] && r.Offset > c.Offset && r.Offset < c.Offset+c.TotalSize {
-				h.Victims = append(h.Victims, victimOf(r))
+		for i := range recs {
+			if r := &recs[i]; !found[r.Offset] && r.Offset > c.Offset && r.Offset < c.Offset+c.TotalSize {
+				h.Victims = append(h.Victims, r.victim())
 			}
 		}
 		if len(h.Victims) == 0 {
@@ -140,14 +192,14 @@ func misread(b []byte, fs *FileScan) {
 		ps, ok := pred[c.Offset]
 		h.Details = map[string]any{"model": "generation-2 scan_data", "bogus_msg_id": hexID(c.MsgID),
 			"hole": holeKind(b, c.Offset, h.Victims[0].Offset), "analysis_3_4_agrees": ok && ps == c.TotalSize}
-		if in := inside(fs.Records, c.Offset); in != nil {
+		if in := inside(recs, c.Offset); in != nil {
 			// The scanner got here by an earlier bogus jump into this
 			// record and resumed byte-wise inside its body (§3.4).
-			h.Details["cascade_inside"] = Location{Path: fs.Path, Offset: in.Offset}
+			h.Details["cascade_inside"] = Location{Offset: in.Offset} // the caller fills Path
 			h.Details["hole"] = "inside a record"
 			delete(h.Details, "analysis_3_4_agrees")
 		}
-		fs.Hazards = append(fs.Hazards, h)
+		out = append(out, h)
 	}
 	// §3.4 predictions the model did not reproduce (it was out of step).
 	for off, size := range pred {
@@ -161,20 +213,22 @@ func misread(b []byte, fs *FileScan) {
 		h := Hazard{Code: CodeZeroHoleMisread, Offset: off, Length: size, Versions: VersionsGen2,
 			Gens: []int{2}, When: []string{"dirty recovery", "compaction"},
 			Details: map[string]any{"model": "§3.4 analysis only", "analysis_3_4_agrees": true, "model_agrees": false}}
-		for _, r := range fs.Records {
-			if r.Offset > off && r.Offset < off+size {
-				h.Victims = append(h.Victims, victimOf(r))
+		for i := range recs {
+			if r := &recs[i]; r.Offset > off && r.Offset < off+size {
+				h.Victims = append(h.Victims, r.victim())
 			}
 		}
-		fs.Hazards = append(fs.Hazards, h)
+		out = append(out, h)
 	}
+	sort.SliceStable(out[from:], func(i, j int) bool { return out[from+i].Offset < out[from+j].Offset })
+	return out
 }
 
 // inside returns the real record strictly containing off, or nil.
-func inside(recs []*Record, off int64) *Record {
+func inside(recs []HazardRecord, off int64) *HazardRecord {
 	i := sort.Search(len(recs), func(i int) bool { return recs[i].Offset >= off })
-	if i > 0 && recs[i-1].End() > off {
-		return recs[i-1]
+	if i > 0 && recs[i-1].end() > off {
+		return &recs[i-1]
 	}
 	return nil
 }
@@ -190,10 +244,11 @@ func holeKind(b []byte, from, to int64) string {
 }
 
 // offByNine finds the first 8-byte window v at a position p a scanner
-// tests byte by byte with v in [R−8, R−1], R = bytes to EOF. Generation 2
-// tests gap bytes; generation 3 before 4.1.5 also walks through every
-// record its validity Fun rejects (unreferenced, duplicate).
-func offByNine(b []byte, fs *FileScan) {
+// tests byte by byte with v in [R−8, R−1], R = bytes to EOF, and appends
+// its hazard to out. Generation 2 tests gap bytes; generation 3 before
+// 4.1.5 also walks through every record its validity Fun rejects
+// (unreferenced, duplicate).
+func offByNine(b []byte, recs []HazardRecord, gaps []Gap, out []Hazard) []Hazard {
 	n := len(b)
 	hit := func(p int) bool {
 		if n-p < 8 {
@@ -207,12 +262,12 @@ func offByNine(b []byte, fs *FileScan) {
 		gap      bool
 	}
 	var regs []region
-	for _, g := range fs.Gaps {
+	for _, g := range gaps {
 		regs = append(regs, region{int(g.Offset), int(g.Offset + g.Length), true})
 	}
-	for _, r := range fs.Records {
-		if r.Status == StatusUnreferenced || r.Status == StatusDuplicate {
-			regs = append(regs, region{int(r.Offset) + 1, int(r.End()), false})
+	for i := range recs {
+		if r := &recs[i]; r.Status == StatusUnreferenced || r.Status == StatusDuplicate {
+			regs = append(regs, region{int(r.Offset) + 1, int(r.end()), false})
 		}
 	}
 	sort.Slice(regs, func(i, j int) bool { return regs[i].from < regs[j].from })
@@ -249,13 +304,13 @@ func offByNine(b []byte, fs *FileScan) {
 		default:
 			h.Versions, h.Gens = VersionsGen3Unfixed, []int{3}
 		}
-		for _, r := range fs.Records {
-			if r.Offset > int64(p) && (gen2 || r.Status == StatusReferenced || r.Status == StatusUnknown) {
-				h.Victims = append(h.Victims, victimOf(r))
+		for i := range recs {
+			if r := &recs[i]; r.Offset > int64(p) && (gen2 || r.live()) {
+				h.Victims = append(h.Victims, r.victim())
 			}
 		}
 		if len(h.Victims) > 0 {
-			fs.Hazards = append(fs.Hazards, h)
+			out = append(out, h)
 		}
 	}
 	switch {
@@ -269,24 +324,24 @@ func offByNine(b []byte, fs *FileScan) {
 			emit(p2, true, false)
 		}
 	}
+	return out
 }
 
-// gen1 runs the generation-1 model: a crash (Size < 16 frame with marker
-// 0xFF) or records it never reaches (zero word, oversize length).
-func gen1(b []byte, fs *FileScan) {
+// gen1 runs the generation-1 model and appends its hazard to out: a
+// crash (Size < 16 frame with marker 0xFF) or records it never reaches
+// (zero word, oversize length).
+func gen1(b []byte, recs []HazardRecord, out []Hazard) []Hazard {
 	res, err := rfmt.ScanGen1(b)
 	var ce *format.CorruptError
 	if err != nil && errors.As(err, &ce) {
-		fs.ShortFrames = append(fs.ShortFrames, ce.Offset)
 		h := Hazard{Code: CodeScannerCrash, Offset: ce.Offset, Length: 0, Versions: VersionsGen1,
 			Gens: []int{1}, When: []string{"dirty recovery"},
 			Details: map[string]any{"size": binary.BigEndian.Uint64(b[ce.Offset:]),
 				"effect": "rabbit_msg_file:scanner/4 crashes with badmatch; the message store and the whole vhost fail to start"}}
-		for _, r := range fs.Records {
-			h.Victims = append(h.Victims, victimOf(r))
+		for i := range recs {
+			h.Victims = append(h.Victims, recs[i].victim())
 		}
-		fs.Hazards = append(fs.Hazards, h)
-		return
+		return append(out, h)
 	}
 	found := map[int64]bool{}
 	for _, r := range res.Records {
@@ -294,17 +349,18 @@ func gen1(b []byte, fs *FileScan) {
 	}
 	stop := int64(0)
 	var vs Victims
-	for _, r := range fs.Records {
+	for i := range recs {
+		r := &recs[i]
 		if found[r.Offset] {
 			if len(vs) == 0 {
-				stop = r.End()
+				stop = r.end()
 			}
 			continue
 		}
-		vs = append(vs, victimOf(r))
+		vs = append(vs, r.victim())
 	}
 	if len(vs) == 0 {
-		return
+		return out
 	}
 	reason := "misaligned frame"
 	if int(stop)+8 <= len(b) {
@@ -315,7 +371,7 @@ func gen1(b []byte, fs *FileScan) {
 			reason = "oversize length"
 		}
 	}
-	fs.Hazards = append(fs.Hazards, Hazard{Code: CodeGen1Stop, Offset: stop, Length: 8,
+	return append(out, Hazard{Code: CodeGen1Stop, Offset: stop, Length: 8,
 		Versions: VersionsGen1, Gens: []int{1}, When: []string{"dirty recovery"}, Victims: vs,
 		Details: map[string]any{"reason": reason}})
 }

@@ -46,15 +46,16 @@ func TestGapCandidatesExact(t *testing.T) {
 			}
 			fs := &FileScan{Path: "x.rdq"}
 			walk(b, fs)
-			dup := inFileDup(fs.Records)
+			recs := hazardRecords(fs.Records)
+			dup := inFileDup(recs)
 			cand := gapCandidates(b, fs.Gaps)
-			misread(b, fs)
+			hs := misread(b, recs, nil)
 			trials++
-			if len(fs.Hazards) > 0 {
+			if len(hs) > 0 {
 				withHazard++
 				if !cand && !dup {
 					t.Fatalf("%s trial %d: misread reports %d hazards (first at %d) but gapCandidates found none",
-						p, trials, len(fs.Hazards), fs.Hazards[0].Offset)
+						p, trials, len(hs), hs[0].Offset)
 				}
 			}
 			if !cand && !dup {
@@ -76,12 +77,12 @@ func FuzzGapCandidates(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fs := &FileScan{Number: -1}
 		walk(b, fs)
-		if gapCandidates(b, fs.Gaps) || inFileDup(fs.Records) {
+		recs := hazardRecords(fs.Records)
+		if gapCandidates(b, fs.Gaps) || inFileDup(recs) {
 			return
 		}
-		misread(b, fs)
-		if len(fs.Hazards) > 0 {
-			t.Fatalf("pre-check skips the model, but misread reports %+v", fs.Hazards[0])
+		if hs := misread(b, recs, nil); len(hs) > 0 {
+			t.Fatalf("pre-check skips the model, but misread reports %+v", hs[0])
 		}
 	})
 }
