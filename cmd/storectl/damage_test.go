@@ -171,16 +171,23 @@ func TestVerifyDamageExitCodes(t *testing.T) {
 		}, "rabbitmq.index.mismatch", vh + "/msg_store_persistent/msg_store_index.ets", -1},
 		{".qi entry whose message is gone", func(t *testing.T) string {
 			d := rabbit(t, "crash-cqv2")
-			// Zero the first record of the highest .rdq file: every queue
-			// entry that references it loses its message.
-			p := filepath.Join(d, vh, "msg_store_persistent", "40.rdq")
-			patchFile(t, p, func(b []byte) []byte {
-				size := binary.BigEndian.Uint64(b)
-				for i := uint64(0); i < size+9; i++ {
-					b[i] = 0
+			// Zero the first referenced record of the store (the oldest):
+			// every queue entry that references it loses its message, and
+			// later messages of its queue are on disk, so it is lost, not
+			// an unconfirmed publish the crash cut off.
+			_, out, _ := runCLI(t, "scan", d, "--records", "-o", "jsonl")
+			for _, o := range jsonlObjects(t, out) {
+				if refs, _ := o["referenced_by"].([]any); o["type"] != "record" || len(refs) == 0 {
+					continue
 				}
-				return b
-			})
+				off, size := int(o["offset"].(float64)), int(o["size"].(float64))
+				patchFile(t, filepath.Join(d, filepath.FromSlash(o["path"].(string))), func(b []byte) []byte {
+					clear(b[off : off+size])
+					return b
+				})
+				return d
+			}
+			t.Fatal("no referenced record")
 			return d
 		}, "rabbitmq.queue.message-missing", "", -1},
 	}

@@ -205,6 +205,9 @@ func (e *textEmitter) totals(s Summary) []string {
 // queueLine is one queue record in words.
 func queueLine(q map[string]any) string {
 	s := fmt.Sprintf("%s %s (%s): %s entries, keep %s, drop %s", cell(q["vhost"]), cell(q["queue"]), cell(q["dir"]), cell(q["entries"]), cell(q["keep"]), cell(q["drop"]))
+	if u, ok := q["unconfirmed"]; ok && cell(u) != "0" {
+		s += " (" + cell(u) + " never confirmed)"
+	}
 	if u, ok := q["unknown"]; ok && cell(u) != "0" {
 		s += ", unknown " + cell(u)
 	}

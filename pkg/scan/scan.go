@@ -296,6 +296,10 @@ type Queue struct {
 	Entries int    `json:"entries"` // live index entries
 	Keep    int    `json:"keep"`    // messages the next start keeps
 	Drop    int    `json:"drop"`    // messages the next start drops
+	// Unconfirmed counts the dropped entries whose message no .rdq holds
+	// after an unclean stop: normally publishes that were never confirmed
+	// (part of Drop, not lost).
+	Unconfirmed int `json:"unconfirmed"`
 	// Unknown counts entries whose fate cannot be told: their message is
 	// in no readable .rdq, and some .rdq (WaitsOn) could not be read.
 	Unknown int            `json:"unknown"`

@@ -178,13 +178,14 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	unread := v.Unread()
 	for _, qd := range q.Queues {
 		name := queueName(qd)
+		last, any := lastFoundSeq(qd.Refs, func(r QueueRef) bool { return s.seen.get(r.ID).path() > 0 })
 		for _, r := range qd.Refs {
 			e := s.seen.get(r.ID)
 			if e.path() > 0 || e.set == 0 {
 				continue
 			}
 			r.MsgID = hexID(r.ID)
-			out = append(out, s.missingFinding(r, name, l.sets[e.set-1], unread))
+			out = append(out, s.missingFinding(r, name, l.sets[e.set-1], unread, !any || r.SeqID > last))
 		}
 	}
 	v.Lost = lostIDs(out)

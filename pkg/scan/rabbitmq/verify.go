@@ -65,9 +65,21 @@ type QueueFate struct {
 	Path      string // the queue dir on disk
 	OrphanWhy string // why no durable queue can own the dir; "" when one can
 	Entries   []EntryFate
+	// LastFound is the highest seq id of the queue's persistent
+	// shared-store entries whose record was found (FoundAny: there is
+	// one). The store appends a queue's writes in seq order and a crash
+	// loses a suffix of them, so a missing record before LastFound was on
+	// disk once (lost), one after it normally a publish never confirmed.
+	LastFound uint64
+	FoundAny  bool
+	pending   int // missing records since LastFound (Unconfirmed when the queue ends)
 
 	spool *scan.IDSpool // where long id lists go (nil: they stay in memory)
 }
+
+// unconfirmed reports whether a missing record of seq id seq, after an
+// unclean stop, is a publish never confirmed rather than a lost message.
+func (qf *QueueFate) unconfirmed(seq uint64) bool { return !qf.FoundAny || seq > qf.LastFound }
 
 // VHostVerify is the detailed result of VerifyVHost.
 type VHostVerify struct {

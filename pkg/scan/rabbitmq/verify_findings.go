@@ -56,13 +56,25 @@ func missingFindings(root string, qs []*QueueFate, refs map[string][]string, cle
 				continue
 			}
 			when := "the next start drops it"
-			if clean {
+			sev, state := scan.Error, "lost"
+			switch {
+			case clean:
 				when = "after the clean start, reading it fails and the queue crashes"
+			case ef.Record == nil && q.unconfirmed(e.SeqID):
+				// After an unclean stop an index entry whose store write
+				// never reached disk is a publish that was never confirmed
+				// (a confirm waits for the store's fsync): the broker drops
+				// it and never promised it. Lost is for what was on disk
+				// or confirmed durable.
+				sev, state = scan.Info, "unconfirmed"
+				when = "after the unclean stop this is normally a publish that was never confirmed (its store write did not reach disk); the next start drops it"
+			case ef.Record == nil:
+				when = fmt.Sprintf("a later message of the queue (seq %d) is on disk, so this one was written too and is gone: the next start drops it", q.LastFound)
 			}
-			f := scan.Finding{Code: CodeMessageMissing, Severity: scan.Error, Path: scan.Rel(root, e.Path),
+			f := scan.Finding{Code: CodeMessageMissing, Severity: sev, Path: scan.Rel(root, e.Path),
 				Offset: e.Offset, Length: entryLength(e), MsgID: e.MsgID, Repair: scan.RepairNone,
 				Details: map[string]any{"queue": q.Queue.Queue, "queue_dir": q.Dir, "seq_id": e.SeqID,
-					"index_version": e.IndexVersion, "queues": refs[e.MsgID]},
+					"index_version": e.IndexVersion, "queues": refs[e.MsgID], "state": state},
 				Message: fmt.Sprintf("queue %s holds msg %s (seq %d), %s: %s", q.Queue.Queue, e.MsgID, e.SeqID, what, when)}
 			out = append(out, f)
 		}

@@ -121,8 +121,14 @@ func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte)
 			qf.Unknown++
 			continue
 		}
+		if ef.Record != nil && e.Persistent && e.Location == LocationSharedStore {
+			qf.LastFound, qf.FoundAny, qf.pending = e.SeqID, true, 0
+		}
 		if !ef.Keep {
 			qf.Drop++
+			if ef.Reason == DropMissing {
+				qf.pending++ // only an unclean start drops for a missing record
+			}
 			if idOK {
 				qf.DropMsgIDs.AppendTo(qf.spool, id)
 			}
@@ -146,6 +152,7 @@ func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte)
 
 // end finishes a fate once every entry was added.
 func (qf *QueueFate) end() {
+	qf.Unconfirmed = qf.pending
 	if len(qf.AtRiskMsgIDs) == 0 {
 		qf.AtRiskMsgIDs = nil
 	}

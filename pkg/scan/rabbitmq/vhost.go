@@ -67,11 +67,13 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 	var out []scan.Finding
 	for _, qd := range v.Queues.Queues {
 		name := queueName(qd)
+		found := func(r QueueRef) bool { _, ok := v.Found[r.MsgID]; return ok }
+		last, any := lastFoundSeq(qd.Refs, found)
 		for _, r := range qd.Refs {
-			if _, ok := v.Found[r.MsgID]; ok {
+			if found(r) {
 				continue
 			}
-			out = append(out, s.missingFinding(r, name, v.Refs[r.MsgID], v.Unread()))
+			out = append(out, s.missingFinding(r, name, v.Refs[r.MsgID], v.Unread(), !any || r.SeqID > last))
 		}
 	}
 	v.Lost = lostIDs(out)
@@ -129,9 +131,22 @@ func (s *scanner) layout(v *VHostScan) map[string]any {
 // missingFinding reports that queue name references r's message, which
 // no .rdq holds. The offset is the .qi slot (v2) or 0 for v1 records,
 // whose byte position verify reports exactly.
+// lastFoundSeq is the highest seq id of refs whose record was found (any:
+// there is one): a missing record after it, after an unclean stop, is
+// normally a publish never confirmed (QueueFate.unconfirmed).
+func lastFoundSeq(refs []QueueRef, found func(QueueRef) bool) (last uint64, any bool) {
+	for _, r := range refs {
+		if found(r) && (!any || r.SeqID > last) {
+			last, any = r.SeqID, true
+		}
+	}
+	return last, any
+}
+
 // With unread .rdq files the message may be in one of them: the finding
-// is message-unknown instead, naming them.
-func (s *scanner) missingFinding(r QueueRef, name string, queues []string, unread []string) scan.Finding {
+// is message-unknown instead, naming them. tail says no later reference
+// of the queue has its record (a crash loses a suffix of the writes).
+func (s *scanner) missingFinding(r QueueRef, name string, queues []string, unread []string, tail bool) scan.Finding {
 	off := int64(0)
 	if r.Slot >= 0 {
 		off = 64 + 32*int64(r.Slot)
@@ -140,9 +155,17 @@ func (s *scanner) missingFinding(r QueueRef, name string, queues []string, unrea
 		Path: scan.Rel(s.root, r.Path), Offset: off, Repair: scan.RepairNone, MsgID: r.MsgID,
 		Details: map[string]any{"queue": name, "queues": queues, "seq_id": r.SeqID},
 		Message: fmt.Sprintf("queue %s references msg %s, which no .rdq file holds; the next start drops it", name, r.MsgID)}
-	if len(unread) > 0 {
+	switch c := s.clean; {
+	case len(unread) > 0:
 		unknownFinding(&f, unread)
 		f.Message = fmt.Sprintf("queue %s references msg %s, which no readable .rdq file holds; %s", name, r.MsgID, waitsOnText(unread))
+	case tail && (c == nil || !c.CleanDot || !c.HasIndex || !c.HasFileSummary):
+		// Unclean stop: normally a publish never confirmed (verify's
+		// missingFindings says the same).
+		f.Severity, f.Details["state"] = scan.Info, "unconfirmed"
+		f.Message = fmt.Sprintf("queue %s references msg %s, which no .rdq file holds: after the unclean stop this is normally a publish that was never confirmed (its store write did not reach disk); the next start drops it", name, r.MsgID)
+	default:
+		f.Details["state"] = "lost"
 	}
 	return f
 }

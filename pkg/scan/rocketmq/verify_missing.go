@@ -17,8 +17,11 @@ type missingQueue struct {
 // checkMissing reports dispatched records (NOT_TYPE or COMMIT) below the
 // recovery end that no unit of their own queue points at. A record after
 // the queue's last unit that the next start dispatches again is "not
-// dispatched yet" (warning); one inside the queue, before it, or one the
-// next start will not dispatch is lost (error).
+// dispatched yet": info, since the broker's own start repairs it (its
+// reput service dispatches from the highest offset any consume queue
+// reaches), as after every crash that stops a queue a unit or more
+// behind; one inside the queue, before it, or one the next start will not
+// dispatch is lost (error).
 func (v *verifier) checkMissing(fileSize int64) {
 	noDir := map[queueKey]*missingQueue{}
 	skipped := 0
@@ -54,7 +57,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 		state, sev, msg := "lost", scan.Error, "message has no consume queue unit inside its queue's range: consumers will never see it"
 		switch {
 		case qo >= q.units && redispatch:
-			state, sev, msg = "not-dispatched", scan.Warning, "message is not dispatched yet (after the queue's last unit); the broker dispatches it at the next start"
+			state, sev, msg = "not-dispatched", scan.Info, "message is not dispatched yet (after the queue's last unit); the broker dispatches it at the next start, by itself"
 		case qo >= q.units:
 			state, msg = "not-dispatched", "message is after the queue's last unit but before where the next start dispatches from: it will never be dispatched"
 		case qo < q.minIdx:
@@ -141,7 +144,7 @@ func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
 		sev, state := scan.Error, "lost"
 		msg := fmt.Sprintf("no consume queue dir for %s/%d although %d messages of it are in the commitlog", k.topic, k.queueID, mq.n)
 		if mq.redispatched == mq.n {
-			sev, state = scan.Warning, "not-dispatched"
+			sev, state = scan.Info, "not-dispatched"
 			msg += "; the broker dispatches them at the next start"
 		} else {
 			v.lostCount += mq.n - mq.redispatched
