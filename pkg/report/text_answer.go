@@ -212,10 +212,13 @@ func (e *textEmitter) lossLine(s Summary) string {
 		bytes += f.Length
 		codes[f.Code]++
 	}
-	drop := 0
+	drop, unconfirmed := 0, 0
 	for _, q := range e.queues {
 		if n, ok := q["drop"].(float64); ok {
 			drop += int(n)
+		}
+		if n, ok := q["unconfirmed"].(float64); ok {
+			unconfirmed += int(n)
 		}
 	}
 	if len(codes) == 0 && drop == 0 {
@@ -231,7 +234,12 @@ func (e *textEmitter) lossLine(s Summary) string {
 	if bytes > 0 {
 		parts = append(parts, fmt.Sprintf("%d byte(s) of damaged regions", bytes))
 	}
-	if drop > 0 {
+	switch {
+	case drop > 0 && unconfirmed == drop:
+		parts = append(parts, fmt.Sprintf("the next start drops %d message(s), all publishes never confirmed", drop))
+	case unconfirmed > 0:
+		parts = append(parts, fmt.Sprintf("the next start drops %d message(s), %d of them publishes never confirmed", drop, unconfirmed))
+	case drop > 0:
 		parts = append(parts, fmt.Sprintf("the next start drops %d message(s)", drop))
 	}
 	if len(parts) == 0 {
