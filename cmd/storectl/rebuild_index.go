@@ -74,7 +74,7 @@ func rocketRebuildWriter(env *Env, t scan.Target, wo *writerOptions) *writer {
 		if err != nil {
 			return rmqrepair.RebuildConfig{}, err
 		}
-		rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize,
+		rc := rmqrepair.RebuildConfig{DataDir: sc.Root, CommitLogDir: sc.CommitLogDir, MappedFileSize: sc.MappedFileSize, MaxMessageSize: sc.MaxMessageSize,
 			CQFileSize: c.GetInt64("cq-file-size"), IndexSlots: c.GetInt64("index-slots"), IndexEntries: c.GetInt64("index-entries"),
 			ToolVersion: version, KeepStage: wo.Apply || c.GetString("plan-out") != "", Jobs: c.GetInt("jobs"),
 			Progress: env.readLimit()}
@@ -125,7 +125,11 @@ func rocketRebuildWriter(env *Env, t scan.Target, wo *writerOptions) *writer {
 				return nil, nil, nil, fmt.Errorf("the staged indexes fail verification, nothing applied: %s", strings.Join(chk.Problems, "; "))
 			}
 		}
-		return p, nil, extra, nil
+		var scanned *scan.Result // the commitlog scan the plan came from
+		if r != nil {
+			scanned = r.Scan
+		}
+		return p, scanned, extra, nil
 	}
 	w.verify = func(ctx context.Context) (*scan.Result, error) {
 		return verifyTarget(ctx, env, t, scan.Options{Jobs: c.GetInt("jobs"), Progress: env.readLimit()})

@@ -132,7 +132,7 @@ func TestDryRunCarriesScanCounts(t *testing.T) {
 	for _, c := range []struct {
 		name, dir string
 		cmds      []string
-	}{{"rocketmq", rocket, []string{"truncate"}}, {"rabbitmq", rabbit, []string{"truncate", "harden"}}} {
+	}{{"rocketmq", rocket, []string{"truncate", "rebuild-index"}}, {"rabbitmq", rabbit, []string{"truncate", "harden", "rebuild-index"}}} {
 		_, sout, _ := runCLI(t, "scan", "-o", "json", c.dir)
 		sc := decodeReport(t, sout)
 		for _, cmd := range c.cmds {

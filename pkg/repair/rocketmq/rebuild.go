@@ -144,6 +144,7 @@ func rbPlan(ctx context.Context, cfg *RebuildConfig, ex *rbExisting, stage strin
 	records, keys, lastDispatch, dispatched := d.counts()
 	rep.RecoveryEnd, rep.Records, rep.LMQRecords = d.recoveryEnd, records, d.lmq
 	rep.IndexKeys = keys
+	rep.Scan = d.scan
 	if d.lmq > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records carry INNER_MULTI_DISPATCH (LMQ); they are dispatched to their own queue only, as with enableMultiDispatch=false; %%LMQ%% queues are left alone", d.lmq))
 	}

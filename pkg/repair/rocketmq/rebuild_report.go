@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // MaxListedUnits bounds the unit indexes a QueueDiff (and the entry
@@ -27,6 +28,8 @@ type RebuildReport struct {
 	Checkpoint      *CheckpointDiff   `json:"checkpoint,omitempty"`
 	Warnings        []DispatchWarning `json:"warnings,omitempty"` // dispatch anomalies (skipped or gap-filled units)
 	Notes           []string          `json:"notes,omitempty"`
+	// Scan is the commitlog scan the plan was derived from.
+	Scan *scan.Result `json:"-"`
 }
 
 // QueueDiff compares one rebuilt consume queue with the store's.
