@@ -55,6 +55,8 @@ STORES=(
 	"rocketmq-timer-4GiB|rocketmq-timer|rocketmq-timer|4GiB||0"
 	"rocketmq-dledger-1GiB|rocketmq-dledger|rocketmq-dledger|1GiB||0"
 	"rocketmq-dledger-4GiB|rocketmq-dledger|rocketmq-dledger|4GiB||0"
+	"stream-1GiB|stream|rabbitmq-stream|1GiB||0"
+	"stream-4GiB|stream|rabbitmq-stream|4GiB||0"
 )
 
 # TARGETS: store name pattern (a shell glob) | command | metric | bound.
@@ -81,6 +83,10 @@ TARGETS=(
 	"rabbitmq-*|scan|rss|100"
 	"rabbitmq-*|scan-j1|rss|100"
 	"rabbitmq-*|verify|rss|100"
+	"stream-*|scan|xcat|0.8"
+	"stream-*|scan|rss|100"
+	"stream-*|scan-j1|rss|100"
+	"stream-*|verify|rss|100"
 )
 
 # SCALING: small store | large store | size ratio the time may grow by
@@ -93,6 +99,7 @@ SCALING=(
 	"rabbitmq-clean-1GiB|rabbitmq-clean-4GiB|4|scan scan-j1 verify"
 	"rocketmq-timer-1GiB|rocketmq-timer-4GiB|4|scan scan-j1 verify"
 	"rocketmq-dledger-1GiB|rocketmq-dledger-4GiB|4|scan scan-j1 verify"
+	"stream-1GiB|stream-4GiB|4|scan scan-j1 verify"
 )
 
 # report prints the table of $RESULTS (store, command, bytes, seconds,
@@ -267,6 +274,8 @@ gen() {
 		find "$dir/commitlog" "$dir/timerlog" -type f -print0 | sort -z >"${FILES[$name]}"
 	elif [ "$kind" = rocketmq-dledger ]; then # a DLedger log: cat reads its data files
 		find "$dir/dledger-n0/data" -type f -print0 | sort -z >"${FILES[$name]}"
+	elif [ "$kind" = rabbitmq-stream ]; then # a RabbitMQ stream: cat reads its segments and indexes
+		find "$dir" -path '*/stream/*' -type f -print0 | sort -z >"${FILES[$name]}"
 	else
 		find "$dir" -name '*.rdq' -type f -print0 | sort -z >"${FILES[$name]}"
 	fi

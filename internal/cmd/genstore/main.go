@@ -30,6 +30,11 @@
 // (q1..q4, or q1..qN with -queues N) referencing the rest; with -clean also the files
 // a clean stop leaves (clean.dot, msg_store_index.ets, file_summary.ets).
 // It prints the vhost dir.
+//
+// rabbitmq-stream: a node dir with one stream (-queues N: N streams) of
+// osiris segments rolled over at -file-size (default osiris' 500 MB) and
+// their indexes, 4.0-style AMQP 1.0 messages of 100-2000-byte bodies
+// (-body-size) in chunks of 1-50. It prints the node dir.
 package main
 
 import (
@@ -43,6 +48,7 @@ import (
 	genrabbit "github.com/storectl/storectl/internal/gen/rabbitmq"
 	genrmq "github.com/storectl/storectl/internal/gen/rocketmq"
 	gen5x "github.com/storectl/storectl/internal/gen/rocketmq5x"
+	genstream "github.com/storectl/storectl/internal/gen/stream"
 )
 
 func main() {
@@ -126,6 +132,21 @@ func run(args []string) error {
 			return err
 		}
 		fmt.Printf("%s\t%d rdq files\t%d records\t%d bytes\n", sum.VHostDir, len(sum.Files), sum.Records, sum.Bytes)
+	case "rabbitmq-stream":
+		cfg := genstream.Config{Seed: *seed, TotalBytes: total, Streams: *queues}
+		if *fileSize != "" {
+			if cfg.MaxSegmentSize, err = parseSize(*fileSize); err != nil {
+				return fmt.Errorf("-file-size: %w", err)
+			}
+		}
+		if cfg.BodyMin, cfg.BodyMax, err = parseRange(*bodySize); err != nil {
+			return fmt.Errorf("-body-size: %w", err)
+		}
+		sum, err := genstream.Generate(*out, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\t%d segments\t%d chunks\t%d messages\t%d bytes\n", sum.Node, sum.Segments, sum.Chunks, sum.Messages, sum.Bytes)
 	case "rocketmq-timer", "rocketmq-dledger":
 		cfg := gen5x.Config{TotalBytes: total, Seed: *seed}
 		if *fileSize != "" {
@@ -143,7 +164,7 @@ func run(args []string) error {
 		}
 		fmt.Printf("%s\t%d messages\t%d timer units (%d pending)\t%d log bytes\n", *out, sum.Messages, sum.Units, sum.Pending, sum.LogBytes)
 	default:
-		return fmt.Errorf("-kind must be rocketmq, rocketmq-timer, rocketmq-dledger or rabbitmq, not %q", *kind)
+		return fmt.Errorf("-kind must be rocketmq, rocketmq-timer, rocketmq-dledger, rabbitmq or rabbitmq-stream, not %q", *kind)
 	}
 	return nil
 }

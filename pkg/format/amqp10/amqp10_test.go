@@ -290,8 +290,9 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := amqp10.DecodeMessage(b, 0)
 		werr := amqp10.WalkSections(b, 0, nil)
-		if (err == nil) != (werr == nil) {
-			t.Fatalf("DecodeMessage %v, WalkSections %v", err, werr)
+		if err == nil && werr != nil {
+			// the walk checks less (a section's items only by size), never more
+			t.Fatalf("DecodeMessage ok, WalkSections %v", werr)
 		}
 		if err != nil {
 			return

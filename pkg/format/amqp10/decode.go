@@ -41,7 +41,31 @@ type decoder struct {
 	base   int64
 	budget int
 	build  bool
-	err    *format.CorruptError
+	// shallow: compound and array values are checked by their size and
+	// count only, not walked (WalkSections).
+	shallow bool
+	err     *format.CorruptError
+}
+
+// The type of each format code, and whether the code is valid (a table,
+// not a map: this is the scan's inner loop).
+var (
+	codeTypes [256]Type
+	codeValid [256]bool
+)
+
+// Field names of sizes and counts, per type (made once: no
+// concatenation on the hot path).
+var sizeNames, countNames [Described + 1]string
+
+func init() {
+	for c, t := range codeType {
+		codeTypes[c], codeValid[c] = t, true
+	}
+	for t := range sizeNames {
+		sizeNames[t] = Type(t).String() + " size"
+		countNames[t] = Type(t).String() + " count"
+	}
 }
 
 func (d *decoder) fail(pos int, field string, err error) {
@@ -91,11 +115,11 @@ func (d *decoder) value(pos, depth int) (Value, int) {
 // body decodes the value of format code code whose bytes start at pos
 // (cpos is where the constructor was, for errors).
 func (d *decoder) body(code byte, cpos, pos, depth int) (Value, int) {
-	t, ok := codeType[code]
-	if !ok {
+	if !codeValid[code] {
 		d.fail(cpos, "constructor", format.ErrMagic)
 		return Value{}, pos
 	}
+	t := codeTypes[code]
 	d.budget--
 	if d.budget < 0 {
 		d.fail(cpos, "value count", format.ErrTooLarge)
@@ -162,7 +186,7 @@ func (d *decoder) body(code byte, cpos, pos, depth int) (Value, int) {
 		v.Bytes = d.b[pos : pos+16 : pos+16]
 		return v, pos + 16
 	case 0xa, 0xb:
-		n, p := d.length(code, pos, t.String())
+		n, p := d.length(code, pos, t)
 		if !d.need(p, n, t.String()) {
 			return Value{}, pos
 		}
@@ -178,19 +202,19 @@ func (d *decoder) body(code byte, cpos, pos, depth int) (Value, int) {
 }
 
 // length reads the 1- or 4-byte size of a variable or compound value.
-func (d *decoder) length(code byte, pos int, field string) (int, int) {
+func (d *decoder) length(code byte, pos int, t Type) (int, int) {
 	if code>>4&1 == 0 { // 0xa, 0xc, 0xe: one byte
-		if !d.need(pos, 1, field+" size") {
+		if !d.need(pos, 1, sizeNames[t]) {
 			return 0, pos
 		}
 		return int(d.b[pos]), pos + 1
 	}
-	if !d.need(pos, 4, field+" size") {
+	if !d.need(pos, 4, sizeNames[t]) {
 		return 0, pos
 	}
 	n := be.Uint32(d.b[pos:])
 	if int64(n) > int64(len(d.b)-pos-4) {
-		d.fail(pos, field+" size", format.ErrShort)
+		d.fail(pos, sizeNames[t], format.ErrShort)
 		return 0, pos
 	}
 	return int(n), pos + 4
@@ -199,22 +223,22 @@ func (d *decoder) length(code byte, pos int, field string) (int, int) {
 // count reads the element count after a compound or array size (not
 // bounded here: an array of zero-width elements has more elements than
 // bytes; callers check it).
-func (d *decoder) count(code byte, pos int, field string) (int, int) {
+func (d *decoder) count(code byte, pos int, t Type) (int, int) {
 	if code>>4&1 == 0 {
-		if !d.need(pos, 1, field+" count") {
+		if !d.need(pos, 1, countNames[t]) {
 			return 0, pos
 		}
 		return int(d.b[pos]), pos + 1
 	}
-	if !d.need(pos, 4, field+" count") {
+	if !d.need(pos, 4, countNames[t]) {
 		return 0, pos
 	}
 	return int(be.Uint32(d.b[pos:])), pos + 4
 }
 
 func (d *decoder) compound(v Value, pos, depth int) (Value, int) {
-	name := v.Type.String()
-	size, p := d.length(v.Code, pos, name)
+	name := typeNames[v.Type]
+	size, p := d.length(v.Code, pos, v.Type)
 	if !d.need(p, size, name) {
 		return Value{}, pos
 	}
@@ -223,16 +247,19 @@ func (d *decoder) compound(v Value, pos, depth int) (Value, int) {
 		d.fail(pos, name, format.ErrTooLarge)
 		return Value{}, pos
 	}
+	if d.shallow {
+		return d.shallowCompound(v, p, end)
+	}
 	sub := *d
 	sub.b = d.b[:end]
-	n, q := sub.count(v.Code, p, name)
+	n, q := sub.count(v.Code, p, v.Type)
 	if sub.err != nil {
 		d.err = sub.err
 		return Value{}, pos
 	}
 	// Every element takes at least its constructor byte.
 	if n > end-q {
-		d.fail(p, name+" count", format.ErrTooLarge)
+		d.fail(p, countNames[v.Type], format.ErrTooLarge)
 		return Value{}, pos
 	}
 	if v.Type == Map && n%2 != 0 {
@@ -258,14 +285,43 @@ func (d *decoder) compound(v Value, pos, depth int) (Value, int) {
 		return Value{}, pos
 	}
 	if q != end {
-		d.fail(pos, name+" size", format.ErrInvalid)
+		d.fail(pos, sizeNames[v.Type], format.ErrInvalid)
 		return Value{}, pos
 	}
 	return v, end
 }
 
+// shallowCompound checks a list's or map's count against its size
+// without walking its items (the body is b[p:end]).
+func (d *decoder) shallowCompound(v Value, p, end int) (Value, int) {
+	w := 1
+	if v.Code>>4&1 != 0 {
+		w = 4
+	}
+	if end-p < w {
+		d.fail(p, countNames[v.Type], format.ErrShort)
+		return Value{}, p
+	}
+	n := int(d.b[p])
+	if w == 4 {
+		n = int(be.Uint32(d.b[p:]))
+	}
+	switch {
+	case n > end-p-w:
+		d.fail(p, countNames[v.Type], format.ErrTooLarge)
+		return Value{}, p
+	case v.Type == Map && n%2 != 0:
+		d.fail(p, "map count", format.ErrInvalid)
+		return Value{}, p
+	case n == 0 && end != p+w:
+		d.fail(p-w, sizeNames[v.Type], format.ErrInvalid)
+		return Value{}, p
+	}
+	return v, end
+}
+
 func (d *decoder) array(v Value, pos, depth int) (Value, int) {
-	size, p := d.length(v.Code, pos, "array")
+	size, p := d.length(v.Code, pos, Array)
 	if !d.need(p, size, "array") {
 		return Value{}, pos
 	}
@@ -276,7 +332,7 @@ func (d *decoder) array(v Value, pos, depth int) (Value, int) {
 	}
 	sub := *d
 	sub.b = d.b[:end]
-	n, q := sub.count(v.Code, p, "array")
+	n, q := sub.count(v.Code, p, Array)
 	if sub.err != nil {
 		d.err = sub.err
 		return Value{}, pos
@@ -304,7 +360,7 @@ func (d *decoder) array(v Value, pos, depth int) (Value, int) {
 	}
 	ec := sub.b[q]
 	q++
-	if _, ok := codeType[ec]; !ok {
+	if !codeValid[ec] {
 		d.fail(cpos, "array constructor", format.ErrMagic)
 		return Value{}, pos
 	}
@@ -313,6 +369,9 @@ func (d *decoder) array(v Value, pos, depth int) (Value, int) {
 		// elements of every other width take at least a byte
 		d.fail(p, "array count", format.ErrTooLarge)
 		return Value{}, pos
+	}
+	if d.shallow {
+		return v, end
 	}
 	if d.build && n > 0 {
 		v.Items = make([]Value, 0, min(n, end-q+zeroWidthSlack))

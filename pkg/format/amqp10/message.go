@@ -142,50 +142,124 @@ type SectionInfo struct {
 
 // WalkSections checks that b is a sequence of message sections and calls
 // fn for each, without building their values (no allocation): the cheap
-// check of every message of a scan.
+// check of every message of a scan. A section's list or map is checked by
+// its size and count, not item by item (DecodeMessage checks those).
 func WalkSections(b []byte, off int64, fn func(SectionInfo) error) error {
+	d := decoder{b: b, base: off, budget: len(b) + zeroWidthSlack, shallow: true}
 	for p := 0; p < len(b); {
 		if b[p] != codeDescribed {
 			return format.Corrupt(off+int64(p), "section", format.ErrMagic)
 		}
-		d := decoder{b: b[p:], base: off + int64(p), budget: len(b) - p + zeroWidthSlack}
-		// The descriptor is small: decode it to know the section.
-		d.build = true
-		desc, q := d.value(1, 1)
-		if d.err != nil {
-			return d.err
-		}
-		d.build = false
+		// The descriptor: smallulong 0x53 NN as RabbitMQ writes it, or any
+		// other ulong or symbol.
 		var code uint64
-		switch desc.Type {
-		case Ulong:
-			code = desc.Num
-		case Symbol:
-			code = sectionSymbols[string(desc.Bytes)]
+		q := p + 1
+		if q+1 < len(b) && b[q] == codeSmallUlong {
+			code, q = uint64(b[q+1]), q+2
+		} else {
+			d.build = true
+			desc, r := d.value(q, 1)
+			d.build = false
+			if d.err != nil {
+				return d.err
+			}
+			switch desc.Type {
+			case Ulong:
+				code = desc.Num
+			case Symbol:
+				code = sectionSymbols[string(desc.Bytes)]
+			}
+			q = r
 		}
-		want, ok := sectionType[code]
+		want, ok := sectionTypeOf(code)
 		if !ok {
 			return format.Corrupt(off+int64(p)+1, "section descriptor", format.ErrInvalid)
 		}
-		v, r := d.value(q, 1)
-		if d.err != nil {
-			return d.err
-		}
-		if want != Described && v.Type != want {
-			return format.Corrupt(off+int64(p+q), SectionName(code), format.ErrInvalid)
-		}
-		si := SectionInfo{Code: code, Offset: off + int64(p), Size: r}
-		if code == SectionData {
-			si.Data = v.Bytes
+		data, r, ok := fastSection(&d, q)
+		if !ok { // anything but the usual encodings, and every error
+			v, rr := d.value(q, 1)
+			if d.err != nil {
+				return d.err
+			}
+			data, r = v.Bytes, rr
+			if want != Described && v.Type != want {
+				return format.Corrupt(off+int64(q), SectionName(code), format.ErrInvalid)
+			}
+		} else if want != Described && codeTypes[b[q]] != want {
+			return format.Corrupt(off+int64(q), SectionName(code), format.ErrInvalid)
 		}
 		if fn != nil {
+			si := SectionInfo{Code: code, Offset: off + int64(p), Size: r - p}
+			if code == SectionData {
+				si.Data = data
+			}
 			if err := fn(si); err != nil {
 				return err
 			}
 		}
-		p += r
+		p = r
 	}
 	return nil
+}
+
+// fastSection skips the section value at q when it has one of the
+// encodings RabbitMQ writes (vbin, list, map with well-formed sizes),
+// returning a binary's bytes and the end; ok false sends the caller to
+// the full decoder (other encodings, and every error, whose report it
+// makes).
+func fastSection(d *decoder, q int) (data []byte, end int, ok bool) {
+	b := d.b
+	if q >= len(b) {
+		return nil, 0, false
+	}
+	c := b[q]
+	if c == codeList0 {
+		return nil, q + 1, true
+	}
+	var w int
+	switch c {
+	case codeVbin8, codeList8, codeMap8:
+		w = 1
+	case codeVbin32, codeList32, codeMap32:
+		w = 4
+	default:
+		return nil, 0, false
+	}
+	if q+1+w > len(b) {
+		return nil, 0, false
+	}
+	n := int(b[q+1])
+	if w == 4 {
+		n = int(be.Uint32(b[q+1:]))
+	}
+	start := q + 1 + w
+	if n < 0 || n > len(b)-start {
+		return nil, 0, false
+	}
+	end = start + n
+	if c == codeVbin8 || c == codeVbin32 {
+		return b[start:end:end], end, true
+	}
+	if _, e := d.shallowCompound(Value{Type: codeTypes[c], Code: c}, start, end); e != end || d.err != nil {
+		d.err = nil
+		return nil, 0, false
+	}
+	return nil, end, true
+}
+
+// sectionTypeOf is sectionType without a map lookup.
+func sectionTypeOf(code uint64) (Type, bool) {
+	switch code {
+	case SectionHeader, SectionProperties, SectionAmqpSequence:
+		return List, true
+	case SectionDeliveryAnnotations, SectionMessageAnnotations, SectionApplicationProperties, SectionFooter:
+		return Map, true
+	case SectionData:
+		return Binary, true
+	case SectionAmqpValue:
+		return Described, true
+	}
+	return 0, false
 }
 
 // Section returns the first section with code, or nil.

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/storectl/storectl/internal/crc32x"
+	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/pkg/format"
 	"github.com/storectl/storectl/pkg/format/amqp10"
 	"github.com/storectl/storectl/pkg/format/osiris"
@@ -198,7 +199,14 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 		return s
 	}
 	s.size = st.Size()
-	cr := &countingReader{r: f, progress: sc.progress}
+	// Read through fileview: windows of the page cache, and the pages the
+	// scan brought in (not the broker's) dropped behind it.
+	var src io.ReaderAt = f
+	if v, err := fileview.Open(p.segment); err == nil {
+		defer v.Close()
+		src = v
+	}
+	cr := &countingReader{r: src, progress: sc.progress}
 	defer func() { s.bytes += cr.n }()
 
 	ix := openIndex(sc, s, p.index)
@@ -206,21 +214,19 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 		defer ix.close()
 		defer func() { s.bytes += ix.read() }()
 	}
-
+	var ra io.ReaderAt = cr
+	reached := func(int64) {}
 	if ix != nil {
-		ix.attach(cr, s.size)
+		ix.attach(ra, s.size)
 	}
-	sr, err := osiris.NewSegmentReader(cr, s.size)
-	if err != nil {
-		var ce *format.CorruptError
-		if !errors.As(err, &ce) {
-			s.readErr = err
-			return s
-		}
+	var hdr [osiris.FileHeaderSize]byte
+	n, _ := ra.ReadAt(hdr[:min(s.size, osiris.FileHeaderSize)], 0)
+	if err := osiris.DecodeSegmentHeader(hdr[:n], 0); err != nil {
+		ce := err.(*format.CorruptError)
 		if s.size < osiris.FileHeaderSize {
 			s.end = scan.EndShort
 			s.add(scan.Finding{Code: CodeSegmentHeader, Severity: scan.Error, Path: s.rel, Offset: 0, Length: s.size,
-				Expected: "OSIL version 1", Actual: headerBytes(f, s.size), Repair: scan.RepairNone,
+				Expected: "OSIL version 1", Actual: fmt.Sprintf("%q", hdr[:n]), Repair: scan.RepairNone,
 				Message: fmt.Sprintf("the segment is %d bytes, shorter than its 8-byte header", s.size)})
 			if ix != nil {
 				ix.finish(s, nil)
@@ -229,13 +235,26 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 		}
 		// osiris never checks the header: its chunks are read from byte 8.
 		s.add(scan.Finding{Code: CodeSegmentHeader, Severity: scan.Warning, Path: s.rel, Offset: ce.Offset, Length: osiris.FileHeaderSize,
-			Expected: "OSIL version 1", Actual: headerBytes(f, s.size), Repair: scan.RepairNone,
+			Expected: "OSIL version 1", Actual: fmt.Sprintf("%q", hdr[:n]), Repair: scan.RepairNone,
 			Message: "the file does not start with an osiris segment header (osiris does not check it, and reads chunks from byte 8 anyway)",
 			Details: map[string]any{"error": format.WithPath(err, s.rel).Error()}})
-		sr = osiris.SegmentChunks(cr, s.size)
 	} else {
 		s.headerOK = true
 	}
+	sr := osiris.SegmentChunks(cr, s.size)
+	s.walk(sc, sr, ra, ix, keepTail, reached)
+	if s.chunks == 0 && s.torn == nil && s.end == scan.EndEOF {
+		s.add(scan.Finding{Code: CodeEmptySegment, Severity: scan.Info, Path: s.rel, Offset: 0, Length: s.size,
+			Repair: scan.RepairNone, Message: "the segment holds no chunk (only its header)"})
+	}
+	if ix != nil {
+		ix.finish(s, nil)
+	}
+	return s
+}
+
+// walk reads every chunk of the segment, comparing each with the index.
+func (s *segScan) walk(sc *scanCtx, sr *osiris.SegmentReader, ra io.ReaderAt, ix *indexWalk, keepTail bool, reached func(int64)) {
 	s.validEnd = osiris.FileHeaderSize
 	var prev *chunkRef
 	for {
@@ -256,22 +275,23 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 			}
 			if err := sc.visit(s, c, ok, false, s.garbageAt >= 0); err != nil {
 				s.readErr = err
-				return s
+				return
 			}
+			reached(ref.End)
 		}
 		err := sr.Err()
 		if err == nil {
-			break
+			return
 		}
 		var ce *format.CorruptError
 		if !errors.As(err, &ce) {
 			s.readErr = err
-			break
+			return
 		}
 		h, part := sr.Partial()
 		if part != nil && errors.Is(err, format.ErrShort) {
 			s.tornTail(sc, sr.Pos(), h, part, prev)
-			break
+			return
 		}
 		// A damaged chunk header: a reader stops here. Look for the next
 		// chunk (the index may know it) so the scan still sees the rest.
@@ -279,7 +299,7 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 		if s.garbageAt < 0 {
 			s.garbageAt = pos
 		}
-		next := resync(cr, s.size, pos, prev, ix)
+		next := resync(ra, s.size, pos, prev, ix)
 		length := next - pos
 		if next < 0 {
 			length = s.size - pos
@@ -293,19 +313,11 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 			Details: map[string]any{"error": format.WithPath(err, s.rel).Error(), "resync_at": next}})
 		if next < 0 {
 			s.end = scan.EndGarbage
-			break
+			return
 		}
 		s.resyncs++
 		sr.SeekChunk(next)
 	}
-	if s.chunks == 0 && s.torn == nil && s.end == scan.EndEOF {
-		s.add(scan.Finding{Code: CodeEmptySegment, Severity: scan.Info, Path: s.rel, Offset: 0, Length: s.size,
-			Repair: scan.RepairNone, Message: "the segment holds no chunk (only its header)"})
-	}
-	if ix != nil {
-		ix.finish(s, prev)
-	}
-	return s
 }
 
 func headerBytes(f *os.File, size int64) string {
