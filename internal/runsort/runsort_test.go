@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
 )
 
 type rec struct {
@@ -79,7 +79,7 @@ func TestSorterLeavesNoFiles(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("temp dir holds %d entries while sorting", len(ents))
 	}
-	if openRuns(t) == 0 {
+	if testutil.OpenFiles(t, "storectl-sort-") == 0 {
 		t.Fatal("no run is open while sorting: the check below proves nothing")
 	}
 	it, err := s.Iter()
@@ -89,22 +89,7 @@ func TestSorterLeavesNoFiles(t *testing.T) {
 	for it.Next() {
 	}
 	s.Close()
-	if n := openRuns(t); n != 0 {
+	if n := testutil.OpenFiles(t, "storectl-sort-"); n != 0 {
 		t.Fatalf("%d run files still open after Close", n)
 	}
-}
-
-// openRuns counts this process's open descriptors of (deleted) run files.
-func openRuns(t *testing.T) int {
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd")
-	}
-	n := 0
-	for _, fd := range fds {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.Contains(l, "storectl-sort-") {
-			n++
-		}
-	}
-	return n
 }

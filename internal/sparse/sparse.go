@@ -86,3 +86,21 @@ func (r *ReaderAt) Data(off, end int64) bool {
 	}
 	return false
 }
+
+// WriteFile creates path holding b followed by a hole up to size bytes,
+// the way a broker's preallocated mapped file leaves its unwritten end
+// (it reads as zeros and takes no disk space).
+func WriteFile(path string, b []byte, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Truncate(size)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -229,3 +229,21 @@ func SameTree(t testing.TB, before, after map[string]string) {
 		t.Fatalf("tree changed:\n%s", strings.Join(diffs, "\n"))
 	}
 }
+
+// OpenFiles counts this process's open descriptors whose target names
+// contain substr (/proc/self/fd), for tests that check temp files are
+// closed after a run; it skips where /proc/self/fd is not there.
+func OpenFiles(t testing.TB, substr string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.Contains(l, substr) {
+			n++
+		}
+	}
+	return n
+}

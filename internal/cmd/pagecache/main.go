@@ -15,12 +15,12 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/storectl/storectl/internal/sparse"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,7 +65,8 @@ func main() {
 	}
 }
 
-// warmFile reads every data extent of p (SEEK_DATA / SEEK_HOLE).
+// warmFile reads every data extent of p (sparse.Extents: holes are
+// skipped).
 func warmFile(p string, buf []byte) error {
 	f, err := os.Open(p)
 	if err != nil {
@@ -76,31 +77,19 @@ func warmFile(p string, buf []byte) error {
 	if err != nil {
 		return err
 	}
-	fd := int(f.Fd())
-	for off := int64(0); off < st.Size(); {
-		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			return nil // only a hole follows
-		}
-		if err != nil {
-			data = off // the file system cannot tell: read on
-		}
-		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
-		if err != nil {
-			hole = st.Size()
-		}
-		for off = data; off < hole; {
-			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-off)], off)
+	return sparse.Extents(f, st.Size(), func(off, end int64) error {
+		for off < end {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
 			off += int64(n)
+			if err == io.EOF {
+				return nil
+			}
 			if err != nil {
-				if err == io.EOF {
-					return nil
-				}
 				return fmt.Errorf("%s: %w", p, err)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func evictFile(p string) error {

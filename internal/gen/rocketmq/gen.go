@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/sparse"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
@@ -253,26 +254,10 @@ func writeCQ(dir string, cq map[string][]byte, fileSize int64, dense bool) error
 			if dense {
 				b = append(b[:len(b):len(b)], make([]byte, fileSize-int64(len(b)))...)
 			}
-			if err := writeSparse(p, b, fileSize); err != nil {
+			if err := sparse.WriteFile(p, b, fileSize); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// writeSparse creates p with b, extended to size bytes by a hole.
-func writeSparse(p string, b []byte, size int64) error {
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Truncate(size)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

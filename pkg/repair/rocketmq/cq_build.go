@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storectl/storectl/internal/sparse"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 )
 
@@ -202,21 +203,5 @@ func stageFile(stage, rel string, b []byte, fileSize int64) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return writeSized(p, b, fileSize)
-}
-
-// writeSized creates path with b followed by zeros up to size bytes.
-func writeSized(path string, b []byte, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Truncate(size)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return sparse.WriteFile(p, b, fileSize)
 }

@@ -69,7 +69,7 @@ func TestRebuildSpillMatchesMemory(t *testing.T) {
 		if a != b {
 			t.Fatalf("%s: the plan through spilled runs differs from the one in memory:\n%s\n%s", root, a, b)
 		}
-		if n := openSortRuns(t); n != 0 {
+		if n := testutil.OpenFiles(t, "storectl-sort-"); n != 0 {
 			t.Fatalf("%s: %d sort run files left open", root, n)
 		}
 	}
@@ -100,7 +100,7 @@ func TestRebuildSpillGoneAfterError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refusing to fill the gap") {
 		t.Fatalf("plan error %v, want the gap refusal", err)
 	}
-	if n := openSortRuns(t); n != 0 {
+	if n := testutil.OpenFiles(t, "storectl-sort-"); n != 0 {
 		t.Fatalf("%d sort run files left open after the failed plan", n)
 	}
 }
@@ -125,19 +125,4 @@ func damageBodyCRC(t *testing.T, file string) {
 	if _, err := f.WriteAt(b[8:12], second+8); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// openSortRuns counts this process's open descriptors of sort run files.
-func openSortRuns(t *testing.T) int {
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd")
-	}
-	n := 0
-	for _, fd := range fds {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.Contains(l, "storectl-sort-") {
-			n++
-		}
-	}
-	return n
 }
