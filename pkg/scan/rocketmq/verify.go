@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,8 +154,30 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	_, err = os.Stat(filepath.Join(cfg.Root, "abort"))
 	v.abort = err == nil
 	v.loadCheckpoint()
-	steps := []func(context.Context) error{v.checkConsumeQueues, v.checkIndexFiles, v.checkCheckpoint, v.checkTopics}
-	for _, step := range steps {
+	// The index files are checked beside the consume queues (each has its
+	// own lookups and findings; they share only what the scan made), and
+	// their findings and errors follow the consume queues', as when the
+	// two ran one after the other.
+	iv, err := v.forIndex()
+	if err != nil {
+		return res, err
+	}
+	defer iv.store.Close()
+	idxDone := make(chan error, 1)
+	go func() { idxDone <- iv.checkIndexFiles(ctx) }()
+	cqErr := v.checkConsumeQueues(ctx)
+	idxErr := <-idxDone
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if cqErr != nil {
+		res.Fail(cqErr)
+	}
+	v.absorbIndex(iv)
+	if idxErr != nil {
+		res.Fail(idxErr)
+	}
+	for _, step := range []func(context.Context) error{v.checkCheckpoint, v.checkTopics} {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -162,8 +185,10 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 			res.Fail(err)
 		}
 	}
-	if v.tab.err != nil {
-		res.Fail(v.tab.err)
+	for _, t := range []*recTable{v.tab, iv.tab} {
+		if t.err != nil {
+			res.Fail(t.err)
+		}
 	}
 	v.layout()
 	res.SortFindings()
@@ -346,3 +371,32 @@ func (v *verifier) add(key string, f scan.Finding) {
 }
 
 func (v *verifier) rel(p string) string { return v.cfg.rel(p) }
+
+// forIndex is a verifier for the index files' checks, to run beside the
+// consume queues': it shares what the scan made (read only from here on)
+// and has its own record lookups (a reader of the record table, a Store),
+// findings, caps and counters.
+func (v *verifier) forIndex() (*verifier, error) {
+	iv := *v
+	iv.res = &scan.Result{Layout: map[string]any{}}
+	iv.capped = map[string]int{}
+	iv.tab = v.tab.reader()
+	iv.hint, iv.entriesLinked = 0, 0
+	var err error
+	if iv.store, err = OpenStore(v.cfg.Config); err != nil {
+		return nil, err
+	}
+	return &iv, nil
+}
+
+// absorbIndex adds what the index checks found, after the consume queues'.
+func (v *verifier) absorbIndex(iv *verifier) {
+	v.res.Add(iv.res.Findings...)
+	for _, e := range iv.res.Errors {
+		v.res.Fail(errors.New(e))
+	}
+	for k, x := range iv.res.Layout {
+		v.res.Layout[k] = x
+	}
+	v.entriesLinked = iv.entriesLinked
+}

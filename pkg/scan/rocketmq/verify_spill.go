@@ -91,6 +91,17 @@ func newRecTable() (*recTable, error) {
 	return t, nil
 }
 
+// reader returns a table that reads the same records through a cache
+// of its own, for a check that runs beside the others (pread of the
+// shared files is safe for concurrent use; nothing is written any more).
+func (t *recTable) reader() *recTable {
+	r := &recTable{f: t.f, hf: t.hf, blocks: t.blocks, n: t.n, nh: t.nh}
+	for i := range r.cache {
+		r.cache[i].idx = -1
+	}
+	return r
+}
+
 // Close releases the temp files.
 func (t *recTable) Close() {
 	t.f.Close()
