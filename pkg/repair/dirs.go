@@ -59,15 +59,39 @@ func cleanRel(rel string) bool {
 // root. It returns the parent dirs that do not exist (relative, outermost
 // first): below the first missing one nothing can exist.
 func resolveParents(root, rel string) (abs string, absent []string, err error) {
+	return newResolver(root).parents(rel)
+}
+
+// resolver resolves the paths of one data dir: the root's real path is
+// found once, and each parent dir once found to be a dir inside the root
+// is not looked at again (Plan.Add over 100,000 files of one dir checks
+// that dir once). Use one for a sequence of lookups over a tree nobody
+// changes meanwhile (building a plan).
+type resolver struct {
+	root     string
+	realRoot string
+	dirOK    map[string]bool
+}
+
+func newResolver(root string) *resolver { return &resolver{root: root} }
+
+// parents is resolveParents.
+func (r *resolver) parents(rel string) (abs string, absent []string, err error) {
+	root := r.root
 	if !cleanRel(rel) {
 		return "", nil, fmt.Errorf("%w: path %q is not a clean path inside the data dir", ErrInvalidPlan, rel)
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", nil, err
+	if r.realRoot == "" {
+		if r.realRoot, err = filepath.EvalSymlinks(root); err != nil {
+			return "", nil, err
+		}
 	}
+	realRoot := r.realRoot
 	dirs := ancestors(rel)
 	for i, d := range dirs {
+		if r.dirOK[d] {
+			continue
+		}
 		p := filepath.Join(root, d)
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -88,14 +112,18 @@ func resolveParents(root, rel string) (abs string, absent []string, err error) {
 		if !fi.IsDir() {
 			return "", nil, fmt.Errorf("%w: %s: parent %s is not a directory", ErrInvalidPlan, rel, d)
 		}
+		if r.dirOK == nil {
+			r.dirOK = map[string]bool{}
+		}
+		r.dirOK[d] = true
 	}
 	return filepath.Join(root, rel), nil, nil
 }
 
 // snapshotDir is the precondition of a remove-dir: Exists when root/rel is
 // a directory (not a symlink to one) inside root.
-func snapshotDir(root, rel string) (FileState, error) {
-	abs, absent, err := resolveParents(root, rel)
+func snapshotDir(res *resolver, rel string) (FileState, error) {
+	abs, absent, err := res.parents(rel)
 	if err != nil || len(absent) > 0 {
 		return FileState{}, err
 	}
@@ -115,8 +143,8 @@ func snapshotDir(root, rel string) (FileState, error) {
 // checkDir re-checks a remove-dir precondition before anything is
 // written: the dir still exists and holds nothing but what the plan
 // removes (the paths in removed).
-func checkDir(root, rel string, removed map[string]bool) error {
-	abs, absent, err := resolveParents(root, rel)
+func checkDir(res *resolver, rel string, removed map[string]bool) error {
+	abs, absent, err := res.parents(rel)
 	if err != nil {
 		return err
 	}

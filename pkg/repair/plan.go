@@ -117,6 +117,10 @@ type Plan struct {
 
 	// printOnly: staged sources are not hashed (PrintOnly).
 	printOnly bool
+	// idx lets Add validate each action against the plan in constant time
+	// per action (index.go).
+	idx *planIndex
+	res *resolver
 }
 
 // ErrPrintOnly is returned by Write, Save and Apply for a plan marked
@@ -148,7 +152,7 @@ func (p *Plan) Add(a Action, o SnapshotOptions) error {
 		a.ID = fmt.Sprintf("a%03d", len(p.Actions)+1)
 	}
 	if a.Op == OpRemoveDir {
-		st, err := snapshotDir(p.DataDir, a.Path)
+		st, err := snapshotDir(p.resolver(), a.Path)
 		if err != nil {
 			return err
 		}
@@ -170,33 +174,49 @@ func (p *Plan) Add(a Action, o SnapshotOptions) error {
 	} else if a.Op == OpReplaceFile {
 		a.NewSize = int64(len(a.Data))
 	}
-	// The size first (the changed range depends on it), then, for a file
-	// that exists, one snapshot with the whole-file hash and that range:
-	// the whole file is read once, not once per snapshot.
-	st, err := SnapshotWith(p.DataDir, a.Path, SnapshotOptions{SkipWholeFile: true})
+	// One open of the file: its size, then the range the action changes
+	// (which depends on it) and the whole-file hash, the file read once.
+	st, err := snapshot(p.resolver(), a.Path, o, func(size int64) []Range {
+		if r, ok := a.Changed(size); ok {
+			return []Range{r}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if st.Exists {
-		var rs []Range
-		if r, ok := a.Changed(st.Size); ok {
-			rs = append(rs, r)
-		}
-		if st, err = SnapshotWith(p.DataDir, a.Path, o, rs...); err != nil {
-			return err
-		}
 	}
 	a.Pre = st
 	return p.appendValid(a)
 }
 
-// appendValid appends a if the plan with it validates.
+// resolver is the plan's path resolver while it is built (Add).
+func (p *Plan) resolver() *resolver {
+	if p.res == nil || p.res.root != p.DataDir {
+		p.res = newResolver(p.DataDir)
+	}
+	return p.res
+}
+
+// appendValid appends a if the plan with it validates: a's own shape, then
+// a against the actions so far (planIndex: no work that grows with the
+// plan, so building a plan is linear in its actions).
 func (p *Plan) appendValid(a Action) error {
-	next := append(append([]Action(nil), p.Actions...), a)
-	if err := (&Plan{Schema: p.Schema, DataDir: p.DataDir, Actions: next}).validate(p.printOnly); err != nil {
+	if p.Schema != PlanSchema || !filepath.IsAbs(p.DataDir) {
+		return (&Plan{Schema: p.Schema, DataDir: p.DataDir}).validate(p.printOnly)
+	}
+	if !validID.MatchString(a.ID) {
+		return fmt.Errorf("%w: action id %q is empty, malformed or repeated", ErrInvalidPlan, a.ID)
+	}
+	if err := a.validate(p.printOnly); err != nil {
+		return fmt.Errorf("%w: action %s (%s %s): %v", ErrInvalidPlan, a.ID, a.Op, a.Path, err)
+	}
+	x := p.index()
+	if err := x.check(p.Actions, &a); err != nil {
 		return err
 	}
-	p.Actions = next
+	p.Actions = append(p.Actions, a)
+	x.insert(p.Actions, len(p.Actions)-1)
+	x.n = len(p.Actions)
 	return nil
 }
 

@@ -74,8 +74,15 @@ func Snapshot(root, rel string, ranges ...Range) (FileState, error) {
 
 // SnapshotWith is Snapshot with options.
 func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileState, error) {
+	return snapshot(newResolver(root), rel, o, func(int64) []Range { return ranges })
+}
+
+// snapshot is SnapshotWith through a resolver, with the ranges to hash
+// chosen once the size is known (Plan.Add: the range an action changes
+// depends on the file's size), from one open of the file.
+func snapshot(res *resolver, rel string, o SnapshotOptions, rangesFor func(size int64) []Range) (FileState, error) {
 	var st FileState
-	abs, absent, err := resolveFile(root, rel)
+	abs, absent, err := res.parents(rel)
 	if err != nil {
 		return st, err
 	}
@@ -86,6 +93,9 @@ func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileSta
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
+	if errors.Is(err, storefile.ErrNotRegular) {
+		return st, fmt.Errorf("%w: %s is not a regular file: %v", ErrInvalidPlan, rel, err)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -95,6 +105,7 @@ func SnapshotWith(root, rel string, o SnapshotOptions, ranges ...Range) (FileSta
 		return st, err
 	}
 	st = FileState{Exists: true, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano()}
+	ranges := rangesFor(st.Size)
 	if !o.SkipWholeFile {
 		if st.SHA256, err = hashRange(f, Range{0, st.Size}); err != nil {
 			return st, err
@@ -128,16 +139,17 @@ func (p *Plan) Check(root string) error {
 		}
 	}
 	wholeDone := map[string]bool{}
+	res := newResolver(root)
 	for i := range p.Actions {
 		a := &p.Actions[i]
 		if a.Op == OpRemoveDir {
-			if err := checkDir(root, a.Path, removed); err != nil {
+			if err := checkDir(res, a.Path, removed); err != nil {
 				return err
 			}
 			continue
 		}
 		skipWhole := wholeDone[a.Path]
-		if err := checkState(root, a.Path, a.Pre, skipWhole); err != nil {
+		if err := checkState(res, a.Path, a.Pre, skipWhole); err != nil {
 			return err
 		}
 		wholeDone[a.Path] = true
@@ -156,11 +168,11 @@ func (p *Plan) Check(root string) error {
 
 // checkState compares root/rel with want; skipWhole skips the whole-file
 // hash (already checked for an earlier action on the same file).
-func checkState(root, rel string, want FileState, skipWhole bool) error {
+func checkState(res *resolver, rel string, want FileState, skipWhole bool) error {
 	if skipWhole {
 		want.SHA256 = ""
 	}
-	got, err := SnapshotWith(root, rel, SnapshotOptions{SkipWholeFile: want.SHA256 == ""})
+	got, err := snapshot(res, rel, SnapshotOptions{SkipWholeFile: want.SHA256 == ""}, func(int64) []Range { return nil })
 	if err != nil {
 		return err
 	}
@@ -180,7 +192,7 @@ func checkState(root, rel string, want FileState, skipWhole bool) error {
 	case len(want.Ranges) == 0:
 		return nil
 	}
-	got, err = SnapshotWith(root, rel, SnapshotOptions{SkipWholeFile: true}, rangesOf(want)...)
+	got, err = snapshot(res, rel, SnapshotOptions{SkipWholeFile: true}, func(int64) []Range { return rangesOf(want) })
 	if errors.Is(err, ErrInvalidPlan) {
 		return &StaleError{Path: rel, What: "size", Expected: fmt.Sprint(want.Size), Actual: "changed during the check"}
 	}
@@ -245,6 +257,9 @@ func within(dir, p string) bool {
 
 // hashRange is the hex SHA-256 of r in f; a short read is an error.
 func hashRange(f io.ReaderAt, r Range) (string, error) {
+	if r.Length == 0 {
+		return sumBytes(nil), nil
+	}
 	h := sha256.New()
 	n, err := io.Copy(h, io.NewSectionReader(f, r.Offset, r.Length))
 	if err != nil {
