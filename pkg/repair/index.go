@@ -22,11 +22,11 @@ type planIndex struct {
 
 // pathInfo sums up the actions on one path.
 type pathInfo struct {
-	first   int     // the first action's index
-	alone   bool    // one of them must be alone (remove-file, replace-file, remove-dir)
-	sizeOps int     // truncate-file and resize-file actions
-	spans   []span  // changed ranges, sorted by offset
-	last    int     // the last action's index (validateDirs' op[path])
+	first   int    // the first action's index
+	alone   bool   // one of them must be alone (remove-file, replace-file, remove-dir)
+	sizeOps int    // truncate-file and resize-file actions
+	spans   []span // changed ranges, sorted by offset
+	last    int    // the last action's index (validateDirs' op[path])
 }
 
 type span struct {
