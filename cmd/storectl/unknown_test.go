@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -224,5 +225,68 @@ func TestUnreadableCommitLogIsUnknown(t *testing.T) {
 	}
 	if sum := objs[len(objs)-1]; sum["recovery_end"] != nil {
 		t.Fatalf("summary recovery_end %v though %s was not read", sum["recovery_end"], file)
+	}
+}
+
+// TestUnreadableQueueIndexIsUnknown: a queue index file nobody may read
+// (4.0.5 v2 .qi, 3.10.8 v1 .idx) leaves that queue's entries unknown, not
+// the vhost's verdict: exit 3, a queue.unreadable finding naming the file,
+// the queue's line with unknown = the records no readable index
+// references (each unreferenced finding waits on the file), every other
+// queue's line as in a readable run, and no message-missing.
+func TestUnreadableQueueIndexIsUnknown(t *testing.T) {
+	for _, fx := range []struct{ tgz, node, file string }{
+		{testutil.Testdata("rabbitmq-4.0", "datasets", "crash.tar.gz"), "rmq40@localhost", "0.qi"},
+		{testutil.Testdata("rabbitmq", "datasets", "crash.tar.gz"), "rmqfix@localhost", "0.idx"},
+	} {
+		node := filepath.Join(readableTree(t, fx.tgz), fx.node)
+		_, before, _ := runCLI(t, "verify", node, "-o", "jsonl")
+		lines := map[string]string{}
+		for _, o := range jsonlObjects(t, before) {
+			if o["type"] == "queue" {
+				lines[o["dir"].(string)] = fmt.Sprint(o["entries"], o["keep"], o["drop"], o["unknown"])
+			}
+		}
+		idx, _ := filepath.Glob(filepath.Join(node, "msg_stores", "vhosts", "*", "queues", "*", fx.file))
+		if len(idx) == 0 {
+			t.Fatalf("%s: no %s", node, fx.file)
+		}
+		locked := idx[0]
+		dir := filepath.Base(filepath.Dir(locked))
+		rel, _ := filepath.Rel(node, locked)
+		if err := os.Chmod(locked, 0); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runAsNobody(t, "verify", node, "-o", "jsonl")
+		if code != exitIncomplete {
+			t.Fatalf("%s: exit %d, want 3\n%s", fx.node, code, errOut)
+		}
+		unref, named := 0, false
+		var line map[string]any
+		for _, o := range jsonlObjects(t, out) {
+			switch c, _ := o["code"].(string); {
+			case c == "rabbitmq.queue.message-missing":
+				t.Fatalf("message-missing with %s unread: %v", rel, o)
+			case c == "rabbitmq.queue.unreadable":
+				named = o["path"] == rel
+			case c == "rabbitmq.rdq.unreferenced":
+				if w, _ := o["details"].(map[string]any)["waits_on"].([]any); len(w) != 1 || w[0] != rel {
+					t.Fatalf("unreferenced without waiting on %s: %v", rel, o)
+				}
+				unref++
+			case o["type"] == "queue" && o["dir"] == dir:
+				line = o
+			case o["type"] == "queue":
+				if got := fmt.Sprint(o["entries"], o["keep"], o["drop"], o["unknown"]); got != lines[o["dir"].(string)] {
+					t.Fatalf("queue %v: %s, readable run %s", o["queue"], got, lines[o["dir"].(string)])
+				}
+			}
+		}
+		if !named || line == nil || unref == 0 || int(line["unknown"].(float64)) != unref {
+			t.Fatalf("%s: unreadable named %v, queue line %v, %d unreferenced", rel, named, line, unref)
+		}
+		if w, _ := line["waits_on"].([]any); len(w) != 1 || w[0] != rel {
+			t.Fatalf("queue line waits_on %v, want [%s]", line["waits_on"], rel)
+		}
 	}
 }

@@ -39,6 +39,9 @@ const (
 	CodeMessageUnknown = "rabbitmq.queue.message-unknown"
 	CodeQueueIndex     = "rabbitmq.queue.index-anomaly"
 	CodeQueueOrphan    = "rabbitmq.queue.orphan" // a queue dir no durable queue can own
+	// CodeQueueUnreadable: a queue dir a file of which could not be read;
+	// what it references is unknown (the run is incomplete).
+	CodeQueueUnreadable = "rabbitmq.queue.unreadable"
 )
 
 // The clean-shutdown state (clean.dot, msg_store_index.ets,

@@ -61,6 +61,9 @@ func (b *leanRefsBuilder) build(q *VHostQueues, seen *idTable) *leanRefs {
 	l := &leanRefs{dir: q.Dir}
 	names := make([]string, len(q.Queues))
 	index := make([]int32, len(b.ord)) // ordinal -> index in q.Queues
+	for i := range index {
+		index[i] = -1 // a dir that failed part way is not in q.Queues
+	}
 	for qi, qd := range q.Queues {
 		names[qi] = queueName(qd)
 		if o, ok := b.ord[qd]; ok {
@@ -73,9 +76,13 @@ func (b *leanRefsBuilder) build(q *VHostQueues, seen *idTable) *leanRefs {
 	}
 	slots := buf.Slice()
 	b.slots, b.ord = nil, nil
-	for i := range slots {
-		slots[i].q = index[slots[i].q]
+	kept := slots[:0]
+	for _, s := range slots {
+		if s.q = index[s.q]; s.q >= 0 {
+			kept = append(kept, s)
+		}
 	}
+	slots = kept
 	sortRefs(slots)
 	intern := map[string]int32{}
 	single := make([]int32, len(names)) // 1 + set of a queue's name alone

@@ -29,6 +29,17 @@ type VHostQueues struct {
 	// reference; 4.0+ brokers store one more after a dirty recovery).
 	RefCounts map[string]int
 	Anomalies []IndexAnomaly // vhost-level (bad .config)
+	// Unreadable are the queue dirs a file of which could not be read
+	// (permission, I/O error, vanished): they are not in Queues, and
+	// what they reference is unknown.
+	Unreadable []UnreadQueueDir
+}
+
+// UnreadQueueDir is a queue dir that could not be read, and why.
+type UnreadQueueDir struct {
+	Dir  string // the queue dir
+	Path string // the file (or dir) that could not be read
+	Err  error
 }
 
 // AllAnomalies returns the vhost's and every queue's anomalies.
@@ -123,14 +134,21 @@ func readVHostQueues(vhostDir string, refsOnly bool, take func(*QueueDir, []Queu
 		wg.Wait()
 	} else {
 		for i, d := range dirs {
-			if qs[i], errs[i] = readQueueDir(d, v.SegmentEntryCount, false); errs[i] != nil {
-				break
-			}
+			qs[i], errs[i] = readQueueDir(d, v.SegmentEntryCount, false)
 		}
 	}
 	for i, q := range qs {
 		if errs[i] != nil {
-			return nil, errs[i]
+			// One queue's index that cannot be read does not stop the
+			// others: the caller reports it, and what it references is
+			// unknown (the scan is incomplete).
+			u := UnreadQueueDir{Dir: dirs[i], Path: dirs[i], Err: errs[i]}
+			var pe *fs.PathError
+			if errors.As(errs[i], &pe) {
+				u.Path = pe.Path
+			}
+			v.Unreadable = append(v.Unreadable, u)
+			continue
 		}
 		v.Queues = append(v.Queues, q)
 		if refsOnly {

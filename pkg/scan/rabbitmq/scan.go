@@ -54,7 +54,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
-		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: scanLean})
+		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: scanLean, partialQueues: true})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
@@ -63,6 +63,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		res.Take(v.Findings)
 		for _, a := range v.Assumed {
 			res.Assume(a)
+		}
+		for _, err := range unreadErrs(cfg.Root, v) {
+			res.Fail(err)
 		}
 		vhosts = append(vhosts, v.Layout)
 	}

@@ -144,4 +144,7 @@ type VHostScan struct {
 	// Assumed says what the scan assumed where the files lack context
 	// (the broker version: brokerVersion.infer; queue references), and why.
 	Assumed []string
+	// unrefUnknown counts the records no readable queue index references
+	// while some queue dir could not be read (unreadQueueFindings).
+	unrefUnknown int
 }

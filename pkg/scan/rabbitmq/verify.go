@@ -105,7 +105,7 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	vhosts := []map[string]any{}
 	for _, d := range cfg.VHostDirs {
-		vv, err := verifyVHostResult(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts})
+		vv, err := verifyVHostResult(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
@@ -115,6 +115,9 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 		res.Queues = append(res.Queues, vv.queues...)
 		for _, a := range vv.assumed {
 			res.Assume(a)
+		}
+		for _, err := range vv.unread {
+			res.Fail(err)
 		}
 		vhosts = append(vhosts, vv.layout)
 	}
@@ -166,6 +169,7 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 	vv.Findings = append(vv.Findings, anomalyFindings(root, v.Queues, vv.Queues)...)
 	vv.Findings = append(vv.Findings, orphanFindings(root, vv.Queues)...)
 	vv.Findings = append(vv.Findings, missingFindings(root, vv.Queues, v.Refs, vv.State == StateClean)...)
+	vv.Queues = append(vv.Queues, unreadQueueFates(root, v)...)
 	if cs.index != nil {
 		vv.Findings = append(vv.Findings, cleanIndexFindings(v, cs)...)
 	}

@@ -31,6 +31,7 @@ type vhostResult struct {
 	queues   []scan.Queue
 	layout   map[string]any
 	assumed  []string
+	unread   []error // queue dirs that could not be read (unreadErrs)
 }
 
 // verifyVHostResult runs the lean verify of one vhost, or VerifyVHost
@@ -46,7 +47,8 @@ func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOption
 	if err != nil {
 		return nil, err
 	}
-	r := &vhostResult{files: vv.Scan.Files, findings: vv.Findings, layout: vv.Layout, assumed: vv.Scan.Assumed}
+	r := &vhostResult{files: vv.Scan.Files, findings: vv.Findings, layout: vv.Layout, assumed: vv.Scan.Assumed,
+		unread: unreadErrs(root, vv.Scan)}
 	for _, q := range vv.Queues {
 		r.queues = append(r.queues, q.Queue)
 	}
@@ -110,9 +112,11 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	if cs.summary != nil {
 		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
 	}
+	vv.Queues = append(vv.Queues, unreadQueueFates(root, v)...)
 	for _, q := range vv.Queues {
 		res.queues = append(res.queues, q.Queue)
 	}
+	res.unread = unreadErrs(root, v)
 	res.findings = dedupe(vv.Findings)
 	res.layout = verifyLayout(v, vv, vhostDir)
 	return res, nil

@@ -7,6 +7,7 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,6 +44,9 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 				}
 			}
 			q, err := read(vhostDir)
+			if err == nil && len(q.Unreadable) > 0 && !o.partialQueues {
+				err = fmt.Errorf("%s: %w", q.Unreadable[0].Path, q.Unreadable[0].Err)
+			}
 			if err != nil {
 				qerr = err
 				return
@@ -125,6 +129,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	v.Findings = append(v.Findings, s.missing(v)...)
 	v.Findings = append(v.Findings, s.indexFindings(v)...)
 	v.Findings = append(v.Findings, queueFindings(root, v.Queues)...)
+	v.Findings = append(v.Findings, unreadQueueFindings(root, v)...)
 	v.Layout = s.layout(v)
 	return v, s, nil
 }

@@ -2,7 +2,9 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +25,11 @@ type VHostOptions struct {
 	// exactIndex makes a lean scan hold and join msg_store_index.ets entry
 	// by entry from the start (clean_digest.go).
 	exactIndex bool
+	// partialQueues lets scan and verify go on past queue dirs that
+	// cannot be read (VHostQueues.Unreadable: reported, their references
+	// unknown). Without it such a dir is an error, as writers and salvage
+	// must not act on references they do not know.
+	partialQueues bool
 }
 
 // ScanVHost scans one vhost dir (msg_store_persistent/, msg_store_transient/
@@ -214,4 +221,94 @@ func lostIDs(out []scan.Finding) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// QueueUnread lists the queue index files (or dirs) of v that could not
+// be read: what their queues reference is unknown.
+func (v *VHostScan) QueueUnread() []string {
+	if v.Queues == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range v.Queues.Unreadable {
+		out = append(out, u.Path)
+	}
+	return out
+}
+
+// unreadQueueFindings reports each queue dir that could not be read
+// (error) and, since any record might be one of its references, turns
+// every unreferenced finding into one that says so and waits on it.
+func unreadQueueFindings(root string, v *VHostScan) []scan.Finding {
+	if v.Queues == nil || len(v.Queues.Unreadable) == 0 {
+		return nil
+	}
+	var waits []string
+	var out []scan.Finding
+	for _, u := range v.Queues.Unreadable {
+		rel := scan.Rel(root, u.Path)
+		waits = append(waits, rel)
+		out = append(out, scan.Finding{Code: CodeQueueUnreadable, Severity: scan.Error, Path: rel, Repair: scan.RepairNone,
+			Details: map[string]any{"queue_dir": filepath.Base(u.Dir), "error": u.Err.Error()},
+			Message: fmt.Sprintf("queue index of %s could not be read (%v): its entries, and which records it references, are unknown", filepath.Base(u.Dir), errText(u.Err))})
+	}
+	v.unrefUnknown = 0
+	for i := range v.Findings {
+		if f := &v.Findings[i]; f.Code == CodeUnreferenced {
+			v.unrefUnknown++
+			f.Message = "record no readable queue index references; " + strings.Join(waits, ", ") + " could not be read, so whether it is referenced is unknown"
+			if f.Details == nil {
+				f.Details = map[string]any{}
+			}
+			f.Details["waits_on"] = waits
+		}
+	}
+	return out
+}
+
+// errText is err without the path a *fs.PathError repeats.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// unreadQueueFates are the queue lines of v's queue dirs that could not
+// be read: nothing is known of their entries; unknown counts the records
+// no readable queue references, which may be theirs.
+func unreadQueueFates(root string, v *VHostScan) []*QueueFate {
+	if v.Queues == nil || len(v.Queues.Unreadable) == 0 {
+		return nil
+	}
+	unref := v.unrefUnknown
+	var out []*QueueFate
+	for _, u := range v.Queues.Unreadable {
+		qf := &QueueFate{Queue: scan.Queue{VHost: v.VHost, Dir: filepath.Base(u.Dir), Index: indexKind(u.Dir),
+			AtRisk: map[string]int{}, Unknown: unref, WaitsOn: []string{scan.Rel(root, u.Path)}}, Path: u.Dir}
+		for _, k := range atRiskKeys {
+			qf.AtRisk[k] = 0
+		}
+		if b, err := storefile.ReadFile(filepath.Join(u.Dir, ".queue_name")); err == nil {
+			if n, err := rfmt.ParseQueueName(b); err == nil {
+				qf.Queue.Queue = n.Name
+			}
+		}
+		out = append(out, qf)
+	}
+	return out
+}
+
+// unreadErrs are the errors that make a scan of v incomplete: its queue
+// dirs that could not be read.
+func unreadErrs(root string, v *VHostScan) []error {
+	if v.Queues == nil {
+		return nil
+	}
+	var out []error
+	for _, u := range v.Queues.Unreadable {
+		out = append(out, fmt.Errorf("%s: %w", scan.Rel(root, u.Path), u.Err))
+	}
+	return out
 }
