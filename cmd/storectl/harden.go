@@ -35,6 +35,6 @@ puts everything back.
 		if t.Store != scan.RabbitMQ {
 			return nil, usagef(errors.New("harden applies to RabbitMQ data dirs only"))
 		}
-		return &writer{plan: rabbitPlan(env, t, "harden", rabbitrepair.PlanHarden, nil), verify: rabbitVerifier(env, t)}, nil
+		return &writer{plan: withQuorumPlan(t, "harden", rabbitPlan(env, t, "harden", rabbitrepair.PlanHarden, nil), false), verify: rabbitVerifier(env, t)}, nil
 	})
 }

@@ -48,11 +48,11 @@ with the same checks as verify before anything is swapped in.
 	}, func(t scan.Target, wo *writerOptions) (*writer, error) {
 		if t.Store == scan.RabbitMQ {
 			w := &writer{verify: rabbitVerifier(env, t)}
-			w.plan = withStreamPlan(env, t, "rebuild", rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) {
+			w.plan = withQuorumPlan(t, "rebuild", withStreamPlan(env, t, "rebuild", rabbitPlan(env, t, "rebuild", rabbitrepair.PlanRebuildIndex, func(r *rabbitrepair.RebuildReport) {
 				if r != nil {
 					w.stage = r
 				}
-			}), streamrepair.PlanRebuildIndex)
+			}), streamrepair.PlanRebuildIndex), false)
 			return w, nil
 		}
 		return rocketRebuildWriter(env, t, wo), nil

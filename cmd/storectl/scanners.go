@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/storectl/storectl/pkg/live"
+	quorumscan "github.com/storectl/storectl/pkg/scan/quorum"
 	rabbitscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 	streamscan "github.com/storectl/storectl/pkg/scan/stream"
@@ -84,17 +87,50 @@ func rabbitTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options,
 			res.QueueLines = append(res.QueueLines, st.Queue)
 		}
 	}
+	if qc, ok := quorumConfig(t); ok {
+		// verify replays each quorum queue's log to predict its next start
+		qc.Replay = verifies(classic)
+		qr, err := quorumscan.Scan(ctx, qc, so)
+		if err != nil {
+			return res, err
+		}
+		res.Merge(qr.Result)
+		for _, q := range qr.Queues {
+			res.QueueLines = append(res.QueueLines, q)
+		}
+	}
 	return res, nil
+}
+
+// quorumConfig builds the quorum-queue scanner config for t (false: no
+// ra system dirs).
+func quorumConfig(t scan.Target) (quorumscan.Config, bool) {
+	cfg := quorumscan.Config{Root: t.Root}
+	for _, d := range t.RaDirs {
+		sys := quorumscan.SystemQuorum
+		if filepath.Base(filepath.Dir(d)) == quorumscan.SystemCoordination {
+			sys = quorumscan.SystemCoordination
+		}
+		cfg.Systems = append(cfg.Systems, quorumscan.SystemDir{System: sys, Path: d, Node: filepath.Base(d)})
+	}
+	return cfg, len(cfg.Systems) > 0
+}
+
+// verifies reports whether classic is the classic scanner's Verify (the
+// RabbitMQ scanners of verify and of a writer's re-verify).
+func verifies(classic func(context.Context, rabbitscan.Config, scan.Options) (*scan.Result, error)) bool {
+	return reflect.ValueOf(classic).Pointer() == reflect.ValueOf(rabbitscan.Verify).Pointer()
 }
 
 // hasClassic: the target has classic-queue parts (vhosts, message stores,
 // .rdq files).
 func hasClassic(t scan.Target) bool {
 	switch t.Kind {
-	case scan.TargetRabbitStreamRoot, scan.TargetRabbitStream, scan.TargetRabbitStreamFile:
+	case scan.TargetRabbitStreamRoot, scan.TargetRabbitStream, scan.TargetRabbitStreamFile,
+		scan.TargetRabbitRaRoot, scan.TargetRabbitRaSystem:
 		return false
 	case scan.TargetRabbitNode:
-		return len(t.VHostDirs) > 0 || len(t.StreamRoots) == 0
+		return len(t.VHostDirs) > 0 || (len(t.StreamRoots) == 0 && len(t.RaDirs) == 0)
 	}
 	return true
 }

@@ -98,7 +98,7 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 		}
 		return &writer{plan: plan, verify: verify}, nil
 	case scan.RabbitMQ:
-		return &writer{plan: withStreamPlan(env, t, "truncate", rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), streamrepair.PlanTruncate),
+		return &writer{plan: withQuorumPlan(t, "truncate", withStreamPlan(env, t, "truncate", rabbitPlan(env, t, "truncate", rabbitrepair.PlanTruncate, nil), streamrepair.PlanTruncate), true),
 			verify: rabbitVerifier(env, t)}, nil
 	}
 	return nil, fmt.Errorf("unknown store kind %q", t.Store)

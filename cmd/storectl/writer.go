@@ -217,6 +217,14 @@ func runWriter(ctx context.Context, env *Env, name string, t scan.Target, wo *wr
 			s.extra[k] = v
 		}
 	}
+	// A report may say the plan drops data only this node holds: applying
+	// it needs --force (RabbitMQ quorum WAL cuts of single-member queues).
+	for _, v := range s.extra {
+		if fr, ok := v.(interface{ ForceReason() string }); ok && wo.Apply && !wo.Force && fr.ForceReason() != "" {
+			s.errors = append(s.errors, fr.ForceReason())
+			return s.finish(exitRefused)
+		}
+	}
 	if wo.PlanOut != "" {
 		if err := p.Save(wo.PlanOut); err != nil {
 			return usagef(fmt.Errorf("--plan-out: %w", err))

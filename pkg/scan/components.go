@@ -21,6 +21,9 @@ const (
 	ScannerRabbitClassic = "rabbitmq-classic"
 	// ScannerRabbitStream is pkg/scan/stream: osiris segments and indexes.
 	ScannerRabbitStream = "rabbitmq-stream"
+	// ScannerRabbitQuorum is pkg/scan/quorum: the ra WAL, segments,
+	// snapshots and configs of quorum/ and coordination/.
+	ScannerRabbitQuorum = "rabbitmq-quorum"
 	// ScannerRocketCommitLog is pkg/scan/rocketmq's commitlog scan.
 	ScannerRocketCommitLog = "rocketmq-commitlog"
 	// ScannerRocketVerify is pkg/scan/rocketmq's cross-file checks: consume
@@ -46,6 +49,7 @@ const (
 var Scanners = map[string][]string{
 	ScannerRabbitClassic:   {"scan", "verify", "salvage"},
 	ScannerRabbitStream:    {"scan", "verify", "salvage"},
+	ScannerRabbitQuorum:    {"scan", "verify"},
 	ScannerRocketCommitLog: {"scan", "verify", "salvage"},
 	ScannerRocketVerify:    {"verify"},
 	ScannerRocketTimer:     {"scan", "verify", "salvage"},
@@ -101,9 +105,9 @@ type ComponentSpec struct {
 var Components = map[string]ComponentSpec{
 	RabbitMsgStore:     {Messages: true, ReadBy: ScannerRabbitClassic, What: "classic-queue message store: .rdq files, clean-shutdown index"},
 	RabbitQueueIndex:   {Messages: true, ReadBy: ScannerRabbitClassic, What: "classic-queue indexes: .qi/.qs, .idx/journal.jif"},
-	RabbitQuorum:       {Messages: true, ReadBy: "", What: "quorum queues: ra WAL, segments, snapshots"},
+	RabbitQuorum:       {Messages: true, ReadBy: ScannerRabbitQuorum, What: "quorum queues: ra WAL, segments, snapshots"},
 	RabbitStream:       {Messages: true, ReadBy: ScannerRabbitStream, What: "streams: osiris segments and indexes"},
-	RabbitCoordination: {Messages: false, ReadBy: "", What: "ra coordination system: stream coordinator, khepri metadata"},
+	RabbitCoordination: {Messages: false, ReadBy: ScannerRabbitQuorum, What: "ra coordination system: stream coordinator, khepri metadata"},
 	RabbitMetadata:     {Messages: false, ReadBy: "", What: "metadata: mnesia tables, DETS files, node bookkeeping"},
 	RabbitUnrecognised: {Messages: false, ReadBy: "", What: "files storectl does not recognise"},
 

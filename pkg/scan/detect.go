@@ -31,6 +31,9 @@ const (
 	TargetRabbitStreamRoot = "rabbitmq-stream-root" // a node's stream/ dir
 	TargetRabbitStream     = "rabbitmq-stream-dir"  // one stream dir (.segment/.index files)
 	TargetRabbitStreamFile = "rabbitmq-stream-file" // one .segment or .index file
+	// Quorum queues (ra): a quorum/ or coordination/ dir, one ra system dir.
+	TargetRabbitRaRoot   = "rabbitmq-ra-root"   // a node's quorum/ or coordination/ dir
+	TargetRabbitRaSystem = "rabbitmq-ra-system" // one ra system dir (quorum/<node>/: .wal files, replica dirs)
 )
 
 // ErrNotStore means the path is not a store layout storectl knows.
@@ -58,7 +61,9 @@ type Target struct {
 	// StreamDirs single stream dirs.
 	StreamRoots []string
 	StreamDirs  []string
-	Evidence    []string
+	// RaDirs are ra system dirs (quorum/<node>/, coordination/<node>/).
+	RaDirs   []string
+	Evidence []string
 }
 
 var streamFileName = regexp.MustCompile(`^[0-9]{20}\.(segment|index)$`)
@@ -196,6 +201,19 @@ func detectDir(abs string) []Target {
 		// a node dir holding streams only
 		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitNode, Root: abs, StreamRoots: []string{sr}, Evidence: []string{"stream/ with osiris files"}})
 	}
+	// A quorum/ or coordination/ dir, one ra system dir.
+	if b := filepath.Base(abs); (b == "quorum" || b == "coordination") && len(raSystems(abs)) > 0 {
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitRaRoot, Root: filepath.Dir(abs), RaDirs: raSystems(abs),
+			Evidence: []string{b + "/ dir of a node"}})
+	}
+	if isRaSystem(abs) {
+		root := abs
+		if b := filepath.Base(filepath.Dir(abs)); b == "quorum" || b == "coordination" {
+			root = filepath.Dir(filepath.Dir(abs))
+		}
+		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitRaSystem, Root: root, RaDirs: []string{abs},
+			Evidence: []string{"ra system dir (.wal, names.dets)"}})
+	}
 	// A stream/ dir, one stream dir.
 	if filepath.Base(abs) == "stream" && hasStreamDirs(abs) || filepath.Base(abs) == "stream" && isDir(filepath.Join(filepath.Dir(abs), "msg_stores")) {
 		out = append(out, Target{Store: RabbitMQ, Kind: TargetRabbitStreamRoot, Root: filepath.Dir(abs), StreamRoots: []string{abs},
@@ -233,13 +251,45 @@ func dledgerData(d string) []string {
 	return out
 }
 
-// withStreams adds a node dir's stream/ to t.
+// withStreams adds a node dir's stream/ (and its ra systems) to t.
 func withStreams(t Target, node string) Target {
 	if sr := filepath.Join(node, "stream"); isDir(sr) {
 		t.StreamRoots = []string{sr}
 		t.Evidence = append(t.Evidence, "stream/")
 	}
+	return withRa(t, node)
+}
+
+// withRa adds a node dir's ra system dirs (quorum/<node>/,
+// coordination/<node>/) to t.
+func withRa(t Target, node string) Target {
+	for _, sys := range []string{"quorum", "coordination"} {
+		d := filepath.Join(node, sys)
+		if ds := raSystems(d); len(ds) > 0 {
+			t.RaDirs = append(t.RaDirs, ds...)
+			t.Evidence = append(t.Evidence, sys+"/")
+		}
+	}
 	return t
+}
+
+// raSystems lists the ra system dirs in a quorum/ or coordination/ dir.
+func raSystems(d string) []string {
+	var out []string
+	for _, s := range subdirs(d) {
+		if isRaSystem(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// isRaSystem: a dir with a .wal file or ra's names.dets/meta.dets.
+func isRaSystem(d string) bool {
+	if len(listMatching(d, func(n string) bool { return strings.HasSuffix(n, ".wal") })) > 0 {
+		return true
+	}
+	return isFile(filepath.Join(d, "names.dets")) || isFile(filepath.Join(d, "meta.dets"))
 }
 
 func vhostEvidence(d string) []string {

@@ -28,7 +28,12 @@ type Config struct {
 	// MachineVersion is the machine_version key when present (ra writes
 	// it only in some versions); -1 otherwise.
 	MachineVersion int64
-	Term           etf.Term
+	// SystemDataDir and SystemWALDir are the data_dir and wal_data_dir of
+	// the system_config that ra before 2.4.2 (RabbitMQ 3.10.0-3.10.13)
+	// wrote into the file, and read the member's log from at its next
+	// start (ra commit 6395b385); "" when the file has none.
+	SystemDataDir, SystemWALDir string
+	Term                        etf.Term
 }
 
 // ParseConfig parses a config file.
@@ -75,6 +80,16 @@ func ParseConfig(b []byte) (Config, error) {
 		if t, ok := v.(etf.Tuple); ok && len(t) == 3 && t[0] == etf.Atom("module") {
 			c.MachineModule = textOf(t[1])
 			c.MachineConfig, _ = t[2].(etf.Map)
+		}
+	}
+	if v, ok := MapGet(m, "system_config"); ok {
+		if sc, ok := v.(etf.Map); ok {
+			if d, ok := MapGet(sc, "data_dir"); ok {
+				c.SystemDataDir = textOf(d)
+			}
+			if d, ok := MapGet(sc, "wal_data_dir"); ok {
+				c.SystemWALDir = textOf(d)
+			}
 		}
 	}
 	if r, ok := MapGet(c.MachineConfig, "queue_resource"); ok {

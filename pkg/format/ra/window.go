@@ -38,16 +38,26 @@ func (w *window) at(off int64, need int) ([]byte, error) {
 	if int64(n) > rem {
 		n = int(rem)
 	}
-	if cap(w.buf) < n {
-		w.buf = make([]byte, n)
+	// keep what the buffer already holds from off on: a record that
+	// straddles the window's end is not read twice
+	keep := 0
+	if off >= w.off && off < w.off+int64(len(w.buf)) {
+		keep = int(w.off + int64(len(w.buf)) - off)
 	}
-	w.buf = w.buf[:n]
-	m, err := w.r.ReadAt(w.buf, off)
+	if cap(w.buf) < n {
+		nb := make([]byte, n)
+		copy(nb, w.buf[len(w.buf)-keep:])
+		w.buf = nb
+	} else {
+		copy(w.buf[:cap(w.buf)], w.buf[len(w.buf)-keep:])
+		w.buf = w.buf[:n]
+	}
+	m, err := w.r.ReadAt(w.buf[keep:], off+int64(keep))
 	w.read += int64(m)
-	if m < n {
+	if m < n-keep {
 		w.buf = w.buf[:0]
 		if err == nil || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("read %d bytes at offset %d: the file ends at %d", n, off, off+int64(m))
+			err = fmt.Errorf("read %d bytes at offset %d: the file ends at %d", n-keep, off+int64(keep), off+int64(keep)+int64(m))
 		}
 		return nil, err
 	}

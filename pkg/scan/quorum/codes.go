@@ -92,6 +92,12 @@ const (
 	// CodeConfigBad: the config file is missing or does not parse: the
 	// queue's name is unknown and ra cannot start the member.
 	CodeConfigBad = "rabbitmq.quorum.config-bad"
+	// CodeConfigDataDir: the config pins the data dir of ra before 2.4.2
+	// (RabbitMQ 3.10.0-3.10.13) and the replica is not there: that ra
+	// reads the member's log from the pinned dir (the data was moved or
+	// restored elsewhere), so the queue fails to start or reads another
+	// copy's files.
+	CodeConfigDataDir = "rabbitmq.quorum.config-data-dir"
 	// CodeOrphanReplica: a replica dir that names.dets does not register
 	// (rabbitmq-server #15725): ra starts a new member instead and this
 	// data is never read.

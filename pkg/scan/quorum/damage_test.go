@@ -276,3 +276,32 @@ func TestDamageOrphanReplica(t *testing.T) {
 		t.Fatalf("qq3: %+v", q)
 	}
 }
+
+// TestConfigDataDirMoved: RabbitMQ 3.10.8 (ra 2.2.0) pins the data dir
+// into every replica's config and reads the member's log from there: the
+// R1 dataset, read where the test unpacked it, is not where 3.10.8 wrote
+// it, so every quorum queue is at risk on 3.10.0-3.10.13; with the
+// configs pointing at the copy's own dir nothing is reported.
+func TestConfigDataDirMoved(t *testing.T) {
+	ds := qq310Datasets(t)[0]
+	res := verifyDir(t, ds.node)
+	fs := findings(res, quorum.CodeConfigDataDir)
+	if len(fs) != 7 || fs[0].Actual != "/tmp/qq310/R1/mnesia/rmq310@localhost/quorum/rmq310@localhost" {
+		t.Fatalf("config-data-dir: %d findings %+v", len(fs), fs)
+	}
+	for _, q := range res.Queues {
+		if q.AtRisk["3.10.0-3.10.13"] != q.Entries {
+			t.Errorf("%s: at_risk %v, entries %d", q.Queue, q.AtRisk, q.Entries)
+		}
+	}
+	node := testutil.CopyTree(t, ds.node)
+	sys := filepath.Join(node, "quorum", "rmq310@localhost")
+	cfgs, _ := filepath.Glob(filepath.Join(sys, "*", "config"))
+	for _, c := range cfgs {
+		b, _ := os.ReadFile(c)
+		os.WriteFile(c, []byte(strings.ReplaceAll(string(b), fs[0].Actual, sys)), 0o644)
+	}
+	if fs := findings(verifyDir(t, node), quorum.CodeConfigDataDir); len(fs) != 0 {
+		t.Fatalf("at its pinned dir: %+v", fs)
+	}
+}

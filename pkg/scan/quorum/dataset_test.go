@@ -33,7 +33,7 @@ type dataset struct {
 // 3.10.8 (testdata/rabbitmq-3.10-qq/tools/make.sh).
 func qq310Datasets(t testing.TB) []dataset {
 	var out []dataset
-	for _, n := range []string{"R1"} {
+	for _, n := range []string{"R1", "R2", "R3"} {
 		d := testutil.SharedUntar(t, testutil.Testdata("rabbitmq-3.10-qq", "datasets", n+".tar.gz"))
 		out = append(out, dataset{name: n, node: filepath.Join(d, "rmq310@localhost"),
 			results: testutil.Testdata("rabbitmq-3.10-qq", "results", n)})

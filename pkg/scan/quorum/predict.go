@@ -360,6 +360,10 @@ func predict(r *Replica) *Prediction {
 		p.Live = append(p.Live, lm)
 	}
 	sort.Strings(p.Queue.Returned)
+	if r.MovedFrom != "" {
+		// ra < 2.4.2 reads this member's log from the pinned dir
+		p.Queue.AtRisk["3.10.0-3.10.13"] = p.Queue.Entries
+	}
 	// bounds
 	f.Inexact, f.Notes, f.IdentityUncertain = m.Inexact, m.Notes, m.Uncertain
 	f.Exact = len(f.Inexact) == 0 && replayErr == ""

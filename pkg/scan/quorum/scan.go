@@ -34,6 +34,9 @@ type Config struct {
 	// Replay (verify) builds every replica's log and predicts the next
 	// start: queue lines in Result.QueueLines.
 	Replay bool
+	// WALEnds, when set, makes the scan read a WAL (by absolute path) as if
+	// it ended at the given size: the prediction after a planned cut.
+	WALEnds map[string]int64
 }
 
 // Result is a scan's result with the model the other commands use.
@@ -114,6 +117,19 @@ type Replica struct {
 	CrashEntries []*EntryLoc
 	walEntries   int
 	prediction   *Prediction
+	// MovedFrom is the data dir the config pins when the replica is not
+	// there (ra < 2.4.2 reads the log from it).
+	MovedFrom string
+}
+
+// samePath reports whether a and b name the same dir.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	pa, err1 := filepath.EvalSymlinks(a)
+	pb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && pa == pb
 }
 
 // Prediction is the replay's result (Config.Replay), nil before it.
@@ -319,6 +335,13 @@ func (sc *scanner) openReplica(name string) {
 			}
 		}
 	}
+	if err == nil && r.Config.SystemDataDir != "" && !samePath(r.Config.SystemDataDir, s.Path) {
+		r.MovedFrom = r.Config.SystemDataDir
+		sc.add(scan.Finding{Code: sc.code(CodeConfigDataDir), Severity: scan.Error, Path: rel(sc.root, cp),
+			Expected: s.Path, Actual: r.Config.SystemDataDir,
+			Message: fmt.Sprintf("%s: the config pins the data dir %s (written by ra before 2.4.2, RabbitMQ 3.10.0-3.10.13), but the replica is in %s: that ra reads the member's log from the pinned dir, so this queue fails to start there (or reads another copy's files); RabbitMQ 3.10.14+ ignores the pinned dir", r.Name(), r.Config.SystemDataDir, s.Path),
+			Details: map[string]any{"pinned": r.Config.SystemDataDir, "actual": s.Path}})
+	}
 	if err != nil {
 		r.ConfigErr = err
 		sc.add(scan.Finding{Code: sc.code(CodeConfigBad), Severity: scan.Warning, Path: rel(sc.root, cp),
@@ -361,6 +384,9 @@ func (sc *scanner) scanWAL(name string) {
 	defer f.Close()
 	st, _ := f.Stat()
 	w.Size = st.Size()
+	if end, ok := sc.cfg.WALEnds[p]; ok && end < w.Size {
+		w.Size = end
+	}
 	file := scan.File{Path: w.Rel, Kind: "ra-wal", Size: w.Size, FirstValid: -1, LastValid: -1}
 	defer func() {
 		file.Records = w.Records

@@ -113,6 +113,17 @@ R2) # single node, kill -9 during a flood while a second connection consumes and
   step kill; killnode $NODE "$BASE"
   wait $F || true
   ;;
+R3) # single node, two small queues whose entries are all in the WAL, clean stop
+  start $NODE "$BASE" "$A" "$D"
+  $Q declare -url $URL -queue wa
+  $Q declare -url $URL -queue wb -arg x-delivery-limit=5
+  $Q publish -url $URL -queue wa -from 0 -n 200 > $W/publish-wa.jsonl
+  $Q publish -url $URL -queue wb -from 1000 -n 200 > $W/publish-wb.jsonl
+  $Q get -url $URL -queue wa -n 80 -ack 3 -requeue 1 -discard 1 > $W/get-wa.jsonl
+  $Q consume -url $URL -queue wb -prefetch 10 -n 60 -ack 2 -requeue 1 -hold 5 > $W/consume-wb.jsonl
+  $Q publish -url $URL -queue wa -from 200 -n 50 > $W/publish-wa-2.jsonl
+  step stop; stop $NODE "$BASE" "$A" "$D"
+  ;;
 *) echo "unknown dataset $NAME"; exit 2;;
 esac
 
@@ -148,10 +159,12 @@ done
 fi
 
 if [ "$PHASE" = all ] || [ "$PHASE" = restart ]; then
-# restart a fresh copy
+# restart a fresh copy, at the path the data was written at: ra 2.2.0
+# writes its system config (the absolute data_dir) into each replica's
+# config file and reads the member's log from there (ra < 2.4.2)
 mkdir -p "$RES/restart"
-RB=$SCRATCH/$NAME-restart
-rm -rf "$RB"; mkdir -p "$RB/mnesia"
+RB=$BASE
+rm -rf "$RB/mnesia" "$RB/log"; mkdir -p "$RB/mnesia"
 tar -C "$RB/mnesia" -xzf "$OUT/datasets/$NAME.tar.gz"
 A2=$(port); D2=$(port)
 start $NODE "$RB" "$A2" "$D2"

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/format/ra"
+)
+
+// qqNode copies the 3.10.8 dataset R3 (testdata/rabbitmq-3.10-qq: queues
+// wa and wb, whose newest entries are only in the WAL) and points the
+// data dir that 3.10.8 pins in each replica's config at the copy, so
+// that a 3.10.8 broker started on the copy reads the copy. It returns
+// the node dir and node name.
+func qqNode(t *testing.T) (string, string) {
+	t.Helper()
+	const node, pinned = "rmq310@localhost", "/tmp/qq310/R3/mnesia/rmq310@localhost"
+	dir := filepath.Join(testutil.Untar(t, testutil.Testdata("rabbitmq-3.10-qq", "datasets", "R3.tar.gz")), node)
+	cfgs, _ := filepath.Glob(filepath.Join(dir, "*", node, "*", "config"))
+	if len(cfgs) == 0 {
+		t.Fatal("no replica configs")
+	}
+	for _, c := range cfgs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c, bytes.ReplaceAll(b, []byte(pinned), []byte(dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, node
+}
+
+// TestQuorumTruncateRealBroker: a flipped byte in the middle of a 3.10.8
+// WAL keeps every quorum queue from starting; truncate's dry run changes
+// nothing and names per queue what it drops and what is left; undo puts
+// back every byte; after the apply the real broker starts on the data and
+// holds what the plan said.
+func TestQuorumTruncateRealBroker(t *testing.T) {
+	testutil.RequireRabbitMQ(t)
+	dir, node := qqNode(t)
+	sys := filepath.Join(dir, "quorum", node)
+	wals, _ := filepath.Glob(filepath.Join(sys, "*.wal"))
+	if len(wals) != 1 {
+		t.Fatalf("WALs: %v", wals)
+	}
+	b, err := os.ReadFile(wals[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []ra.WALRecord
+	rd := ra.NewWALReader(bytes.NewReader(b), int64(len(b)))
+	for rd.Next() {
+		recs = append(recs, *rd.Record())
+	}
+	mid := recs[len(recs)/2]
+	b[mid.Offset+int64(mid.HeaderLen)+int64(mid.DataLen)/2] ^= 0xff
+	if err := os.WriteFile(wals[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	damaged := testutil.TreeHash(t, dir)
+
+	code, out, _ := runCLI(t, "verify", "-o", "json", dir)
+	var v struct {
+		Queues []struct {
+			Queue     string `json:"queue"`
+			NextStart struct {
+				State string `json:"state"`
+			} `json:"next_start"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitFindings {
+		t.Fatalf("verify: exit %d, %v", code, err)
+	}
+	down := 0
+	for _, q := range v.Queues {
+		if q.NextStart.State == "down" {
+			down++
+		}
+	}
+	if down != 2 {
+		t.Fatalf("verify: %d queues down, want wa and wb: %s", down, out)
+	}
+
+	code, out, _ = runCLI(t, "truncate", "-o", "json", dir)
+	testutil.SameTree(t, damaged, testutil.TreeHash(t, dir))
+	var plan struct {
+		Summary struct {
+			Extra struct {
+				Quorum struct {
+					Queues []struct {
+						Queue     string      `json:"queue"`
+						Entries   int         `json:"entries"`
+						Indexes   [][2]uint64 `json:"indexes"`
+						KeepAfter int         `json:"keep_after"`
+					} `json:"queues"`
+					OnlyCopy []string `json:"only_copy"`
+				} `json:"quorum_truncate"`
+			} `json:"extra"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || code != exitFindings {
+		t.Fatalf("truncate dry run: exit %d, %v\n%s", code, err, out)
+	}
+	keep := map[string]int{}
+	for _, q := range plan.Summary.Extra.Quorum.Queues {
+		if q.Entries == 0 || len(q.Indexes) == 0 || q.KeepAfter < 0 {
+			t.Fatalf("plan: %+v", q)
+		}
+		keep[q.Queue] = q.KeepAfter
+	}
+	if len(keep) == 0 || len(plan.Summary.Extra.Quorum.OnlyCopy) != len(keep) {
+		t.Fatalf("plan: %+v", plan.Summary.Extra.Quorum)
+	}
+	// without --force: refused, nothing written
+	if code, _, _ := runCLI(t, "truncate", "--apply", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "bk0"), dir); code != exitRefused {
+		t.Fatalf("apply without --force: exit %d", code)
+	}
+	testutil.SameTree(t, damaged, testutil.TreeHash(t, dir))
+
+	bk := filepath.Join(t.TempDir(), "bk")
+	if code, out, errOut := runCLI(t, "truncate", "--apply", "--yes", "--force", "--backup-dir", bk, dir); code != exitOK {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "undo", "--apply", "--yes", bk); code != exitOK {
+		t.Fatalf("undo: exit %d\n%s\n%s", code, out, errOut)
+	}
+	testutil.SameTree(t, damaged, testutil.TreeHash(t, dir))
+	if code, out, errOut := runCLI(t, "truncate", "--apply", "--yes", "--force", "--backup-dir", filepath.Join(t.TempDir(), "bk2"), dir); code != exitOK {
+		t.Fatalf("apply again: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// what verify predicts for every queue now (the cut one and the other)
+	_, out, _ = runCLI(t, "verify", "-o", "json", dir)
+	var after struct {
+		Queues []struct {
+			Queue string `json:"queue"`
+			Keep  int    `json:"keep"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(out), &after); err != nil {
+		t.Fatal(err)
+	}
+	predicted := map[string]int{}
+	for _, q := range after.Queues {
+		predicted[q.Queue] = q.Keep
+	}
+	r := testutil.StartRabbitOn(t, dir, node)
+	got := r.QuorumMessages(t, 3*time.Second)
+	r.Stop(t)
+	for q, n := range keep {
+		if got[q] != n {
+			t.Errorf("%s: the broker holds %d after the apply, the plan said %d (broker: %v)", q, got[q], n, got)
+		}
+	}
+	if len(got) != 2 || fmt.Sprint(got) != fmt.Sprint(predicted) {
+		t.Errorf("the broker holds %v, verify predicted %v", got, predicted)
+	}
+	t.Logf("after the cut the real broker holds %v, as the plan said %v and verify predicted %v", got, keep, predicted)
+}

@@ -1,0 +1,173 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Rabbit is a private Debian rabbitmq-server node a test started on a
+// data dir (RequireRabbitMQ first): its own epmd, ports and HOME on
+// 127.0.0.1.
+type Rabbit struct {
+	URL  string
+	Node string
+	Log  string // the node's log file
+	env  []string
+	srv  *exec.Cmd
+	done chan struct{}
+	epmd int
+}
+
+func freeTCPPort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartRabbitOn starts node (the name the data was written under, e.g.
+// rmq310@localhost) on the node dir mnesiaDir and waits until it is up.
+// The node is stopped when the test ends.
+func StartRabbitOn(t testing.TB, mnesiaDir, node string) *Rabbit {
+	t.Helper()
+	RequireRabbitMQ(t)
+	base := t.TempDir()
+	amqp, dist, epmd := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+	write := func(p, s string) {
+		if err := os.WriteFile(filepath.Join(base, p), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("rabbitmq.conf", fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d\nloopback_users.guest = true\nlog.console = false\nlog.file.level = info\n", amqp))
+	write("enabled_plugins", "[].\n")
+	write("rabbitmq-env.conf", "")
+	if err := os.MkdirAll(filepath.Join(base, "home"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write("home/.erlang.cookie", "STORECTLTESTCOOKIE")
+	r := &Rabbit{URL: fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", amqp), Node: node, epmd: epmd,
+		Log: filepath.Join(base, "log", node+".log"), done: make(chan struct{})}
+	r.env = append(os.Environ(),
+		"HOME="+filepath.Join(base, "home"),
+		"RABBITMQ_NODENAME="+node,
+		"RABBITMQ_MNESIA_BASE="+filepath.Dir(mnesiaDir),
+		"RABBITMQ_MNESIA_DIR="+mnesiaDir,
+		"RABBITMQ_LOG_BASE="+filepath.Join(base, "log"),
+		"RABBITMQ_CONFIG_FILE="+filepath.Join(base, "rabbitmq.conf"),
+		"RABBITMQ_CONF_ENV_FILE="+filepath.Join(base, "rabbitmq-env.conf"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE="+filepath.Join(base, "enabled_plugins"),
+		"RABBITMQ_PID_FILE="+filepath.Join(base, "node.pid"),
+		"RABBITMQ_NODE_IP_ADDRESS=127.0.0.1",
+		"RABBITMQ_NODE_PORT="+strconv.Itoa(amqp),
+		"RABBITMQ_DIST_PORT="+strconv.Itoa(dist),
+		"ERL_EPMD_PORT="+strconv.Itoa(epmd),
+		"ERL_EPMD_ADDRESS=127.0.0.1",
+		"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}",
+		"RABBITMQ_CTL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}",
+	)
+	var out bytes.Buffer
+	r.srv = exec.Command(filepath.Join(RabbitMQLib, "bin", "rabbitmq-server"))
+	r.srv.Env, r.srv.Stdout, r.srv.Stderr = r.env, &out, &out
+	r.srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.srv.Wait(); close(r.done) }()
+	t.Cleanup(func() { r.Stop(t) })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := r.Ctl(15*time.Second, "await_startup", "--timeout", "10"); err == nil {
+			return r
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("rabbitmq-server exited:\n%s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker did not start within 60 s:\n%s", out.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Ctl runs rabbitmqctl against the node.
+func (r *Rabbit) Ctl(timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, filepath.Join(RabbitMQLib, "bin", "rabbitmqctl"), append([]string{"-n", r.Node}, args...)...)
+	c.Env = r.env
+	b, err := c.CombinedOutput()
+	if err != nil {
+		return string(b), fmt.Errorf("rabbitmqctl %v: %v\n%s", args, err, b)
+	}
+	return string(b), nil
+}
+
+// QuorumMessages polls list_queues until every quorum queue is running
+// and their message counts (metrics the queues refresh on a timer) have
+// held still for two polls a second apart, at least settle after the
+// queues ran, and returns queue -> messages.
+func (r *Rabbit) QuorumMessages(t testing.TB, settle time.Duration) map[string]int {
+	t.Helper()
+	var running time.Time
+	var last string
+	m := map[string]int{}
+	for i := 0; i < 90; i++ {
+		out, err := r.Ctl(30*time.Second, "list_queues", "name", "type", "messages", "state", "--no-table-headers", "--quiet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		cur := map[string]int{}
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			if len(f) == 4 && f[1] == "quorum" {
+				n, _ := strconv.Atoi(f[2])
+				cur[f[0]] = n
+				all = all && f[3] == "running"
+			}
+		}
+		if all && running.IsZero() {
+			running = time.Now()
+		}
+		if all && out == last && time.Since(running) >= settle {
+			return cur
+		}
+		last, m = out, cur
+		time.Sleep(time.Second)
+	}
+	return m
+}
+
+// Stop stops the node and its epmd (idempotent).
+func (r *Rabbit) Stop(t testing.TB) {
+	select {
+	case <-r.done:
+	default:
+		_, _ = r.Ctl(30*time.Second, "stop")
+		select {
+		case <-r.done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-r.srv.Process.Pid, syscall.SIGKILL) // our own process group
+			<-r.done
+		}
+	}
+	if r.epmd != 0 {
+		_ = exec.Command("epmd", "-port", strconv.Itoa(r.epmd), "-kill").Run()
+		r.epmd = 0
+	}
+}
