@@ -153,7 +153,7 @@ func TestQuorumTruncateRealBroker(t *testing.T) {
 		predicted[q.Queue] = q.Keep
 	}
 	r := testutil.StartRabbitOn(t, dir, node)
-	got := r.QuorumMessages(t, 3*time.Second)
+	got := r.QuorumMessages(t, 11*time.Second)
 	r.Stop(t)
 	for q, n := range keep {
 		if got[q] != n {
