@@ -36,6 +36,11 @@ const MaxWindow = 1 << 30
 
 var pageSize = int64(os.Getpagesize())
 
+// maxTracked bounds the bytes of a file whose page-cache residency is
+// recorded (2 bytes a page: 2 MiB at 4 GiB, above any store file a broker
+// writes).
+const maxTracked = 4 << 30
+
 // ErrFault is the cause of a read that hit a memory fault: the file was
 // truncated while it was mapped.
 var ErrFault = errors.New("memory fault reading a mapped file (was it truncated while being scanned?)")
@@ -91,6 +96,33 @@ func Open(path string) (*File, error) {
 
 // Size is the file size at Open.
 func (v *File) Size() int64 { return v.size }
+
+// DataExtent returns the first extent [start, end) of the file that may
+// hold data and ends after off, as the file system reports it
+// (SEEK_DATA, SEEK_HOLE); start is Size() when only a hole follows off.
+// Where holes cannot be asked for, the rest of the file is one extent.
+// It implements rocketmq.Extenter: readers skip holes instead of reading
+// their zeros.
+func (v *File) DataExtent(off int64) (int64, int64, error) {
+	if off >= v.size {
+		return v.size, v.size, nil
+	}
+	fd := int(v.f.Fd())
+	data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO):
+		return v.size, v.size, nil
+	case err != nil:
+		return off, v.size, nil
+	case data >= v.size:
+		return v.size, v.size, nil
+	}
+	hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+	if err != nil {
+		hole = v.size
+	}
+	return data, min(hole, v.size), nil
+}
 
 // MaxRead is the furthest offset any read reached (bytes scanned).
 func (v *File) MaxRead() int64 { return v.maxRead }
@@ -252,8 +284,10 @@ func (v *File) track(from, to int64) {
 		return
 	}
 	if v.cold == nil {
-		vec := make([]byte, (int64(len(v.probe))+pageSize-1)/pageSize)
-		if err := mincore(v.probe, vec); err != nil {
+		// Pages past maxTracked are never dropped: a file that large (a
+		// 1 TiB sparse file) would need a byte and a bool per page.
+		vec := make([]byte, min((int64(len(v.probe))+pageSize-1)/pageSize, maxTracked/pageSize))
+		if err := mincore(v.probe[:min(int64(len(v.probe)), int64(len(vec))*pageSize)], vec); err != nil {
 			v.KeepCache = true // can't tell what was cached: drop nothing
 			return
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // fixtureRecords returns a few real records from the broker fixture.
-func fixtureRecords(f *testing.F) [][]byte {
+func fixtureRecords(f testing.TB) [][]byte {
 	root, lines := loadFixture(f)
 	var out [][]byte
 	files := map[string][]byte{}

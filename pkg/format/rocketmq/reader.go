@@ -71,6 +71,8 @@ const DefaultReadWindow = 512 << 10
 // messages and errors carry physical offsets (base + file offset).
 type Reader struct {
 	ra      io.ReaderAt
+	ext     Extenter // ra's data extents, when it knows them
+	extOff  [2]int64 // the last extent ext returned: [start, end)
 	size    int64
 	base    int64
 	maxSize int
@@ -105,7 +107,40 @@ func NewReader(ra io.ReaderAt, size, base int64, maxSize int) *Reader {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxRecordSize
 	}
-	return &Reader{ra: ra, size: size, base: base, maxSize: maxSize, window: DefaultReadWindow}
+	r := &Reader{ra: ra, size: size, base: base, maxSize: maxSize, window: DefaultReadWindow}
+	r.ext, _ = ra.(Extenter)
+	return r
+}
+
+// Extenter is what an io.ReaderAt over a sparse file may also implement:
+// DataExtent returns the first extent [start, end) that may hold data and
+// ends after off (start may lie below off); start >= the file's size when
+// no data follows off. Bytes outside the extents read as zeros. With it,
+// LastNonZero and Resync skip the holes instead of reading their zeros (a
+// 1 TiB commitlog file made by truncate -s is one hole). An error means
+// the extents are unknown: everything is read.
+type Extenter interface {
+	DataExtent(off int64) (start, end int64, err error)
+}
+
+// dataFrom returns the first offset in [p, to) that may hold data, or a
+// value >= to when [p, to) is a hole. Without an Extenter it is p.
+func (r *Reader) dataFrom(p, to int64) int64 {
+	if r.ext == nil {
+		return p
+	}
+	if p < r.extOff[0] || p >= r.extOff[1] {
+		s, e, err := r.ext.DataExtent(p)
+		if err != nil {
+			r.ext = nil // unknown extents: read everything from now on
+			return p
+		}
+		r.extOff = [2]int64{s, e}
+		if e <= p { // a misbehaving Extenter: take it as data
+			r.extOff = [2]int64{p, p + 1}
+		}
+	}
+	return max(p, r.extOff[0])
 }
 
 // Size is the file size the Reader was made with.
@@ -228,6 +263,9 @@ func (r *Reader) RecordBytes(off int64) ([]byte, error) {
 func (r *Reader) LastNonZero(from, to int64) (int64, error) {
 	last := int64(-1)
 	for p := from; p < to; {
+		if p = r.dataFrom(p, to); p >= to {
+			break
+		}
 		b, err := r.Bytes(p, r.window)
 		if err != nil {
 			return -1, err
@@ -254,6 +292,13 @@ var magicPrefix = []byte{0xDA, 0xA3, 0x20}
 func (r *Reader) Resync(from int64) (int64, error) {
 	p := from
 	for p+MinRecordSize <= r.size {
+		// A record starting up to 8 bytes before data (its size's zero
+		// high bytes in the hole) is still found.
+		if d := r.dataFrom(p, r.size); d >= r.size {
+			return -1, nil
+		} else if d-8 > p {
+			p = d - 8
+		}
 		b, err := r.Bytes(p, r.window)
 		if err != nil {
 			return -1, err

@@ -219,3 +219,75 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// holeyFile is a sparse file in memory: zeros but for blob at off, whose
+// extent is the only data; it counts the bytes read from it.
+type holeyFile struct {
+	size, off int64
+	blob      []byte
+	read      int64
+}
+
+func (h *holeyFile) ReadAt(p []byte, off int64) (int, error) {
+	h.read += int64(len(p))
+	clear(p)
+	if off < h.off+int64(len(h.blob)) && h.off < off+int64(len(p)) {
+		s := max(off, h.off)
+		copy(p[s-off:], h.blob[s-h.off:])
+	}
+	if off+int64(len(p)) > h.size {
+		return int(max(0, h.size-off)), io.EOF
+	}
+	return len(p), nil
+}
+
+func (h *holeyFile) DataExtent(off int64) (int64, int64, error) {
+	if off < h.off+int64(len(h.blob)) {
+		return h.off, h.off + int64(len(h.blob)), nil
+	}
+	return h.size, h.size, nil
+}
+
+// TestReaderSkipsHoles: over an io.ReaderAt that knows its data extents
+// (Extenter), LastNonZero and Resync jump over a 1 TiB file's holes: one
+// record half a TiB in is found, and the last non-zero byte is its last,
+// reading a few windows (they read 1 TiB of zeros before, issue 21
+// defect 9).
+func TestReaderSkipsHoles(t *testing.T) {
+	rec := fixtureRecords(t)[0]
+	m, err := DecodeMessage(rec, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pos = 1 << 39
+	base := m.PhysicalOffset - pos
+	for _, garbage := range []bool{false, true} {
+		h := &holeyFile{size: 1 << 40, off: pos, blob: rec}
+		if garbage { // a stray byte at 0: the walk fails there and resyncs
+			h.off, h.blob = 0, []byte{1}
+		}
+		r := NewReader(h, h.size, base, 0)
+		if r.Next() || r.End() != EndCorrupt {
+			t.Fatalf("first record: end %d err %v", r.End(), r.Err())
+		}
+		last, err := r.LastNonZero(0, h.size)
+		want := pos + int64(len(rec)) - 1
+		if garbage {
+			want = 0
+		}
+		if err != nil || last != want {
+			t.Fatalf("LastNonZero %d %v, want %d", last, err, want)
+		}
+		if !garbage {
+			got, err := r.Resync(1)
+			if err != nil || got != pos {
+				t.Fatalf("Resync %d %v, want %d", got, err, pos)
+			}
+		} else if got, err := r.Resync(1); err != nil || got != -1 {
+			t.Fatalf("Resync %d %v, want -1", got, err)
+		}
+		if h.read > 8*DefaultReadWindow {
+			t.Fatalf("garbage=%v: read %d bytes of a 1 TiB file holding %d", garbage, h.read, len(h.blob))
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/sparse"
 	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -235,22 +236,35 @@ func trLastNonZero(p string, from, to int64) (int64, error) {
 		return -1, err
 	}
 	defer f.Close()
+	// Only the data extents are read, last first: the holes of a sparse
+	// file (a 1 TiB file made by truncate -s is one) read as zeros.
+	var ext [][2]int64
+	if err := sparse.Extents(f, to, func(off, end int64) error {
+		if end > from {
+			ext = append(ext, [2]int64{max(off, from), end})
+		}
+		return nil
+	}); err != nil {
+		return -1, err
+	}
 	buf := make([]byte, trChunk)
-	for hi := to; hi > from; {
-		lo := max(from, hi-trChunk)
-		b := buf[:hi-lo]
-		if n, err := f.ReadAt(b, lo); n < len(b) {
-			if err == nil || err == io.EOF {
-				err = io.ErrUnexpectedEOF
+	for e := len(ext) - 1; e >= 0; e-- {
+		for lo0, hi := ext[e][0], ext[e][1]; hi > lo0; {
+			lo := max(lo0, hi-trChunk)
+			b := buf[:hi-lo]
+			if n, err := f.ReadAt(b, lo); n < len(b) {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return -1, fmt.Errorf("%s: %w", p, err)
 			}
-			return -1, fmt.Errorf("%s: %w", p, err)
-		}
-		for i := len(b) - 1; i >= 0; i-- {
-			if b[i] != 0 {
-				return lo + int64(i), nil
+			for i := len(b) - 1; i >= 0; i-- {
+				if b[i] != 0 {
+					return lo + int64(i), nil
+				}
 			}
+			hi = lo
 		}
-		hi = lo
 	}
 	return -1, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
@@ -140,6 +141,15 @@ func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
 type ctxReaderAt struct {
 	ctx context.Context
 	f   io.ReaderAt
+}
+
+// DataExtent passes the file's data extents on (rmq.Extenter): the
+// Reader skips a sparse file's holes.
+func (c ctxReaderAt) DataExtent(off int64) (int64, int64, error) {
+	if e, ok := c.f.(rmq.Extenter); ok {
+		return e.DataExtent(off)
+	}
+	return off, math.MaxInt64, nil
 }
 
 func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
