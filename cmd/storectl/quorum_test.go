@@ -11,6 +11,7 @@ import (
 
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/format/ra"
+	"github.com/storectl/storectl/pkg/salvage"
 )
 
 // qqNode copies the 3.10.8 dataset R3 (testdata/rabbitmq-3.10-qq: queues
@@ -164,4 +165,82 @@ func TestQuorumTruncateRealBroker(t *testing.T) {
 		t.Errorf("the broker holds %v, verify predicted %v", got, predicted)
 	}
 	t.Logf("after the cut the real broker holds %v, as the plan said %v and verify predicted %v", got, keep, predicted)
+}
+
+// TestQuorumSalvageCLI: salvage of Q1 (RabbitMQ 4.0.5) exports the 700
+// messages its three quorum queues hold (exit 0) and says quorum/ and
+// coordination/ were checked; on a copy with a flipped byte in an entry
+// of qq2's segment it exports the other 699, names the damaged entry, and
+// exits 1.
+func TestQuorumSalvageCLI(t *testing.T) {
+	t.Parallel()
+	node := filepath.Join(testutil.Untar(t, testutil.Testdata("rabbitmq-4.0-qq-stream", "datasets", "Q1.tar.gz")), "rmq40@localhost")
+	type salvageOut struct {
+		Run struct {
+			Components []struct {
+				Path    string `json:"path"`
+				Checked bool   `json:"checked"`
+			} `json:"components"`
+		} `json:"run"`
+		Summary struct {
+			Extra struct {
+				Salvage struct {
+					Selected int `json:"selected"`
+					Damaged  []struct {
+						Queue  string `json:"queue"`
+						Path   string `json:"path"`
+						Offset int64  `json:"offset"`
+						Index  uint64 `json:"raft_index"`
+					} `json:"damaged"`
+				} `json:"salvage"`
+			} `json:"extra"`
+		} `json:"summary"`
+	}
+	outs := t.TempDir()
+	run := func(name string) (int, salvageOut) {
+		code, out, errOut := runCLI(t, "salvage", "-o", "json", "--out", filepath.Join(outs, name), node)
+		var s salvageOut
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", name, err, out, errOut)
+		}
+		return code, s
+	}
+	code, s := run("clean")
+	checked := map[string]bool{}
+	for _, c := range s.Run.Components {
+		checked[c.Path] = c.Checked
+	}
+	if code != exitOK || s.Summary.Extra.Salvage.Selected != 700 || !checked["quorum"] || !checked["coordination"] {
+		t.Fatalf("clean Q1: exit %d, %d exported, checked %v", code, s.Summary.Extra.Salvage.Selected, checked)
+	}
+	// a flipped byte near the end of the enqueue entry of one of qq2's
+	// exported messages in its segment
+	seg := filepath.ToSlash(filepath.Join("quorum", "rmq40@localhost", "2F_QQ2Q5L9DBJGSLBP", "00000001.segment"))
+	msgs, err := salvage.ReadMessages(filepath.Join(outs, "clean"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *salvage.Message
+	for i := range msgs {
+		if m := &msgs[i]; m.Path == seg && m.Size > 200 && victim == nil && i > len(msgs)/3 {
+			victim = m
+		}
+	}
+	if victim == nil {
+		t.Fatal("no qq2 message in its segment")
+	}
+	b, err := os.ReadFile(filepath.Join(node, seg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[victim.Offset+victim.RecordSize-40] ^= 0xff
+	if err := os.WriteFile(filepath.Join(node, seg), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, s = run("damaged")
+	d := s.Summary.Extra.Salvage.Damaged
+	if code != exitFindings || s.Summary.Extra.Salvage.Selected != 699 || len(d) != 1 || d[0].Queue != "qq2" ||
+		d[0].Path != seg || d[0].Offset != victim.Offset || d[0].Index != *victim.RaIndex {
+		t.Fatalf("damaged Q1: exit %d, %d exported, damaged %+v (victim %s@%d)", code, s.Summary.Extra.Salvage.Selected, d, victim.Path, victim.Offset)
+	}
 }

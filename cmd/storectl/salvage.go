@@ -40,7 +40,14 @@ It writes only into DIR, never into the data dir.
                     truncate away (streams: intact messages after the first
                     damaged chunk of their stream, where a reader stops)
   crc-damaged       RabbitMQ streams: messages of chunks whose data fails its
-                    CRC, flagged crc_match false (all leaves them out)
+                    CRC; quorum queues: live messages whose log entry fails its
+                    CRC or checksum; flagged crc_match false (all leaves them out)
+Quorum queue messages (Location "quorum") are those the queue's next start
+holds, replayed from its snapshot and log as verify predicts, also of a queue
+the broker cannot start (its WAL refused, or an entry failing its CRC): every
+intact message; "lost" selects the messages of such a queue. An entry failing
+its CRC is named in the report (file, offset, raft index, message id) and makes
+the exit code 1 unless --select crc-damaged exports it.
 Stream messages (Location "stream") carry the properties the broker would
 deliver them with, and their stream and offset; "lost" for a stream is what the
 next start of --broker-version (default 4.0.5) drops.
@@ -172,6 +179,9 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 		if sc, ok := streamConfig(env, t); ok && err == nil {
 			rep, err = salvage.ExportStreams(ctx, sc, o, w, rep)
 		}
+		if qc, ok := quorumConfig(t); ok && err == nil {
+			rep, err = salvage.ExportQuorum(ctx, qc, o, w, rep)
+		}
 		if rep == nil && err == nil {
 			rep = &salvage.Report{Store: salvage.StoreRabbitMQ, Out: w.Dir(), By: map[string]int{}}
 		}
@@ -204,6 +214,9 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	code := s.code() // coverage: what holds messages and was not exported
 	if len(rep.Missing) > 0 && missingApplies(sels) {
 		code = max(code, exitFindings) // asked for, and no copy left to export
+	}
+	if damagedLeft(rep) > 0 && missingApplies(sels) {
+		code = max(code, exitFindings) // quorum entries failing their CRC: not exported intact
 	}
 	if rep.Skipped > 0 {
 		s.errors = append(s.errors, fmt.Sprintf("%d selected record(s) could not be decoded", rep.Skipped))

@@ -78,6 +78,10 @@ func salvageVerdict(rep *salvage.Report, sels []salvage.Selection, filter *salva
 	if n := len(rep.Missing); n > 0 && missingApplies(sels) {
 		fmt.Fprintf(&b, "; %d referenced message(s) have no copy left in any file and cannot be exported (%s)", n, missingText(rep.Missing))
 	}
+	if n := damagedLeft(rep); n > 0 {
+		d := rep.Damaged[0]
+		fmt.Fprintf(&b, "; %d quorum queue message(s) not exported: their log entry fails its CRC (first: %s raft index %d at %s@%d; --select crc-damaged exports them, flagged)", n, d.Queue, d.Index, d.Path, d.Offset)
+	}
 	if rep.Selected > 0 {
 		return b.String()
 	}
@@ -136,6 +140,17 @@ func missingText(ms []salvage.MissingRef) string {
 
 // missingApplies: referenced messages with no copy concern a selection
 // that asks for them (lost, all), not at-risk or unreferenced.
+// damagedLeft counts the damaged quorum entries the export left out.
+func damagedLeft(rep *salvage.Report) int {
+	n := 0
+	for _, d := range rep.Damaged {
+		if !d.Exported {
+			n++
+		}
+	}
+	return n
+}
+
 func missingApplies(sels []salvage.Selection) bool {
 	for _, s := range sels {
 		if s == salvage.SelectLost || s == salvage.SelectAll {

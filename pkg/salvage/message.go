@@ -109,6 +109,16 @@ type Message struct {
 	CRCMatch       *bool   `json:"crc_match,omitempty"`
 	Torn           bool    `json:"torn,omitempty"`
 
+	// RabbitMQ quorum queues (Location "quorum"): the queue type, the
+	// replica's ra UId, the enqueue entry's Raft index and term, whether
+	// the entry matches its checksum or CRC (CRCMatch), and whether the
+	// next start redelivers it (delivered, not settled in the log).
+	QueueType   string  `json:"queue_type,omitempty"`
+	UID         string  `json:"uid,omitempty"`
+	RaIndex     *uint64 `json:"raft_index,omitempty"`
+	RaTerm      *uint64 `json:"raft_term,omitempty"`
+	Redelivered bool    `json:"redelivered,omitempty"`
+
 	// RocketMQ.
 	Topic          string `json:"topic,omitempty"`
 	QueueID        *int32 `json:"queue_id,omitempty"`

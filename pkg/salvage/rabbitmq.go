@@ -57,6 +57,9 @@ type Report struct {
 	// Missing lists referenced RabbitMQ msg ids no .rdq holds at all:
 	// nothing can be exported for them.
 	Missing []MissingRef `json:"missing,omitempty"`
+	// Damaged lists the quorum queue messages whose log entry fails its
+	// checksum or CRC (exported only with --select crc-damaged).
+	Damaged []DamagedEntry `json:"damaged,omitempty"`
 	// Skipped counts records that matched but could not be decoded.
 	Skipped int `json:"skipped"`
 	// Resumed counts selected messages an earlier run of the same export

@@ -49,7 +49,7 @@ const (
 var Scanners = map[string][]string{
 	ScannerRabbitClassic:   {"scan", "verify", "salvage"},
 	ScannerRabbitStream:    {"scan", "verify", "salvage"},
-	ScannerRabbitQuorum:    {"scan", "verify"},
+	ScannerRabbitQuorum:    {"scan", "verify", "salvage"},
 	ScannerRocketCommitLog: {"scan", "verify", "salvage"},
 	ScannerRocketVerify:    {"verify"},
 	ScannerRocketTimer:     {"scan", "verify", "salvage"},

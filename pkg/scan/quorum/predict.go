@@ -416,32 +416,9 @@ func countEnqueues(r *Replica, from uint64, ef *entryFiles) int {
 // enqueueSummary decodes an entry that enqueues a message: its AMQP
 // message-id, payload size and sha256.
 func enqueueSummary(b []byte) (id string, size int64, sha string, ok bool) {
-	var msg etf.Term
-	e, err := ra.DecodeEntry(b, 0)
-	switch {
-	case err == nil && e.Kind == ra.EntryUser:
-		msg = ra.DecodeFifoCommand(e.Command, e.ReplyMode).Msg
-	case err != nil:
-		// a damaged entry: its message may still decode
-		name, args, ok := ra.PeekCommand(b)
-		if !ok || (name != ra.CmdEnqueue && name != ra.CmdEnqueueV2) {
-			return "", 0, "", false
-		}
-		at := 1
-		if name == ra.CmdEnqueue {
-			at = 2
-		}
-		if len(args) <= at {
-			return "", 0, "", true
-		}
-		msg = args[at]
-	}
-	if msg == nil {
-		return "", 0, "", false
-	}
-	m, err := ra.DecodeEnqueueMessage(msg)
-	if err != nil {
-		return "", 0, "", true
+	m, ok, err := EnqueueOf(b, 0)
+	if !ok || err != nil {
+		return "", 0, "", ok
 	}
 	if m.Properties != nil && m.Properties.MessageID != nil {
 		id = *m.Properties.MessageID
@@ -451,6 +428,48 @@ func enqueueSummary(b []byte) (id string, size int64, sha string, ok bool) {
 	}
 	return id, size, sha, true
 }
+
+// EnqueueOf decodes the message of a log entry (b, at file offset off)
+// that enqueues one: ok is false when the entry is no enqueue; err says
+// why an enqueue's message does not decode. A damaged entry (one whose
+// framing fails) is read as far as its command still decodes.
+func EnqueueOf(b []byte, off int64) (m ra.EnqueueMessage, ok bool, err error) {
+	var msg etf.Term
+	e, derr := ra.DecodeEntry(b, off)
+	switch {
+	case derr == nil && e.Kind == ra.EntryUser:
+		msg = ra.DecodeFifoCommand(e.Command, e.ReplyMode).Msg
+	case derr != nil:
+		name, args, pok := ra.PeekCommand(b)
+		if !pok || (name != ra.CmdEnqueue && name != ra.CmdEnqueueV2) {
+			return m, false, nil
+		}
+		at := 1
+		if name == ra.CmdEnqueue {
+			at = 2
+		}
+		if len(args) <= at {
+			return m, true, fmt.Errorf("enqueue entry without its message: %w", derr)
+		}
+		msg = args[at]
+	}
+	if msg == nil {
+		return m, false, nil
+	}
+	m, err = ra.DecodeEnqueueMessage(msg)
+	return m, true, err
+}
+
+// EntryReader reads log entries from their files (read-only), keeping
+// the files open until Close.
+type EntryReader struct{ ef entryFiles }
+
+// Read returns the data of the entry at loc; the slice is valid until
+// the next Read.
+func (er *EntryReader) Read(loc *EntryLoc) ([]byte, error) { return er.ef.read(loc) }
+
+// Close closes the files.
+func (er *EntryReader) Close() { er.ef.close() }
 
 // commit says what this node's files tell about the commit index.
 func (r *Replica) commit(base uint64) Commit {
