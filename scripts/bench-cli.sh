@@ -24,7 +24,8 @@
 # 4,000: time at most 10x, within 25%).
 #
 # Environment: BENCH_STORES (names of STORES to run, default all; the
-# groups they belong to are run whole), BENCH_REPS, BENCH_DIR (where the
+# groups they belong to are run whole; with BENCH_ONLY=1 only the named
+# stores, for a quick look without the scaling pairs), BENCH_REPS, BENCH_DIR (where the
 # stores go, default a temp dir; removed after), BENCH_DROP_CACHES,
 # BENCH_RESULTS=FILE (keep the raw results) and BENCH_REPORT=FILE (print
 # the report of kept results, run nothing).
@@ -304,6 +305,7 @@ for group in "${groups[@]}"; do
 	for def in "${STORES[@]}"; do
 		IFS='|' read -r name g kind size flags cold <<<"$def"
 		[ "$g" = "$group" ] || continue
+		[ "${BENCH_ONLY:-}" = 1 ] && ! selected "$name" && continue
 		members+=("$def")
 		gen "$name" "$kind" "$size" "$flags"
 	done

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -46,9 +48,26 @@ func TestT3TruncateTimerAndOffsets(t *testing.T) {
 	const now = "1796163964732"
 	code, out, _ := runCLI(t, "truncate", "-o", "jsonl", "--timer-now", now, store)
 	timer, caps := 0, 0
+	// Each action's reason is a finding of the dry run at the path and
+	// offset the action names (a timer unit's magic is 12 bytes into the
+	// unit; an offset cap replaces the file its findings are in).
+	found := map[string]int{}
+	for _, o := range jsonlObjects(t, out) {
+		if o["type"] == "finding" {
+			found[fmt.Sprintf("%v %v", o["code"], o["path"])]++
+			found[fmt.Sprintf("%v %v@%v", o["code"], o["path"], o["offset"])]++
+		}
+	}
 	for _, o := range jsonlObjects(t, out) {
 		if o["type"] != "action" {
 			continue
+		}
+		key := fmt.Sprintf("%v %v", o["reason"], o["path"])
+		if o["op"] == "write-range" {
+			key = fmt.Sprintf("%v %v@%v", o["reason"], o["path"], o["offset"].(float64)-12)
+		}
+		if found[key] == 0 && !strings.HasPrefix(o["reason"].(string), "rocketmq.consumequeue.") {
+			t.Errorf("dry run: action %v %v@%v (%v) has no finding it comes from", o["op"], o["path"], o["offset"], o["reason"])
 		}
 		switch o["reason"] {
 		case "rocketmq.timerlog.beyond-commitlog-end", "rocketmq.timerlog.at-recovery-end":
@@ -62,6 +81,9 @@ func TestT3TruncateTimerAndOffsets(t *testing.T) {
 	}
 	if code != exitFindings || timer != 79 || caps != 1 {
 		t.Fatalf("dry run: exit %d, %d timer unit actions (want 79), %d offset cap actions (want 1)", code, timer, caps)
+	}
+	if n := found["rocketmq.config.consumer-offset-above-max "+rmq.ConsumerOffsetFile]; n != 9 {
+		t.Errorf("dry run: %d consumer-offset-above-max findings, want the 9 capped offsets", n)
 	}
 	testutil.SameTree(t, before, testutil.TreeHash(t, store)) // the dry run wrote nothing
 	backups := t.TempDir()

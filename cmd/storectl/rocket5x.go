@@ -172,8 +172,10 @@ func rocketCoverage(inv *scan.Inventory, t scan.Target) {
 }
 
 // planTruncate5x adds truncate's 5.x actions to p: the timer units past the
-// new end neutralised, the committed offsets above the new max capped.
-func planTruncate5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan, end int64, cl timerscan.CommitLog, extra map[string]any) error {
+// new end neutralised, the committed offsets above the new max capped;
+// the findings they come from go to scanned (the plan's report), after
+// the scan's own.
+func planTruncate5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan, end int64, cl timerscan.CommitLog, extra map[string]any, scanned *scan.Result) error {
 	now, err := timerNow(env)
 	if err != nil {
 		return err
@@ -192,6 +194,11 @@ func planTruncate5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan
 	}
 	if len(oc.Capped) > 0 {
 		extra["offset_cap"] = oc
+	}
+	if scanned != nil {
+		scanned.Take(fix.Findings)
+		scanned.Take(oc.Findings)
+		scanned.SortFindings()
 	}
 	return nil
 }
@@ -231,7 +238,7 @@ func planDLedgerTruncate(ctx context.Context, env *Env, t scan.Target) (*repair.
 			return nil, nil, nil, err
 		}
 		defer dlog.Close()
-		if err := planTruncate5x(ctx, env, t, p, rep.Recovery.WritePos, dlog, extra); err != nil {
+		if err := planTruncate5x(ctx, env, t, p, rep.Recovery.WritePos, dlog, extra, rep.Scan); err != nil {
 			return nil, nil, nil, err
 		}
 	}

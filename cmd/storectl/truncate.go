@@ -77,7 +77,7 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 				return nil, nil, nil, err
 			}
 			extra := map[string]any{"truncate": rep, "recovery_end": rep.RecoveryEnd}
-			if err := planTruncate5x(ctx, env, t, p, rep.RecoveryEnd, nil, extra); err != nil {
+			if err := planTruncate5x(ctx, env, t, p, rep.RecoveryEnd, nil, extra, rep.Scan); err != nil {
 				return nil, nil, nil, err
 			}
 			return p, rep.Scan, extra, nil

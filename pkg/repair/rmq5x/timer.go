@@ -41,6 +41,9 @@ type TimerFix struct {
 	Units        int            `json:"units"`   // units neutralised
 	ByCode       map[string]int `json:"by_code"` // why
 	Files        []string       `json:"files,omitempty"`
+	// Findings are the timer scan's findings the units' actions come
+	// from, one per action, for the plan's report.
+	Findings []scan.Finding `json:"-"`
 }
 
 // PlanTimerFix adds to plan one 4-byte write per timer unit that points at
@@ -77,6 +80,7 @@ func PlanTimerFix(ctx context.Context, plan *repair.Plan, cfg timerscan.Config, 
 		}
 		fix.Units++
 		fix.ByCode[f.Code]++
+		fix.Findings = append(fix.Findings, f)
 		if !files[f.Path] {
 			files[f.Path] = true
 			fix.Files = append(fix.Files, f.Path)
@@ -96,6 +100,9 @@ func ids(id string) []string {
 type OffsetCap struct {
 	Capped []rmqconfig.Offset `json:"capped,omitempty"`
 	Files  []string           `json:"files,omitempty"`
+	// Findings are the findings the replace-file actions come from (as
+	// verify reports them: one per capped offset), for the plan's report.
+	Findings []scan.Finding `json:"-"`
 }
 
 // PlanOffsetCap adds one replace-file per offset table (consumerOffset.json,
@@ -125,6 +132,7 @@ func PlanOffsetCap(plan *repair.Plan, root string, end int64) (*OffsetCap, error
 			set = append(set, queueOffset{Key: o.Key, QueueID: o.QueueID, Offset: o.Max, Start: o.Start, End: o.End})
 			oc.Capped = append(oc.Capped, o)
 		}
+		oc.Findings = append(oc.Findings, rmqconfig.AboveFindings(t.rel, above)...)
 		nb, err := setOffsets(b, set)
 		if err != nil {
 			return nil, err

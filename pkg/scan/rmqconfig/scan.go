@@ -136,10 +136,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	for _, f := range []struct {
 		rel    string
 		decode func([]byte) (rmq.OffsetTable, error)
-		code   string
-	}{{rmq.ConsumerOffsetFile, rmq.DecodeConsumerOffsets, CodeOffsetAbove},
-		{rmq.LMQConsumerOffsetFile, rmq.DecodeConsumerOffsets, CodeOffsetAbove},
-		{rmq.DelayOffsetFile, rmq.DecodeDelayOffsets, CodeDelayAbove}} {
+	}{{rmq.ConsumerOffsetFile, rmq.DecodeConsumerOffsets},
+		{rmq.LMQConsumerOffsetFile, rmq.DecodeConsumerOffsets},
+		{rmq.DelayOffsetFile, rmq.DecodeDelayOffsets}} {
 		above, n, err := AboveMax(cfg.Root, f.rel, cfg.RecoveryEnd, f.decode)
 		if err != nil {
 			res.Fail(err)
@@ -147,20 +146,33 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		}
 		sum.OffsetsTotal += n
 		sum.AboveMax = append(sum.AboveMax, above...)
-		for _, o := range above {
-			msg := fmt.Sprintf("group %s has committed offset %d in %s/%d, above the queue's max offset %d after recovery: the broker corrects it only when the consumer pulls; if producers refill the queue first, %d messages are skipped",
-				o.Group, o.Committed, o.Topic, o.QueueID, o.Max, o.Committed-o.Max)
-			if f.code == CodeDelayAbove {
-				msg = fmt.Sprintf("delay level %d's offset %d is above the max offset %d of %s/%d: scheduled messages between are not delivered", o.QueueID, o.Committed, o.Max, o.Topic, o.QueueID-1)
-			}
-			res.Add(scan.Finding{Code: f.code, Severity: scan.Warning, Path: o.File, Offset: o.Start, Length: o.End - o.Start,
-				Expected: "<= " + strconv.FormatInt(o.Max, 10), Actual: strconv.FormatInt(o.Committed, 10), Repair: scan.RepairTruncate,
-				Details: map[string]any{"topic": o.Topic, "group": o.Group, "queue_id": o.QueueID, "key": o.Key, "max_offset": o.Max},
-				Message: msg})
-		}
+		res.Add(AboveFindings(f.rel, above)...)
 	}
 	res.SortFindings()
 	return res, nil
+}
+
+// AboveFindings are the findings of the offsets of the offset table rel
+// that AboveMax returned: what verify reports and what truncate's offset
+// cap acts on.
+func AboveFindings(rel string, above []Offset) []scan.Finding {
+	code := CodeOffsetAbove
+	if rel == rmq.DelayOffsetFile {
+		code = CodeDelayAbove
+	}
+	out := make([]scan.Finding, 0, len(above))
+	for _, o := range above {
+		msg := fmt.Sprintf("group %s has committed offset %d in %s/%d, above the queue's max offset %d after recovery: the broker corrects it only when the consumer pulls; if producers refill the queue first, %d messages are skipped",
+			o.Group, o.Committed, o.Topic, o.QueueID, o.Max, o.Committed-o.Max)
+		if code == CodeDelayAbove {
+			msg = fmt.Sprintf("delay level %d's offset %d is above the max offset %d of %s/%d: scheduled messages between are not delivered", o.QueueID, o.Committed, o.Max, o.Topic, o.QueueID-1)
+		}
+		out = append(out, scan.Finding{Code: code, Severity: scan.Warning, Path: o.File, Offset: o.Start, Length: o.End - o.Start,
+			Expected: "<= " + strconv.FormatInt(o.Max, 10), Actual: strconv.FormatInt(o.Committed, 10), Repair: scan.RepairTruncate,
+			Details: map[string]any{"topic": o.Topic, "group": o.Group, "queue_id": o.QueueID, "key": o.Key, "max_offset": o.Max},
+			Message: msg})
+	}
+	return out
 }
 
 // AboveMax returns the offsets of the offset table rel (as the broker
