@@ -70,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"hardlink":   cmdHardLink,
 			"textcheck":  cmdTextCheck,
 			"textgolden": cmdTextGolden,
+			"goldendir":  cmdGoldenDir,
 		},
 	})
 }
