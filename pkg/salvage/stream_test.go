@@ -5,14 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -44,44 +41,6 @@ func exportStreams(t *testing.T, node, version string, sels ...Selection) ([]Mes
 		t.Fatal(err)
 	}
 	return msgs, out, rep
-}
-
-// headers091 renders a 0-9-1 header table as the fixture's dump consumer
-// wrote deliveries: non-UTF-8 strings as {"str_hex"}, binary {"bin_hex"}.
-func headers091(t rfmt.Table) map[string]any {
-	out := map[string]any{}
-	for _, f := range t {
-		out[f.Name] = value091(f.Value)
-	}
-	return out
-}
-
-func value091(v rfmt.FieldValue) any {
-	if v.Type == 'T' {
-		return map[string]any{"timestamp": v.V}
-	}
-	switch x := v.V.(type) {
-	case []byte:
-		if v.Type == 'x' {
-			return map[string]any{"bin_hex": hex.EncodeToString(x)}
-		}
-		if !utf8.Valid(x) {
-			return map[string]any{"str_hex": hex.EncodeToString(x)}
-		}
-		return string(x)
-	case rfmt.Table:
-		return headers091(x)
-	}
-	return v.V
-}
-
-func sameJSON(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	var u, w any
-	json.Unmarshal(x, &u)
-	json.Unmarshal(y, &w)
-	return fmt.Sprint(u) == fmt.Sprint(w)
 }
 
 // TestStreamSalvageMatchesRestart: salvage of S1's streams equals, per
@@ -132,7 +91,7 @@ func salvageMatchesRestart(t *testing.T, ds streamtest.Dataset) {
 			}
 			if uint64(d.Offset) != *m.StreamOffset || d.MessageID != m.MsgID || d.MessageID != str(p.MessageID) ||
 				d.SHA256 != hex.EncodeToString(sum[:]) || d.SHA256 != m.SHA256 || d.Size != m.Size ||
-				!sameJSON(hdr, headers091(p.Headers)) || uint64(d.Timestamp) != *p.Timestamp ||
+				!streamtest.SameJSON(hdr, streamtest.Headers091(p.Headers)) || uint64(d.Timestamp) != *p.Timestamp ||
 				d.CorrelationID != str(p.CorrelationID) || d.ContentType != str(p.ContentType) || d.DeliveryMode != int(*p.DeliveryMode) {
 				t.Fatalf("%s delivery %d: broker %+v, salvage %+v (%+v)", q, i, d, m, p)
 			}
@@ -298,7 +257,7 @@ func TestStreamPublishRoundTrip(t *testing.T) {
 			}
 		}
 		if d.MessageId != m.MsgID || !bytes.Equal(d.Body, body) || d.ContentType != orig.ContentType ||
-			d.CorrelationId != orig.CorrelationId || !d.Timestamp.Equal(orig.Timestamp) || !sameJSON(tableOrNil(h), tableOrNil(orig.Headers)) {
+			d.CorrelationId != orig.CorrelationId || !d.Timestamp.Equal(orig.Timestamp) || !streamtest.SameJSON(tableOrNil(h), tableOrNil(orig.Headers)) {
 			t.Fatalf("delivery %d: got %s %+v, exported %s %+v", i, d.MessageId, h, m.MsgID, orig.Headers)
 		}
 	}

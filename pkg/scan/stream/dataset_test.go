@@ -3,17 +3,13 @@ package stream_test
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/storectl/storectl/internal/streamtest"
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 	"github.com/storectl/storectl/pkg/scan/stream"
 )
@@ -97,50 +93,6 @@ func TestRealStreamsClean(t *testing.T) {
 	}
 }
 
-// headers091 renders 0-9-1 headers as the fixture's dump consumer wrote
-// them: strings that are not UTF-8 as {"str_hex"}, binary as {"bin_hex"}.
-func headers091(t rfmt.Table) map[string]any {
-	out := map[string]any{}
-	for _, f := range t {
-		out[f.Name] = value091(f.Value)
-	}
-	return out
-}
-
-func value091(v rfmt.FieldValue) any {
-	if v.Type == 'T' {
-		return map[string]any{"timestamp": v.V}
-	}
-	switch x := v.V.(type) {
-	case []byte:
-		if v.Type == 'x' {
-			return map[string]any{"bin_hex": hex.EncodeToString(x)}
-		}
-		if !utf8.Valid(x) {
-			return map[string]any{"str_hex": hex.EncodeToString(x)}
-		}
-		return string(x)
-	case []rfmt.FieldValue:
-		var a []any
-		for _, e := range x {
-			a = append(a, value091(e))
-		}
-		return a
-	case rfmt.Table:
-		return headers091(x)
-	}
-	return v.V
-}
-
-func jsonEq(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	var u, w any
-	json.Unmarshal(x, &u)
-	json.Unmarshal(y, &w)
-	return fmt.Sprint(u) == fmt.Sprint(w)
-}
-
 // TestRecordsMatchRestart: per message, scan --records equals what the
 // restarted broker (4.0.5 and 3.10.8) delivered to an AMQP 0-9-1 consumer
 // reading from "first" (offset, message id, size, sha256; and, converted
@@ -174,7 +126,7 @@ func TestRecordsMatchRestart(t *testing.T) {
 				return d.Err
 			}
 			p := stream.To091(d, rules).Properties // aliases m.Body: copy what is compared
-			c := conv{headers091(p.Headers), *p.Timestamp, deref(p.CorrelationID), deref(p.ContentType), *p.DeliveryMode,
+			c := conv{streamtest.Headers091(p.Headers), *p.Timestamp, deref(p.CorrelationID), deref(p.ContentType), *p.DeliveryMode,
 				map[string]string{"content_encoding": deref(p.ContentEncoding), "expiration": deref(p.Expiration), "reply_to": deref(p.ReplyTo),
 					"type": deref(p.Type), "app_id": deref(p.AppID), "priority": "0"}}
 			if p.Priority != nil {
@@ -215,7 +167,7 @@ func TestRecordsMatchRestart(t *testing.T) {
 				hdr := d.Headers
 				delete(hdr, "x-stream-offset")
 				fields++
-				if !jsonEq(hdr, c.headers) {
+				if !streamtest.SameJSON(hdr, c.headers) {
 					t.Errorf("%s: headers: broker %v, storectl %v", w, hdr, c.headers)
 				}
 				check("timestamp", d.Timestamp, c.ts)
