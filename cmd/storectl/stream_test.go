@@ -13,7 +13,8 @@ import (
 
 // TestStreamCLI: verify and scan of a real 4.0.5 node with streams (S1),
 // through every target a stream can be given as: the stream lines are
-// schema-valid queue lines, stream/ is checked, --records gives one
+// schema-valid queue lines, stream/ is checked by verify, scan and salvage
+// (which exports all 1760 messages), --records gives one
 // record per message, and a damaged chunk makes verify exit 1 with the
 // CRC finding.
 func TestStreamCLI(t *testing.T) {
@@ -57,10 +58,37 @@ func TestStreamCLI(t *testing.T) {
 	if streams != 3 {
 		t.Fatalf("verify S1: %d stream queue lines", streams)
 	}
-	for _, c := range objs[0]["components"].([]any) {
-		if m := c.(map[string]any); m["name"] == "rabbitmq.stream" && m["checked"] != true {
-			t.Fatalf("stream/ not checked: %v", m)
+	// stream/ is checked by verify, scan and salvage (the run record's
+	// components), and salvage exports every message of the streams
+	streamChecked := func(cmd string, run map[string]any) {
+		t.Helper()
+		n := 0
+		for _, c := range run["components"].([]any) {
+			if m := c.(map[string]any); m["name"] == "rabbitmq.stream" {
+				n++
+				if m["checked"] != true || m["path"] != "stream" {
+					t.Fatalf("%s: stream/ not checked: %v", cmd, m)
+				}
+			}
 		}
+		if n != 1 {
+			t.Fatalf("%s: %d rabbitmq.stream components", cmd, n)
+		}
+	}
+	streamChecked("verify", objs[0])
+	code, out, _ = runCLI(t, "scan", "-o", "jsonl", node)
+	if code != exitOK {
+		t.Fatalf("scan S1: exit %d", code)
+	}
+	streamChecked("scan", lines(out)[0])
+	salv := filepath.Join(t.TempDir(), "salvage")
+	code, out, _ = runCLI(t, "salvage", node, "--out", salv, "-o", "jsonl")
+	if code != exitOK {
+		t.Fatalf("salvage S1: exit %d\n%s", code, out)
+	}
+	streamChecked("salvage", jsonlObjects(t, out)[0])
+	if mj, err := os.ReadFile(filepath.Join(salv, "messages.jsonl")); err != nil || strings.Count(string(mj), `"location":"stream"`) != 1760 {
+		t.Fatalf("salvage S1: %d stream messages exported (%v), want 1760", strings.Count(string(mj), `"location":"stream"`), err)
 	}
 	s1c, _ := filepath.Glob(filepath.Join(node, "stream", "__s1c_*"))
 	for _, target := range []string{filepath.Join(node, "stream"), s1c[0], filepath.Join(s1c[0], "00000000000000000000.segment")} {
