@@ -267,3 +267,6 @@ func TestStreamPublishRoundTrip(t *testing.T) {
 	}
 	t.Logf("%d stream messages published into a stream of RabbitMQ and read back identical", len(s1c))
 }
+
+// sameJSON is streamtest.SameJSON (the quorum publish test uses it too).
+func sameJSON(a, b any) bool { return streamtest.SameJSON(a, b) }
