@@ -244,3 +244,52 @@ func TestQuorumSalvageCLI(t *testing.T) {
 		t.Fatalf("damaged Q1: exit %d, %d exported, damaged %+v (victim %s@%d)", code, s.Summary.Extra.Salvage.Selected, d, victim.Path, victim.Offset)
 	}
 }
+
+// TestQuorumVerifyCluster: verify given C1's three node dirs (3.10.8)
+// compares each quorum queue's replicas and names rmq310a's as the most
+// complete and rmq310c's as behind; a peer without quorum/ is refused.
+func TestQuorumVerifyCluster(t *testing.T) {
+	t.Parallel()
+	d := testutil.Untar(t, testutil.Testdata("rabbitmq-3.10-qq", "datasets", "C1.tar.gz"))
+	dirs := []string{filepath.Join(d, "rmq310a@localhost"), filepath.Join(d, "rmq310b@localhost"), filepath.Join(d, "rmq310c@localhost")}
+	code, out, errOut := runCLI(t, append([]string{"verify", "-o", "json"}, dirs...)...)
+	var v struct {
+		Findings []struct {
+			Code string `json:"code"`
+		} `json:"findings"`
+		Summary struct {
+			Extra struct {
+				Replicas []struct {
+					Queue        string `json:"queue"`
+					MostComplete string `json:"most_complete"`
+					Replicas     []struct {
+						Node   string `json:"node"`
+						Behind uint64 `json:"behind"`
+					} `json:"replicas"`
+				} `json:"quorum_replicas"`
+			} `json:"extra"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitFindings {
+		t.Fatalf("verify: exit %d %v\n%s", code, err, errOut)
+	}
+	behind := 0
+	for _, f := range v.Findings {
+		if f.Code == "rabbitmq.quorum.replica-behind" {
+			behind++
+		}
+	}
+	rs := v.Summary.Extra.Replicas
+	if behind != 3 || len(rs) != 3 {
+		t.Fatalf("%d replica-behind findings, %d queues compared", behind, len(rs))
+	}
+	for _, q := range rs {
+		if q.MostComplete != "rmq310a@localhost" || len(q.Replicas) != 3 || q.Replicas[2].Node != "rmq310c@localhost" || q.Replicas[2].Behind == 0 {
+			t.Fatalf("%+v", q)
+		}
+	}
+	classic := testutil.Untar(t, testutil.Testdata("rabbitmq-4.0", "datasets", "crash.tar.gz"))
+	if code, _, _ := runCLI(t, "verify", dirs[0], filepath.Join(classic, "rmq40@localhost", "msg_stores")); code != exitUsage {
+		t.Fatalf("a peer without quorum/: exit %d", code)
+	}
+}

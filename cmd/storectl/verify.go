@@ -14,7 +14,7 @@ import (
 
 func newVerifyCmd(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "verify DATADIR",
+		Use:   "verify DATADIR [PEER_DATADIR...]",
 		Short: "Scan a whole data dir and run every cross-file check (the cron command); never writes",
 		Long: `verify scans a stopped broker's data dir (a live one runs with a warning and
 "live": true) and runs every cross-file check:
@@ -26,11 +26,15 @@ func newVerifyCmd(env *Env) *cobra.Command {
   index (msg_store_index.ets, file_summary.ets), .qs CRCs, orphans, and a
   prediction of the next start per queue (the "queue" records), including which
   messages versions with known scanner bugs would lose.
+  RabbitMQ quorum queues given the data dirs of several nodes of one cluster
+  (PEER_DATADIR: copies of the other nodes' dirs): each queue's replicas
+  compared (last index and term, snapshot, what each would start with) and
+  the most complete one named ("quorum_replicas", replica-behind findings).
 
 ` + exitCodesHelp,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd.Context(), env, args[0])
+			return runVerify(cmd.Context(), env, args[0], args[1:]...)
 		},
 	}
 	f := cmd.Flags()
@@ -40,9 +44,12 @@ func newVerifyCmd(env *Env) *cobra.Command {
 	return cmd
 }
 
-func runVerify(ctx context.Context, env *Env, dir string) error {
-	t, err := detectAll(env, []string{dir}, env.Config.GetString("store"))
+func runVerify(ctx context.Context, env *Env, dir string, peers ...string) error {
+	t, err := detectAll(env, append([]string{dir}, peers...), env.Config.GetString("store"))
 	if err != nil {
+		return err
+	}
+	if err := peersUsable(t); err != nil {
 		return err
 	}
 	tg, widened := inContext(t[0])
@@ -85,6 +92,11 @@ func runVerify(ctx context.Context, env *Env, dir string) error {
 	}
 	if err != nil {
 		res.Fail(err)
+	}
+	if len(t) > 1 && err == nil {
+		if err := compareReplicas(ctx, t, res, s); err != nil {
+			res.Fail(err)
+		}
 	}
 	if err := s.result(res); err != nil {
 		return err

@@ -91,6 +91,12 @@ func qq310Sets(t testing.TB) []oracleSet {
 		out = append(out, oracleSet{name: n, node: filepath.Join(d, "rmq310@localhost"),
 			oracle: testutil.Testdata("rabbitmq-3.10-qq", "results", n, "oracle")})
 	}
+	// C1: three clustered nodes, an oracle per node
+	d := testutil.SharedUntar(t, testutil.Testdata("rabbitmq-3.10-qq", "datasets", "C1.tar.gz"))
+	for _, n := range []string{"rmq310a@localhost", "rmq310b@localhost", "rmq310c@localhost"} {
+		out = append(out, oracleSet{name: "C1 " + n, node: filepath.Join(d, n),
+			oracle: testutil.Testdata("rabbitmq-3.10-qq", "results", "C1", "oracle", n)})
+	}
 	return out
 }
 
@@ -336,7 +342,8 @@ func b2i(b bool) int {
 }
 
 // TestOracleWALAndSegments: every WAL record and segment slot of the
-// real 4.0.5 datasets Q1-Q3 and the 3.10.8 datasets R1-R3 (quorum/ and
+// real 4.0.5 datasets Q1-Q3 and the 3.10.8 datasets R1-R3 and C1's three
+// nodes (quorum/ and
 // coordination/) equals what ra's own code read from them: 0 differences.
 func TestOracleWALAndSegments(t *testing.T) {
 	var walRecs, slots, ndiff int
