@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -148,5 +149,77 @@ func FuzzPeekCommand(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ra.PeekCommand(b)
+	})
+}
+
+// FuzzEntry: a log entry's data (seeds: the entries of the fixtures'
+// segments, 4.0.5 and 3.10.8) through the entry, rabbit_fifo command and
+// message decoders never panics and fails with a CorruptError; an entry
+// that decodes to an enqueue decodes to the same message twice.
+func FuzzEntry(f *testing.F) {
+	seeds := fixtureBytes(f, "*/*/*/*.segment", 1<<20)
+	for _, set := range qq310Sets(f)[:1] {
+		paths, _ := filepath.Glob(filepath.Join(set.node, "*/*/*/*.segment"))
+		for _, p := range paths[:min(2, len(paths))] {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			seeds = append(seeds, b)
+		}
+	}
+	for _, b := range seeds {
+		s, err := ra.OpenSegment(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for i, sl := range s.Index.Slots {
+			if i%97 != 0 && i != len(s.Index.Slots)-1 {
+				continue
+			}
+			if d, err := s.Data(sl); err == nil {
+				f.Add(append([]byte(nil), d...))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := ra.DecodeEntry(b, 0)
+		if err != nil {
+			isCorrupt(t, err)
+			ra.PeekCommand(b)
+			return
+		}
+		if e.Kind != ra.EntryUser {
+			return
+		}
+		c := ra.DecodeFifoCommand(e.Command, e.ReplyMode)
+		if c.Msg == nil {
+			return
+		}
+		m1, err1 := ra.DecodeEnqueueMessage(c.Msg)
+		isCorrupt(t, err1)
+		m2, err2 := ra.DecodeEnqueueMessage(c.Msg)
+		if (err1 == nil) != (err2 == nil) || m1.PayloadSHA256 != m2.PayloadSHA256 || m1.PayloadSize != m2.PayloadSize {
+			t.Fatalf("two decodes differ: %v / %v", err1, err2)
+		}
+	})
+}
+
+// FuzzNames: WAL, segment and snapshot dir names parse only when ra's
+// own formatting of the parsed number gives the name back.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"00000021.wal", "0000000000000021.segment", "00000001.segment", "123456789.wal",
+		"0000000000000001_0000000000002EE7", "0000000000000001_0000000000002ee7", "x.wal", "-0000001.wal"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		for _, ext := range []string{"wal", "segment"} {
+			if n, ok := ra.ParseFileName(name, ext); ok && ra.FileName(n.N, n.Width, ext) != name {
+				t.Fatalf("%q parsed as %+v, formats as %q", name, n, ra.FileName(n.N, n.Width, ext))
+			}
+		}
+		if term, idx, ok := ra.ParseSnapshotDirName(name); ok && !strings.EqualFold(ra.SnapshotDirName(term, idx), name) {
+			t.Fatalf("%q parsed as %d_%d", name, term, idx)
+		}
 	})
 }

@@ -234,16 +234,17 @@ func TestDamageWALHeader(t *testing.T) {
 		name string
 		do   func(p string)
 		code string
+		off  int64 // the header's start, or where a short file ends
 	}{
-		{"garbage", func(p string) { flip(t, p, 1) }, quorum.CodeWALBadHeader},
-		{"empty", func(p string) { os.Truncate(p, 0) }, quorum.CodeWALEmpty},
-		{"short", func(p string) { os.Truncate(p, 3) }, quorum.CodeWALEmpty},
+		{"garbage", func(p string) { flip(t, p, 1) }, quorum.CodeWALBadHeader, 0},
+		{"empty", func(p string) { os.Truncate(p, 0) }, quorum.CodeWALEmpty, 0},
+		{"short", func(p string) { os.Truncate(p, 3) }, quorum.CodeWALEmpty, 3},
 	} {
 		node := testutil.CopyTree(t, ds.node)
 		c.do(filepath.Join(node, q1WAL))
 		res := verifyDir(t, node)
 		fs := findings(res, c.code)
-		if len(fs) != 1 || fs[0].Path != q1WAL || fs[0].Severity != scan.Error {
+		if len(fs) != 1 || fs[0].Path != q1WAL || fs[0].Offset != c.off || fs[0].Severity != scan.Error {
 			t.Fatalf("%s: %+v", c.name, fs)
 		}
 		for _, name := range []string{"qq1", "qq2", "qq3"} {
