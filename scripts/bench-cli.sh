@@ -58,6 +58,8 @@ STORES=(
 	"rocketmq-dledger-4GiB|rocketmq-dledger|rocketmq-dledger|4GiB||0"
 	"stream-1GiB|stream|rabbitmq-stream|1GiB||0"
 	"stream-4GiB|stream|rabbitmq-stream|4GiB||0"
+	"quorum-1GiB|quorum|rabbitmq-quorum|1GiB||0"
+	"quorum-4GiB|quorum|rabbitmq-quorum|4GiB||0"
 )
 
 # TARGETS: store name pattern (a shell glob) | command | metric | bound.
@@ -88,6 +90,9 @@ TARGETS=(
 	"stream-*|scan|rss|100"
 	"stream-*|scan-j1|rss|100"
 	"stream-*|verify|rss|100"
+	"quorum-*|scan|xcat|0.8"
+	"quorum-*|scan|rss|100"
+	"quorum-*|scan-j1|rss|100"
 )
 
 # SCALING: small store | large store | size ratio the time may grow by
@@ -101,6 +106,7 @@ SCALING=(
 	"rocketmq-timer-1GiB|rocketmq-timer-4GiB|4|scan scan-j1 verify"
 	"rocketmq-dledger-1GiB|rocketmq-dledger-4GiB|4|scan scan-j1 verify"
 	"stream-1GiB|stream-4GiB|4|scan scan-j1 verify"
+	"quorum-1GiB|quorum-4GiB|4|scan scan-j1"
 )
 
 # report prints the table of $RESULTS (store, command, bytes, seconds,
@@ -277,6 +283,8 @@ gen() {
 		find "$dir/dledger-n0/data" -type f -print0 | sort -z >"${FILES[$name]}"
 	elif [ "$kind" = rabbitmq-stream ]; then # a RabbitMQ stream: cat reads its segments and indexes
 		find "$dir" -path '*/stream/*' -type f -print0 | sort -z >"${FILES[$name]}"
+	elif [ "$kind" = rabbitmq-quorum ]; then # quorum queues: cat reads the WAL, segments and configs
+		find "$dir" -path '*/quorum/*' -type f -print0 | sort -z >"${FILES[$name]}"
 	else
 		find "$dir" -name '*.rdq' -type f -print0 | sort -z >"${FILES[$name]}"
 	fi

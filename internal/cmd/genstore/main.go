@@ -4,6 +4,7 @@
 //
 //	genstore -kind rocketmq -size 1GiB -out /tmp/rmq -seed 1
 //	genstore -kind rabbitmq -size 4GiB -out /tmp/rabbit
+//	genstore -kind rabbitmq-quorum -size 1GiB -out /tmp/qq
 //
 // RocketMQ: mixed topics and queues, bodies of 0-20000 bytes (-body-size
 // MIN-MAX draws them from a range instead, e.g. 100-200 for a store of
@@ -42,9 +43,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	genquorum "github.com/storectl/storectl/internal/gen/quorum"
 	genrabbit "github.com/storectl/storectl/internal/gen/rabbitmq"
 	genrmq "github.com/storectl/storectl/internal/gen/rocketmq"
 	gen5x "github.com/storectl/storectl/internal/gen/rocketmq5x"
@@ -147,6 +150,16 @@ func run(args []string) error {
 			return err
 		}
 		fmt.Printf("%s\t%d segments\t%d chunks\t%d messages\t%d bytes\n", sum.Node, sum.Segments, sum.Chunks, sum.Messages, sum.Bytes)
+	case "rabbitmq-quorum":
+		cfg := genquorum.Config{Seed: *seed, TotalBytes: total, Queues: *queues}
+		if cfg.BodyMin, cfg.BodyMax, err = parseRange(*bodySize); err != nil {
+			return fmt.Errorf("-body-size: %w", err)
+		}
+		sum, err := genquorum.Generate(*out, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\t%d segments\t%d WAL records\t%d messages\t%d bytes\n", filepath.Join(sum.Node, "quorum"), sum.Segments, sum.WALRecords, sum.Messages, sum.Bytes)
 	case "rocketmq-timer", "rocketmq-dledger":
 		cfg := gen5x.Config{TotalBytes: total, Seed: *seed}
 		if *fileSize != "" {
@@ -164,7 +177,7 @@ func run(args []string) error {
 		}
 		fmt.Printf("%s\t%d messages\t%d timer units (%d pending)\t%d log bytes\n", *out, sum.Messages, sum.Units, sum.Pending, sum.LogBytes)
 	default:
-		return fmt.Errorf("-kind must be rocketmq, rocketmq-timer, rocketmq-dledger, rabbitmq or rabbitmq-stream, not %q", *kind)
+		return fmt.Errorf("-kind must be rocketmq, rocketmq-timer, rocketmq-dledger, rabbitmq, rabbitmq-stream or rabbitmq-quorum, not %q", *kind)
 	}
 	return nil
 }

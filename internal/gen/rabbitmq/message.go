@@ -62,6 +62,18 @@ func amqpProps(messageID string) []byte {
 // Body returns term_to_binary of the message in the given shape (OTP 26+
 // atoms: SMALL_ATOM_UTF8_EXT), encoded by pkg/format/rabbitmq.
 func Body(kind TermKind, m *Message) []byte {
+	b, err := etf.EncodeTerm(BodyTerm(kind, m), etf.AtomsUTF8)
+	if err != nil {
+		// Only a bad atom or a term nested past MaxTermDepth fails, and
+		// every atom and the depth above are fixed.
+		panic("gen: encoding a message body: " + err.Error())
+	}
+	return b
+}
+
+// BodyTerm is the message term Body encodes (the quorum queue generator
+// puts it inside a rabbit_fifo enqueue command).
+func BodyTerm(kind TermKind, m *Message) etf.Term {
 	content := etf.Tuple{etf.Atom("content"), int64(60), etf.Atom("none"), etf.Binary(amqpProps(m.MessageID)),
 		etf.Atom("rabbit_framing_amqp_0_9_1"), etf.List{Elems: []etf.Term{etf.Binary(m.Payload)}}}
 	routingKeys := etf.List{Elems: []etf.Term{etf.Binary(m.RoutingKey)}}
@@ -79,13 +91,7 @@ func Body(kind TermKind, m *Message) []byte {
 			{Key: etf.Atom("rts"), Value: m.Timestamp},
 		}}
 	}
-	b, err := etf.EncodeTerm(t, etf.AtomsUTF8)
-	if err != nil {
-		// Only a bad atom or a term nested past MaxTermDepth fails, and
-		// every atom and the depth above are fixed.
-		panic("gen: encoding a message body: " + err.Error())
-	}
-	return b
+	return t
 }
 
 // Frame returns one .rdq record <<Size:64, Id:16/binary, Body, 255>>.

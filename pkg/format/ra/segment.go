@@ -166,8 +166,8 @@ func (x *SegmentIndex) Range() (first, last uint64, ok bool) {
 // the bytes from offset 8 up to the data start (fewer when the file is
 // shorter).
 func DecodeSegmentIndex(h SegmentHeader, table []byte, maxCount int) *SegmentIndex {
-	x := &SegmentIndex{Header: h, Live: map[uint64]int{}}
 	size := h.SlotSize()
+	x := &SegmentIndex{Header: h, Live: make(map[uint64]int, min(maxCount, len(table)/size))}
 	var last uint64
 	n := 0
 	for ; n+size <= len(table) && n/size < maxCount; n += size {

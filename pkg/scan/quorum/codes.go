@@ -31,8 +31,10 @@ const (
 	// CodeWALOrphanWriter: records of a UId with no replica dir (a
 	// deleted queue, ra#348): skipped.
 	CodeWALOrphanWriter = "rabbitmq.quorum.wal-orphan-writer"
-	// CodeWALBadEntry: a record whose checksum holds but whose data is not
-	// an Erlang term.
+	// CodeWALBadEntry: a record whose data is not an Erlang term, where
+	// the checksum cannot vouch for it (written with compute_checksums
+	// off: checksum 0); a record whose computed checksum holds is the bytes
+	// ra wrote, term_to_binary's.
 	CodeWALBadEntry = "rabbitmq.quorum.wal-bad-entry"
 	// CodeWALZeroTail: zero bytes after the last record (a pre-allocated
 	// WAL); informational.
@@ -58,8 +60,9 @@ const (
 	// segment_max_entries of 65536 overflowed the 16-bit field
 	// (rabbitmq-server #9727).
 	CodeSegmentSlotOverflow = "rabbitmq.quorum.segment-slot-overflow"
-	// CodeSegmentBadEntry: an entry whose CRC holds but whose data is not
-	// an Erlang term.
+	// CodeSegmentBadEntry: an entry whose data is not an Erlang term,
+	// where no CRC was computed for it (CRC 0); an entry whose CRC holds is
+	// the bytes ra wrote.
 	CodeSegmentBadEntry = "rabbitmq.quorum.segment-bad-entry"
 	// CodeSegmentReclaimable: every entry of the segment is at or below
 	// the snapshot index: ra no longer needs it.

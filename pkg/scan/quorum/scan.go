@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/storectl/storectl/pkg/format"
 	"github.com/storectl/storectl/pkg/format/etf"
@@ -302,14 +304,56 @@ func (sc *scanner) scanSystem() error {
 		}
 		sc.scanWAL(n)
 	}
-	for _, r := range s.Replicas {
-		if err := sc.ctx.Err(); err != nil {
-			return err
-		}
-		sc.scanReplicaFiles(r)
+	if err := sc.scanReplicas(); err != nil {
+		return err
 	}
 	sc.checkOrphans()
 	return nil
+}
+
+// scanReplicas reads every replica's snapshots and segments: Options.Jobs
+// replicas at once (default: the CPUs), each into a result of its own
+// merged in replica order, so the output does not depend on the jobs;
+// one at a time when records are wanted (they come in file order).
+func (sc *scanner) scanReplicas() error {
+	s := sc.sys
+	jobs := sc.opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	if jobs == 1 || sc.opts.Records != nil || len(s.Replicas) < 2 {
+		for _, r := range s.Replicas {
+			if err := sc.ctx.Err(); err != nil {
+				return err
+			}
+			sc.scanReplicaFiles(r)
+		}
+		return nil
+	}
+	opts := sc.opts
+	if p := opts.Progress; p != nil {
+		var mu sync.Mutex
+		opts.Progress = func(n int64) { mu.Lock(); p(n); mu.Unlock() }
+	}
+	subs := make([]*scanner, len(s.Replicas))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, r := range s.Replicas {
+		sub := &scanner{ctx: sc.ctx, cfg: sc.cfg, opts: opts, res: &Result{Result: &scan.Result{Store: sc.res.Store}}, sys: s, root: sc.root}
+		subs[i] = sub
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sub.scanReplicaFiles(r)
+		}()
+	}
+	wg.Wait()
+	for _, sub := range subs {
+		sc.res.Merge(sub.res.Result)
+	}
+	return sc.ctx.Err()
 }
 
 // openReplica reads a replica dir's config and registration.
@@ -435,10 +479,12 @@ func (sc *scanner) scanWAL(name string) {
 					Details: map[string]any{"uid": uid, "queue": sc.queueName(uid), "index": rec.Index, "term": rec.Term}})
 			}
 		}
-		entryOK := etf.IsExactTerm(rec.Data)
+		// a record whose checksum was computed and holds is the bytes ra
+		// wrote (term_to_binary's): the term check is for the others
+		entryOK := ok && rec.Checksum != 0 || etf.IsExactTerm(rec.Data)
 		if ok && !entryOK {
 			sc.add(scan.Finding{Code: sc.code(CodeWALBadEntry), Severity: scan.Error, Path: w.Rel, Offset: rec.Offset + int64(rec.HeaderLen), Length: int64(rec.DataLen),
-				Message: fmt.Sprintf("record of %s index %d passes its checksum but its data is not an Erlang term: ra crashes decoding it (binary_to_term)", sc.queueName(uid), rec.Index),
+				Message: fmt.Sprintf("record of %s index %d (no checksum computed) is not an Erlang term: ra crashes decoding it (binary_to_term)", sc.queueName(uid), rec.Index),
 				Details: map[string]any{"uid": uid, "index": rec.Index}})
 		}
 		r := s.byUID[uid]
@@ -853,9 +899,11 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 				Expected: fmt.Sprint(sl.CRC), Actual: fmt.Sprint(crc32(data)),
 				Message: fmt.Sprintf("%s: entry %d (slot %d) fails its CRC-32: %s", r.Name(), sl.Index, sl.Slot, consequence),
 				Details: map[string]any{"uid": r.UID, "queue": r.Name(), "index": sl.Index, "term": sl.Term, "slot": sl.Slot, "slot_offset": sl.Pos}})
-		} else if !etf.IsExactTerm(data) {
+		} else if sl.CRC == 0 && !etf.IsExactTerm(data) {
+			// (an entry whose CRC was computed and holds is the bytes ra
+			// wrote, term_to_binary's: the term check is for the others)
 			sc.add(scan.Finding{Code: sc.code(CodeSegmentBadEntry), Severity: scan.Error, Path: sf.Rel, Offset: int64(sl.Offset), Length: int64(sl.Length),
-				Message: fmt.Sprintf("%s: entry %d passes its CRC but is not an Erlang term: ra crashes decoding it", r.Name(), sl.Index)})
+				Message: fmt.Sprintf("%s: entry %d (no CRC computed) is not an Erlang term: ra crashes decoding it", r.Name(), sl.Index)})
 		}
 		if !live {
 			continue
