@@ -338,8 +338,10 @@ func equalTrees(a, b map[string]string) bool {
 // TestTwoWriters starts two writers on one data dir at the same moment,
 // for each writer and for undo: exactly one applies, the other exits 4
 // naming the holder (its pid) and writes nothing; the winner's backup then
-// undoes to the original bytes. Each writer pauses at its first write
-// step, so the two always overlap.
+// undoes to the original bytes. Each writer waits at its first write
+// step until one of the two has exited, so the two always overlap, on
+// any host; two writers that both got past the lock wait for each other
+// until the deadline fails the test.
 func TestTwoWriters(t *testing.T) {
 	type tcase struct {
 		name, fixture, data string
@@ -351,7 +353,6 @@ func TestTwoWriters(t *testing.T) {
 		{"rebuild-index", "rocketmq/rmq533-a-clean.tar.gz", "store", []string{"rebuild-index", "--cq-file-size", "1000"}, "store/consumequeue"},
 		{"harden", "rabbitmq-4.0/datasets/crash.tar.gz", rabbit40, []string{"harden", "--broker-version", "3.10.8"}, ""},
 	}
-	pause := sub{env: []string{"STORECTL_TEST_PAUSE=700ms"}}
 	pairs := 0
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -370,15 +371,20 @@ func TestTwoWriters(t *testing.T) {
 			}
 			both := func(argv func(i int) []string) [2]result {
 				var rs [2]result
-				var wg sync.WaitGroup
+				release := filepath.Join(t.TempDir(), "release")
+				pause := sub{env: []string{"STORECTL_TEST_PAUSE_UNTIL=" + release}}
+				done := make(chan int, 2)
 				for i := range rs {
-					wg.Add(1)
 					go func() {
-						defer wg.Done()
 						rs[i].code, rs[i].out, rs[i].err = pause.run(t, argv(i)...)
+						done <- i
 					}()
 				}
-				wg.Wait()
+				<-done // one has exited (refused): let the other go on
+				if err := os.WriteFile(release, nil, 0o644); err != nil {
+					t.Error(err)
+				}
+				<-done
 				return rs
 			}
 			check := func(what string, rs [2]result) int {

@@ -356,6 +356,23 @@ func testInjector() repair.Injector {
 	if d, err := time.ParseDuration(os.Getenv("STORECTL_TEST_PAUSE")); err == nil {
 		return pauseAt(d)
 	}
+	if p := os.Getenv("STORECTL_TEST_PAUSE_UNTIL"); p != "" {
+		return pauseUntil(p)
+	}
+	return nil
+}
+
+// pauseUntil waits at the first step until the file exists: a writer that
+// holds the data dir until the test lets it go, however slow the host.
+type pauseUntil string
+
+func (p pauseUntil) Inject(step int, what string) error {
+	for step == 1 {
+		if _, err := os.Stat(string(p)); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return nil
 }
 

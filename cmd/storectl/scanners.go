@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -189,11 +190,25 @@ func liveProbe(t scan.Target) liveVerdict {
 	if dir == "" {
 		return liveVerdict{}
 	}
-	st, err := live.Detect(dir, t.Store)
+	st, err := live.DetectWith(dir, t.Store, live.Options{Ignore: sameExecutable})
 	if err != nil {
 		return liveVerdict{undecided: true, warnings: []string{"the live probes could not run: " + err.Error()}}
 	}
 	return liveVerdict{live: st.Live, undecided: st.Undecided, reasons: st.Reasons, warnings: st.Warnings}
+}
+
+// sameExecutable reports whether process pid runs this program's
+// executable file (same device and inode): another storectl, reading the
+// data dir (detecting it, planning) before it reaches the writer lock, is
+// no broker, and a second writer meets the lock instead of looking like
+// one. A process whose executable cannot be looked at is not ignored.
+func sameExecutable(pid int) bool {
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return false
+	}
+	other, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	return err == nil && os.SameFile(self, other)
 }
 
 // rabbitConfig builds the RabbitMQ scanner config for t.

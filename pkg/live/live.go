@@ -52,6 +52,20 @@ type Status struct {
 // the node's mnesia dir, or <dataDir>/*.pid). An error means a probe could
 // not run at all (no /proc, unreadable dataDir).
 func Detect(dataDir string, kind string) (Status, error) {
+	return DetectWith(dataDir, kind, Options{})
+}
+
+// Options tune DetectWith.
+type Options struct {
+	// Ignore, when set, is asked about each process found with a file of
+	// the data dir open; the files of those it accepts make nothing live
+	// (the CLI: other storectl processes, which are not brokers and whose
+	// writers the writer lock serialises).
+	Ignore func(pid int) bool
+}
+
+// DetectWith is Detect with options.
+func DetectWith(dataDir string, kind string, o Options) (Status, error) {
 	var st Status
 	if kind != "" && kind != RocketMQ && kind != RabbitMQ {
 		return st, fmt.Errorf("live: unknown store kind %q", kind)
@@ -75,7 +89,16 @@ func Detect(dataDir string, kind string) (Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("live: scanning /proc: %w", err)
 	}
-	st.Reasons = append(st.Reasons, holderReasons(root, hs)...)
+	kept := hs
+	if o.Ignore != nil {
+		kept = nil
+		for _, h := range hs {
+			if !o.Ignore(h.PID) {
+				kept = append(kept, h)
+			}
+		}
+	}
+	st.Reasons = append(st.Reasons, holderReasons(root, kept)...)
 	if seesAll, why := procSeesAll(); !seesAll || denied > 0 {
 		if denied > 0 {
 			why = strings.TrimPrefix(why+fmt.Sprintf("; could not see the open files of %d processes of other users", denied), "; ")

@@ -17,6 +17,10 @@ func BenchmarkPlanBuild(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			data := b.TempDir()
+			if d, err := os.MkdirTemp("/dev/shm", "storectl-plan-"); err == nil { // 100,000 file creations on a loaded disk take minutes
+				b.Cleanup(func() { os.RemoveAll(d) })
+				data = d
+			}
 			dir := filepath.Join(data, "consumequeue", "TopicA", "0")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				b.Fatal(err)
