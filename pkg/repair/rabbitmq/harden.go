@@ -89,7 +89,7 @@ func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenRep
 	rep := &HardenReport{Root: root, BrokerVersion: cfg.BrokerVersion, Holes: []HoleReport{}, Unfixed: []UnfixedHazard{}}
 	sc := scopeFor(cfg.BrokerVersion)
 	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
-	err = eachVHost(ctx, root, cfg, rep.Scan, func(_ string, v *rscan.VHostScan) error { return hardenVHost(plan, rep, v, sc) })
+	err = eachVHost(ctx, root, cfg, rep.Scan, nil, func(_ string, v *rscan.VHostScan) error { return hardenVHost(plan, rep, v, sc) })
 	if err != nil {
 		return nil, nil, err
 	}

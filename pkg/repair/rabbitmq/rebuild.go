@@ -115,8 +115,10 @@ func PlanRebuildIndex(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Reb
 		}
 	}()
 	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
-	err = eachVHost(ctx, root, cfg, rep.Scan, func(d string, v *rscan.VHostScan) error {
-		vr, err := rbPlanVHost(root, d, cfg.BrokerVersion, plan, st, v)
+	col := &rbCollect{}
+	err = eachVHost(ctx, root, cfg, rep.Scan, col.file, func(d string, v *rscan.VHostScan) error {
+		vr, err := rbPlanVHost(root, d, cfg.BrokerVersion, plan, st, v, col)
+		*col = rbCollect{}
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.Dir, err)
 		}
@@ -176,7 +178,7 @@ func (s *rbStage) file(vhostDir, name string) (string, error) {
 func (s *rbStage) remove() { _ = repair.RemoveStage(&s.dir) }
 
 // rbPlanVHost decides on one scanned vhost and adds its actions.
-func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rbStage, v *rscan.VHostScan) (RebuildVHost, error) {
+func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rbStage, v *rscan.VHostScan, col *rbCollect) (RebuildVHost, error) {
 	store := filepath.Join(filepath.FromSlash(v.Dir), rbStoreDir)
 	vr := RebuildVHost{Dir: v.Dir, VHost: v.VHost,
 		Index:   RebuildTable{Path: filepath.ToSlash(filepath.Join(store, rbIndexFile))},
@@ -189,7 +191,7 @@ func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rb
 	if v.Queues != nil {
 		vr.QueueDirs = len(v.Queues.Queues)
 		for _, q := range v.Queues.Queues {
-			if len(q.Refs) > 0 {
+			if q.HasRefs() {
 				vr.QueuesWithRefs++
 			}
 		}
@@ -216,7 +218,7 @@ func rbPlanVHost(root, vhostDir, brokerVersion string, plan *repair.Plan, st *rb
 	vr.Why = fmt.Sprintf("clean.dot is present and consistent (%d client refs; %d queue dirs, %d holding shared-store references; every referenced message is in a file)",
 		vr.ClientRefs, vr.QueueDirs, vr.QueuesWithRefs)
 	vr.Notes = append(vr.Notes, "recovery.dets (the queues' recovery terms, whose persistent_ref values the broker matches against client_refs) is opaque DETS and is not checked: if it does not match, the broker does a dirty recovery and ignores the rebuilt files, which is safe")
-	b, err := rbBuild(root, vhostDir, brokerVersion, v)
+	b, err := rbBuild(root, vhostDir, brokerVersion, v, col)
 	if err != nil {
 		return vr, err
 	}

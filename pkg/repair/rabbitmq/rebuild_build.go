@@ -80,7 +80,7 @@ func rbParseExisting(b []byte, name string) rbExisting {
 
 // rbBuild rebuilds both tables of v's persistent store and compares them
 // with the files on disk.
-func rbBuild(root, vhostDir, brokerVersion string, v *rscan.VHostScan) (*rbBuilt, error) {
+func rbBuild(root, vhostDir, brokerVersion string, v *rscan.VHostScan, col *rbCollect) (*rbBuilt, error) {
 	store := filepath.Join(vhostDir, rbStoreDir)
 	exIdx, err := rbReadExisting(filepath.Join(store, rbIndexFile))
 	if err != nil {
@@ -102,7 +102,7 @@ func rbBuild(root, vhostDir, brokerVersion string, v *rscan.VHostScan) (*rbBuilt
 		enc.Atoms = a
 	}
 
-	locs, sums, notes := rbObjects(v, legacy)
+	locs, sums, notes := rbObjects(v, col, legacy)
 	out.notes = append(out.notes, notes...)
 	locs = rbOrderLike(locs, oldLocs)
 
@@ -165,8 +165,8 @@ func rbTyped(exIdx, exSum *rbExisting) ([]rfmt.MsgLocation, []rfmt.FileSummary) 
 // (a torn or garbage tail), where it is the end of that record, so that
 // the clean start's truncation of the current file at FileSize cuts the
 // tail.
-func rbObjects(v *rscan.VHostScan, legacy bool) ([]rfmt.MsgLocation, []rfmt.FileSummary, []string) {
-	var locs []rfmt.MsgLocation
+func rbObjects(v *rscan.VHostScan, col *rbCollect, legacy bool) ([]rfmt.MsgLocation, []rfmt.FileSummary, []string) {
+	locs := col.locs
 	var sums []rfmt.FileSummary
 	var notes []string
 	var files []*rscan.FileScan
@@ -181,17 +181,7 @@ func rbObjects(v *rscan.VHostScan, legacy bool) ([]rfmt.MsgLocation, []rfmt.File
 		files = append(files, f)
 	}
 	for i, f := range files {
-		s := rfmt.FileSummary{File: f.Number, FileSize: f.Size}
-		for _, r := range f.Records {
-			if r.Status == rscan.StatusDuplicate {
-				continue
-			}
-			l := rfmt.MsgLocation{MsgID: r.MsgID, RefCount: int64(len(v.Refs[r.ID()])), File: f.Number, Offset: r.Offset, TotalSize: r.TotalSize}
-			if l.RefCount > 0 {
-				s.ValidTotalSize += l.TotalSize
-			}
-			locs = append(locs, l)
-		}
+		s := rfmt.FileSummary{File: f.Number, FileSize: f.Size, ValidTotalSize: col.valid[f]}
 		if f.Current && f.ValidEnd < f.Size {
 			s.FileSize = f.ValidEnd
 			notes = append(notes, fmt.Sprintf("%s, the current file, has %d bytes after its last record (%s): its summary says %d bytes, and a clean start truncates it there", f.Path, f.Size-f.ValidEnd, f.End, f.ValidEnd))
@@ -208,6 +198,38 @@ func rbObjects(v *rscan.VHostScan, legacy bool) ([]rfmt.MsgLocation, []rfmt.File
 		sums = append(sums, s)
 	}
 	return locs, sums, notes
+}
+
+// rbCollect is what the rebuild keeps of the scan's records, which it
+// takes file by file (rscan.VHostOptions.EachFile): the index entries and
+// each file's bytes of referenced records. Only a store with clean.dot
+// can be rebuilt, so only there are they kept.
+type rbCollect struct {
+	locs  []rfmt.MsgLocation
+	valid map[*rscan.FileScan]int64
+}
+
+// file takes one scanned file's records: every msg id found in a numbered
+// persistent .rdq, at its first copy, with RefCount = its references from
+// the queue indexes.
+func (c *rbCollect) file(v *rscan.VHostScan, f *rscan.FileScan) error {
+	if v.Clean == nil || !v.Clean.CleanDot || f.Transient || f.Number < 0 {
+		return nil
+	}
+	if c.valid == nil {
+		c.valid = map[*rscan.FileScan]int64{}
+	}
+	for _, r := range f.Records {
+		if r.Status == rscan.StatusDuplicate {
+			continue
+		}
+		l := rfmt.MsgLocation{MsgID: r.MsgID, RefCount: int64(len(r.ReferencedBy)), File: f.Number, Offset: r.Offset, TotalSize: r.TotalSize}
+		if l.RefCount > 0 {
+			c.valid[f] += l.TotalSize
+		}
+		c.locs = append(c.locs, l)
+	}
+	return nil
 }
 
 // rbOrderLike orders the entries as the file on disk has them and appends

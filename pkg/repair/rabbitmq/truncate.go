@@ -88,9 +88,16 @@ func PlanTruncate(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Truncat
 	}
 	rep := &TruncateReport{Root: root}
 	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
-	err = eachVHost(ctx, root, cfg, rep.Scan, func(_ string, v *rscan.VHostScan) error {
-		vr, err := planVHost(root, plan, v)
+	tails := map[*rscan.FileScan]fileTail{}
+	err = eachVHost(ctx, root, cfg, rep.Scan, func(_ *rscan.VHostScan, f *rscan.FileScan) error {
+		if !f.Transient && f.ValidEnd < f.Size {
+			tails[f] = tailOf(f)
+		}
+		return nil
+	}, func(_ string, v *rscan.VHostScan) error {
+		vr, err := planVHost(root, plan, v, tails)
 		rep.VHosts = append(rep.VHosts, vr)
+		clear(tails)
 		return err
 	})
 	if err != nil {
@@ -99,8 +106,34 @@ func PlanTruncate(ctx context.Context, cfg rscan.Config) (*repair.Plan, *Truncat
 	return plan, rep, nil
 }
 
-// planVHost adds the actions of one scanned vhost to plan.
-func planVHost(root string, plan *repair.Plan, v *rscan.VHostScan) (VHostReport, error) {
+// fileTail is what the plan needs of the records of a file with bytes
+// after its last record, taken while the scan hands them over: the first
+// record that ends past the valid end (-1: none, as it must be) and the
+// frames without the write marker in the tail.
+type fileTail struct {
+	pastEnd int64
+	bad     int64
+}
+
+func tailOf(f *rscan.FileScan) fileTail {
+	t := fileTail{pastEnd: -1}
+	for _, r := range f.Records {
+		if r.End() > f.ValidEnd {
+			t.pastEnd = r.Offset
+			break
+		}
+	}
+	for _, off := range f.BadMarkers {
+		if off >= f.ValidEnd {
+			t.bad++
+		}
+	}
+	return t
+}
+
+// planVHost adds the actions of one scanned vhost to plan; tails holds
+// what its files with a tail had in their records.
+func planVHost(root string, plan *repair.Plan, v *rscan.VHostScan, tails map[*rscan.FileScan]fileTail) (VHostReport, error) {
 	vr := VHostReport{Dir: v.Dir, VHost: v.VHost, CleanShutdown: v.Clean != nil && v.Clean.CleanDot}
 	cut := false
 	for _, f := range v.Files {
@@ -113,10 +146,9 @@ func planVHost(root string, plan *repair.Plan, v *rscan.VHostScan) (VHostReport,
 		if f.ValidEnd >= f.Size {
 			continue
 		}
-		for _, r := range f.Records {
-			if r.End() > f.ValidEnd {
-				return vr, fmt.Errorf("%s: record at %d ends past the scan's valid end %d; refusing to cut", f.Path, r.Offset, f.ValidEnd)
-			}
+		tail := tails[f]
+		if tail.pastEnd >= 0 {
+			return vr, fmt.Errorf("%s: record at %d ends past the scan's valid end %d; refusing to cut", f.Path, tail.pastEnd, f.ValidEnd)
 		}
 		fr := FileReport{Path: f.Path, Size: f.Size, ValidEnd: f.ValidEnd, End: f.End, Current: f.Current, BrokerCutsTo: -1}
 		if !f.Current {
@@ -125,7 +157,7 @@ func planVHost(root string, plan *repair.Plan, v *rscan.VHostScan) (VHostReport,
 			vr.Files = append(vr.Files, fr)
 			continue
 		}
-		a, err := cutAction(root, v, f)
+		a, err := cutAction(root, v, f, tail.bad)
 		if err != nil {
 			return vr, err
 		}

@@ -15,20 +15,15 @@ import (
 )
 
 // cutAction builds the truncate-file of the current file f at its valid
-// end, with what the cut destroys.
-func cutAction(root string, v *rscan.VHostScan, f *rscan.FileScan) (repair.Action, error) {
+// end, with what the cut destroys; bad counts the frames without the
+// write marker after the valid end.
+func cutAction(root string, v *rscan.VHostScan, f *rscan.FileScan, bad int64) (repair.Action, error) {
 	rel := filepath.FromSlash(f.Path)
 	if !filepath.IsLocal(rel) {
 		return repair.Action{}, fmt.Errorf("%s is not inside the data dir %s", f.Path, root)
 	}
 	tail := f.Size - f.ValidEnd
 	a := repair.Action{Op: repair.OpTruncateFile, Path: rel, NewSize: f.ValidEnd}
-	var bad int64
-	for _, off := range f.BadMarkers {
-		if off >= f.ValidEnd {
-			bad++
-		}
-	}
 	switch {
 	case f.Torn != nil:
 		a.Reason = rscan.CodeTornTail
@@ -43,7 +38,11 @@ func cutAction(root string, v *rscan.VHostScan, f *rscan.FileScan) (repair.Actio
 		var ids []string
 		if id != "" {
 			ids = []string{id}
-			if qs := v.Refs[id]; len(qs) > 0 {
+			qs, err := v.QueuesOf(id)
+			if err != nil {
+				return a, err
+			}
+			if len(qs) > 0 {
 				note += fmt.Sprintf("; msg %s is referenced by %s, which drop it at the next start (its body is incomplete)", id, strings.Join(qs, ", "))
 			} else if v.Queues != nil {
 				note += fmt.Sprintf("; msg %s is referenced by no queue (never confirmed)", id)

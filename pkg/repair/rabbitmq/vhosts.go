@@ -39,8 +39,11 @@ func resolveVHosts(cfg *rscan.Config) (root string, plan *repair.Plan, err error
 // eachVHost runs the evidence-based scan of every vhost of cfg (resolved
 // by resolveVHosts) and hands each result to fn, in order.
 // scanned, when not nil, receives each vhost's files and findings (the
-// scan a plan comes from).
-func eachVHost(ctx context.Context, root string, cfg rscan.Config, scanned *scan.Result, fn func(dir string, v *rscan.VHostScan) error) error {
+// scan a plan comes from). each, when not nil, is the scan's per-file
+// callback (rscan.VHostOptions.EachFile): the records come through it, and
+// v has none.
+func eachVHost(ctx context.Context, root string, cfg rscan.Config, scanned *scan.Result,
+	each func(v *rscan.VHostScan, f *rscan.FileScan) error, fn func(dir string, v *rscan.VHostScan) error) error {
 	for _, d := range cfg.VHostDirs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -49,7 +52,7 @@ func eachVHost(ctx context.Context, root string, cfg rscan.Config, scanned *scan
 		if err != nil {
 			return err
 		}
-		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion})
+		v, err := rscan.ScanVHost(ctx, root, d, rscan.VHostOptions{BrokerVersion: cfg.BrokerVersion, EachFile: each})
 		if err != nil {
 			return fmt.Errorf("%s: %w", scan.Rel(root, d), err)
 		}

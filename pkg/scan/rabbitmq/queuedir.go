@@ -126,7 +126,14 @@ type QueueDir struct {
 	// refFn, when set (ReadVHostQueuesRefsFunc), is handed the references
 	// instead of Refs keeping them.
 	refFn func(*QueueDir, []QueueRef)
+	// handed counts the references handed to refFn.
+	handed int
 }
+
+// HasRefs reports whether the queue holds a reference to the shared
+// store, whether it kept its references (Refs) or handed them over
+// (ReadVHostQueuesRefsFunc).
+func (q *QueueDir) HasRefs() bool { return len(q.Refs) > 0 || q.handed > 0 }
 
 // Kept returns the entries a dirty recovery keeps (Drop == "").
 func (q *QueueDir) Kept() []QueueEntry {
@@ -235,6 +242,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	}
 	if q.refFn != nil {
 		if len(q.Refs) > 0 { // v1 references (.idx, journal)
+			q.handed += len(q.Refs)
 			q.refFn(q, q.Refs)
 		}
 		*sc = dirScratch{records: clearAll(q.qiScratch.Records), walkerRefs: clearAll(q.qiScratch.WalkerRefs),

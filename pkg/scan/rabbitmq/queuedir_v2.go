@@ -114,6 +114,7 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	if q.refFn != nil {
 		// Handed over a segment at a time: a queue's references are
 		// never all held.
+		q.handed += len(q.Refs) - first
 		q.refFn(q, q.Refs[first:])
 		q.Refs = q.Refs[:first]
 	}

@@ -55,6 +55,10 @@ type scanner struct {
 	// unrefs holds released files' unreferenced records (lean.go); like
 	// spill, the files' findings read it after the scan.
 	unrefs *unrefStore
+	// each is VHostOptions.EachFile bound to its vhost; eachErr is the
+	// first error it returned (the files after it are not handed over).
+	each    func(*FileScan) error
+	eachErr error
 }
 
 // prepare waits for what classify needs (queue references).
@@ -364,11 +368,13 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 		maxNum = max(maxNum, f.num)
 	}
 	out := make([]*FileScan, len(files))
-	turn := make([]chan struct{}, len(files)+1) // turn[i] closes when file i may run its ordered phase
+	turn := make([]chan struct{}, len(files)+1)   // turn[i] closes when file i may run its ordered phase
+	handed := make([]chan struct{}, len(files)+1) // handed[i] closes when file i may go to s.each
 	for i := range turn {
-		turn[i] = make(chan struct{})
+		turn[i], handed[i] = make(chan struct{}), make(chan struct{})
 	}
 	close(turn[0])
+	close(handed[0])
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(max(s.opts.Jobs, 1), max(len(files), 1)) {
@@ -383,6 +389,13 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 				s.ordered(j, transient)
 				close(turn[i+1])
 				j.finish()
+				if s.each != nil {
+					<-handed[i]
+					if s.eachErr == nil {
+						s.eachErr = s.each(j.fs)
+					}
+					close(handed[i+1])
+				}
 				if s.lean {
 					s.release(j.fs)
 				}

@@ -147,4 +147,7 @@ type VHostScan struct {
 	// unrefUnknown counts the records no readable queue index references
 	// while some queue dir could not be read (unreadQueueFindings).
 	unrefUnknown int
+	// lean: the scan handed its records over and kept no Refs
+	// (QueuesOf reads them again).
+	lean bool
 }

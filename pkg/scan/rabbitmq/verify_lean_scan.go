@@ -24,6 +24,13 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	s := newScanner(root, ver, o.Options)
 	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Found: map[string]Location{}, Layout: map[string]any{}}
+	if o.EachFile != nil {
+		// The records go to the callback, file by file, and are released.
+		// The index is joined entry by entry from the start: a digest
+		// that disagreed would scan again and hand the files over twice.
+		o.lean, o.exactIndex = true, true
+		s.each = func(f *FileScan) error { return o.EachFile(v, f) }
+	}
 	// The queue indexes are read while the first .rdq files are walked;
 	// statuses wait for them (scanner.prepare).
 	var qerr error
@@ -54,7 +61,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 			v.Queues, v.VHost = q, q.VHost
 			if o.lean {
 				s.lrefs = refs.build(q, s.seen)
-				v.Refs = map[string][]string{}
+				v.Refs, v.lean = map[string][]string{}, true
 			} else {
 				v.Refs = queueRefs(q)
 			}
@@ -79,6 +86,10 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	<-qdone
 	if qerr != nil {
 		return nil, nil, qerr
+	}
+	if s.eachErr != nil {
+		s.free()
+		return nil, nil, s.eachErr
 	}
 	if err == nil && s.cdig != nil && (s.lrefs == nil || s.lidx == nil || !s.cdig.agrees(s.seen, s.lidx)) {
 		// The index is not exactly the store's referenced first copies:
@@ -106,6 +117,10 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	if tf, err := s.scanStore(ctx, filepath.Join(vhostDir, "msg_store_transient"), true); err == nil {
 		v.Files = append(v.Files, tf...)
+	}
+	if s.eachErr != nil {
+		s.free()
+		return nil, nil, s.eachErr
 	}
 	if a := ver.infer(s.termCnt, "message store"); a != "" {
 		v.Assumed = append(v.Assumed, a)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -30,6 +31,16 @@ type VHostOptions struct {
 	// unknown). Without it such a dir is an error, as writers and salvage
 	// must not act on references they do not know.
 	partialQueues bool
+	// EachFile, when set, is handed each .rdq file's detailed result in
+	// file order (the persistent store's files, then the transient
+	// store's): its records with their statuses and references, gaps and
+	// hazards, while the scan still holds them. v is the result so far:
+	// Dir, VHost, Queues and Clean are known, Findings are not, and Files
+	// holds the persistent store's files once the transient store's come.
+	// The scan then keeps none of them (the lean scan that Scan and
+	// Verify run, the same findings), so memory stays flat in the store's
+	// records. An error stops the scan and is ScanVHost's.
+	EachFile func(v *VHostScan, f *FileScan) error
 }
 
 // ScanVHost scans one vhost dir (msg_store_persistent/, msg_store_transient/
@@ -61,6 +72,43 @@ func queueRefs(q *VHostQueues) map[string][]string {
 		sort.Strings(v)
 	}
 	return out
+}
+
+// QueuesOf returns the names of the queues that reference msg id (32 hex
+// digits), one per reference, sorted: v.Refs[id]. A scan that handed its
+// records over (VHostOptions.EachFile) keeps no Refs: the queue indexes
+// are then read again for it, which a planner does for the few ids it
+// names. Nil when no queue references it or the references are unknown.
+func (v *VHostScan) QueuesOf(id string) ([]string, error) {
+	if !v.lean || v.Queues == nil {
+		return v.Refs[id], nil
+	}
+	want, ok := decodeID(id)
+	if !ok {
+		return nil, nil
+	}
+	var mu sync.Mutex
+	n := map[*QueueDir]int{}
+	q, err := ReadVHostQueuesRefsFunc(v.Queues.Dir, func(qd *QueueDir, refs []QueueRef) {
+		for _, r := range refs {
+			if r.ID == want {
+				mu.Lock()
+				n[qd]++
+				mu.Unlock()
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, qd := range q.Queues {
+		for range n[qd] {
+			out = append(out, queueName(qd))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // missing reports referenced ids that no .rdq holds.
