@@ -5,7 +5,8 @@
 # A row is one generated store (STORES below: a name, the genstore kind,
 # size and flags, and whether it also gets cold-cache runs) times one
 # command: cat of the store files to /dev/null (the reference), storectl
-# scan, scan --jobs 1, verify and, for RocketMQ, rebuild-index (dry run),
+# scan, scan --jobs 1, verify and, for RocketMQ and RabbitMQ classic
+# queues, rebuild-index (dry run),
 # each as a whole process: wall time from the clock, CPU seconds and peak
 # RSS from /usr/bin/time. Warm rows read the files' data once first
 # (internal/cmd/pagecache -warm: holes are skipped); cold rows
@@ -52,6 +53,10 @@ STORES=(
 	"rabbitmq-4GiB|rabbitmq|rabbitmq|4GiB||0"
 	"rabbitmq-clean-1GiB|rabbitmq-clean|rabbitmq|1GiB|-clean|0"
 	"rabbitmq-clean-4GiB|rabbitmq-clean|rabbitmq|4GiB|-clean|0"
+	"rabbitmq-small-1GiB|rabbitmq-small|rabbitmq|1GiB|-body-size,100-200|1"
+	"rabbitmq-small-4GiB|rabbitmq-small|rabbitmq|4GiB|-body-size,100-200|0"
+	"rabbitmq-q4k|rabbitmq-queues|rabbitmq|256MiB|-queues,4000|0"
+	"rabbitmq-q40k|rabbitmq-queues|rabbitmq|256MiB|-queues,40000|0"
 	"rocketmq-timer-1GiB|rocketmq-timer|rocketmq-timer|1GiB||0"
 	"rocketmq-timer-4GiB|rocketmq-timer|rocketmq-timer|4GiB||0"
 	"rocketmq-dledger-1GiB|rocketmq-dledger|rocketmq-dledger|1GiB||0"
@@ -79,13 +84,18 @@ TARGETS=(
 	"rocketmq-*|scan-j1|rss|100"
 	"rocketmq-*|verify|rss|100"
 	"rocketmq-*|rebuild-index|rss|256"
-	"rabbitmq-*|scan|xcat|0.8"
-	"rabbitmq-*|verify|xcat|0.5"
+	"rabbitmq-[14]GiB|scan|xcat|0.8"
+	"rabbitmq-clean-*|scan|xcat|0.8"
+	"rabbitmq-[14]GiB|verify|xcat|0.5"
+	"rabbitmq-clean-*|verify|xcat|0.5"
+	"rabbitmq-small-*|scan|xcat|0.5"
+	"rabbitmq-small-*|verify|xcat|0.3"
 	"rabbitmq-*|scan-cold|xcat|0.9"
 	"rabbitmq-*|verify-cold|xcat|0.9"
 	"rabbitmq-*|scan|rss|100"
 	"rabbitmq-*|scan-j1|rss|100"
 	"rabbitmq-*|verify|rss|100"
+	"rabbitmq-*|rebuild-index|rss|256"
 	"stream-*|scan|xcat|0.8"
 	"stream-*|scan|rss|100"
 	"stream-*|scan-j1|rss|100"
@@ -103,6 +113,8 @@ SCALING=(
 	"rocketmq-q4k|rocketmq-q40k|10|"
 	"rabbitmq-1GiB|rabbitmq-4GiB|4|scan scan-j1 verify"
 	"rabbitmq-clean-1GiB|rabbitmq-clean-4GiB|4|scan scan-j1 verify"
+	"rabbitmq-small-1GiB|rabbitmq-small-4GiB|4|scan scan-j1 verify"
+	"rabbitmq-q4k|rabbitmq-q40k|10|"
 	"rocketmq-timer-1GiB|rocketmq-timer-4GiB|4|scan scan-j1 verify"
 	"rocketmq-dledger-1GiB|rocketmq-dledger-4GiB|4|scan scan-j1 verify"
 	"stream-1GiB|stream-4GiB|4|scan scan-j1 verify"
@@ -329,7 +341,7 @@ for group in "${groups[@]}"; do
 				one_run "$name|verify$sfx" "$c" "$STORECTL" verify --progress none -o jsonl "$t"
 			done
 			one_run "$name|scan-j1" 0 "$STORECTL" scan --progress none -o jsonl --jobs 1 "$t"
-			if [ "$kind" = rocketmq ]; then
+			if [ "$kind" = rocketmq ] || [ "$kind" = rabbitmq ]; then
 				one_run "$name|rebuild-index" 0 "$STORECTL" rebuild-index --progress none -o jsonl "$t"
 			fi
 		done
