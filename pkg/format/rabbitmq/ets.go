@@ -96,6 +96,19 @@ func etsItems(b []byte) (items []etsItem, closed bool, err error) {
 // etsEachItem is etsItems handing each item to fn as it is framed; an
 // error ends the walk (fn has then seen the items before it).
 func etsEachItem(b []byte, fn func(etsItem)) (closed bool, err error) {
+	return EachETSItem(b, func(data []byte, off int64) error { fn(etsItem{off, data}); return nil })
+}
+
+// EachETSItem frames a disk_log file item by item, with every check of
+// ReadETSItems (log magic and status, item magic, size bound and MD5),
+// and hands each item's payload (ETF bytes, aliasing b) and the offset of
+// its first byte to fn as it is framed. It stops at the first framing
+// error, returned as a CorruptError, or the first error of fn, returned
+// as it is; fn has then seen the items before it. closed reports the
+// header's status. The one framing reader of the .ets dumps: whoever
+// wants the items without holding them (an index of millions of
+// messages) walks them with it.
+func EachETSItem(b []byte, fn func(data []byte, off int64) error) (closed bool, err error) {
 	c := format.Cursor{B: b}
 	if !bytes.Equal(c.Take("logMagic", 4), etsLogMagic) {
 		c.FailAt(0, "logMagic", format.ErrMagic)
@@ -135,7 +148,9 @@ func etsEachItem(b []byte, fn func(etsItem)) (closed bool, err error) {
 			}
 		}
 		if p := c.Take("item", int(size)); p != nil {
-			fn(etsItem{int64(c.Off - len(p)), p})
+			if err := fn(p, int64(c.Off-len(p))); err != nil {
+				return closed, err
+			}
 		}
 	}
 	return closed, c.Err(0)

@@ -9,7 +9,6 @@ package rabbitmq
 // objects.
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/storectl/storectl/pkg/format/etf"
@@ -22,10 +21,6 @@ import (
 // about 60 bytes, so 1 GiB covers ~17 million messages, beyond any store
 // this tool is meant for.
 const etsMaxFile = 1 << 30
-
-// etsMinMD5Item is disk_log's MIN_MD5_TERM: items this long or longer
-// carry an MD5 after the magic.
-const etsMinMD5Item = 65528
 
 // IndexEntry is one {msg_location, MsgId, RefCount, File, Offset,
 // TotalSize} object of msg_store_index.ets.
@@ -76,34 +71,15 @@ func objectsTo(fn func(etf.Tuple, int64)) func(raw []byte, q int64, item int) er
 
 // etsEachItem calls fn with every item's ETF bytes, their offset and the
 // item's number, in order, up to the first framing error or error of fn.
+// The framing and its checks are the format's (rfmt.EachETSItem).
 func etsEachItem(b []byte, fn func(raw []byte, q int64, item int) error) error {
-	if len(b) < 8 {
-		return format.Corrupt(0, "header", format.ErrShort)
-	}
-	if binary.BigEndian.Uint32(b) != 0x01020304 {
-		return format.Corrupt(0, "logMagic", format.ErrMagic)
-	}
-	for p, item := 8, 0; p < len(b); item++ {
-		if len(b)-p < 8 {
-			return format.Corrupt(int64(p), "item", format.ErrShort)
-		}
-		n := int64(binary.BigEndian.Uint32(b[p:]))
-		if binary.BigEndian.Uint32(b[p+4:]) != 0x62574C41 {
-			return format.Corrupt(int64(p+4), "itemMagic", format.ErrMagic)
-		}
-		q := int64(p + 8)
-		if n >= etsMinMD5Item {
-			q += 16
-		}
-		if n > int64(len(b))-q {
-			return format.Corrupt(int64(p), "itemLength", format.ErrShort)
-		}
-		if err := fn(b[q:q+n], q, item); err != nil {
-			return err
-		}
-		p = int(q + n)
-	}
-	return nil
+	item := 0
+	_, err := rfmt.EachETSItem(b, func(raw []byte, q int64) error {
+		err := fn(raw, q, item)
+		item++
+		return err
+	})
+	return err
 }
 
 func etsInt(t etf.Term) (int64, bool) {

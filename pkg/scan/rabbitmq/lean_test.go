@@ -18,14 +18,11 @@ import (
 // ScanVHost's detailed result, assembled by Scan itself).
 func scanWith(t *testing.T, lean bool, root, dir string, recs *[]any) *scan.Result {
 	t.Helper()
-	old := scanLean
-	scanLean = lean
-	defer func() { scanLean = old }()
 	opts := scan.Options{Jobs: 2}
 	if recs != nil { // else no record callback: the lean scan may use the index digest
 		opts.Records = func(r any) error { *recs = append(*recs, r); return nil }
 	}
-	res, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}}, opts)
+	res, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{dir}, detailed: !lean}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,11 @@ type Config struct {
 	// generations' hazards count: hazards of other generations become
 	// info. Empty: every generation counts.
 	BrokerVersion string
+	// detailed makes Scan and Verify keep every record of a vhost
+	// (ScanVHost, VerifyVHost without a per-file callback) instead of
+	// streaming them: only the tests that compare the two set it.
+	detailed bool
 }
-
-// scanLean selects lean mode for Scan's vhosts; tests turn it off to
-// compare with the detailed ScanVHost.
-var scanLean = true
 
 // Scan scans everything cfg names. Result.Store is "rabbitmq"; Files has
 // one entry per .rdq; Layout says which message terms (3.x/4.x), queue
@@ -54,7 +54,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
-		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: scanLean, partialQueues: true})
+		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: !cfg.detailed, partialQueues: true})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue

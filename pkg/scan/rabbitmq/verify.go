@@ -105,7 +105,7 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	vhosts := []map[string]any{}
 	for _, d := range cfg.VHostDirs {
-		vv, err := verifyVHostResult(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true})
+		vv, err := verifyVHostResult(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true}, cfg.detailed)
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue

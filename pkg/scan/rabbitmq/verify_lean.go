@@ -13,16 +13,13 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
-
-// verifyLean selects lean verify in Verify; tests turn it off to compare
-// with the detailed VerifyVHost.
-var verifyLean = true
 
 // vhostResult is what Verify takes from one vhost.
 type vhostResult struct {
@@ -35,13 +32,10 @@ type vhostResult struct {
 }
 
 // verifyVHostResult runs the lean verify of one vhost, or VerifyVHost
-// when lean mode is off or cannot vouch for the clean-shutdown index.
-func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOptions) (*vhostResult, error) {
-	if verifyLean {
-		r, err := verifyVHostLean(ctx, root, vhostDir, o)
-		if !errors.Is(err, errLeanIndex) {
-			return r, err
-		}
+// when detailed (tests comparing the two).
+func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOptions, detailed bool) (*vhostResult, error) {
+	if !detailed {
+		return verifyVHostLean(ctx, root, vhostDir, o)
 	}
 	vv, err := VerifyVHost(ctx, root, vhostDir, o)
 	if err != nil {
@@ -54,12 +48,6 @@ func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOption
 	}
 	return r, nil
 }
-
-// errLeanIndex: the lean scanner's reading of msg_store_index.ets (the
-// scan's, which keeps what parses) and verify's (which takes the dump
-// whole or not at all) hold different object counts, which only a dump
-// the broker did not write can cause; verify then takes the detailed path.
-var errLeanIndex = errors.New("lean index differs from the checked dump")
 
 // verifyVHostLean is VerifyVHost's result computed with the lean scan,
 // one queue at a time.
@@ -87,7 +75,11 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	}
 	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"), true)
 	if cs.leanIndex && !s.leanIndexHolds(cs.indexObjects) {
-		return nil, errLeanIndex
+		// The scan and the check frame the dump with the same reader
+		// (rfmt.EachETSItem), and a dump that checks holds only objects
+		// the scan takes: only a dump rewritten between the two reads
+		// holds other counts.
+		return nil, fmt.Errorf("%s: msg_store_index.ets changed while it was read (%d objects checked, another count scanned)", cs.indexPath, cs.indexObjects)
 	}
 	// Nothing reads v.Findings after this: verify's list is made in place
 	// (the findings can be most of the heap).

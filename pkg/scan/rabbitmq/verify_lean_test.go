@@ -22,10 +22,7 @@ import (
 // verifyWith runs Verify on one vhost dir with lean verify on or off.
 func verifyWith(t *testing.T, lean bool, root, dir, ver string) *scan.Result {
 	t.Helper()
-	old := verifyLean
-	verifyLean = lean
-	defer func() { verifyLean = old }()
-	res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{dir}, BrokerVersion: ver},
+	res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{dir}, BrokerVersion: ver, detailed: !lean},
 		scan.Options{Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
