@@ -81,6 +81,43 @@ func DecodeEntry(b []byte, off int64, maxSize uint64) (Entry, error) {
 	return e, nil
 }
 
+// Frame is what the bytes at one position of an .rdq file say about a
+// record starting there, as the evidence test (§3.5) weighs them.
+type Frame struct {
+	Size uint64 // the Size field
+	// Fits: Size ≥ RDQMinStrictSize and the frame, marker included, ends
+	// inside b. The other fields are set only then.
+	Fits bool
+	End  int  // offset in b of the marker byte
+	OK   bool // the marker is RDQWriteOK
+	// Term: the body starts with the ETF version byte and is exactly one
+	// term (etf.IsExactTerm).
+	Term bool
+}
+
+// Record reports whether the frame is a real record: it fits, its marker
+// says the write completed and its body is one term.
+func (f Frame) Record() bool { return f.Fits && f.OK && f.Term }
+
+// StrictFrame reads the frame that would start at b[p] (0 ≤ p < len(b)),
+// without copying or allocating: a scanner calls it at every byte of a
+// file it searches for records. Frames too short for a size field have
+// Size 0.
+func StrictFrame(b []byte, p int) Frame {
+	n := len(b)
+	if n-p < RDQSizeFieldLen {
+		return Frame{}
+	}
+	f := Frame{Size: binary.BigEndian.Uint64(b[p:])}
+	if f.Size < RDQMinStrictSize || f.Size > uint64(n-p-RDQOverhead) {
+		return f
+	}
+	f.Fits, f.End = true, p+RDQSizeFieldLen+int(f.Size)
+	f.OK = b[f.End] == RDQWriteOK
+	f.Term = b[p+RDQHeaderLen] == 0x83 && etf.IsExactTerm(b[p+RDQHeaderLen:f.End])
+	return f
+}
+
 // CheckBody validates the body as exactly one ETF term (what
 // reader_pread_parse's binary_to_term would accept, within this decoder's
 // limits). Errors carry absolute file offsets.

@@ -1,6 +1,7 @@
 package rabbitmq
 
-// The hot path: find every real record of one .rdq file held in memory.
+// The hot path: find every real record of one .rdq file held in memory,
+// each position's frame read by the format (rfmt.StrictFrame).
 // Like RabbitMQ's newest scanner every byte is a possible record start,
 // but a candidate is accepted only on evidence (§3.5): Size ≥ 18, the
 // frame fits, marker 0xFF, body[0] == 0x83 and the body is exactly one
@@ -11,8 +12,6 @@ package rabbitmq
 
 import (
 	"encoding/binary"
-
-	"github.com/storectl/storectl/pkg/format/etf"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -27,44 +26,38 @@ func walk(b []byte, fs *FileScan) {
 	p, gapStart := 0, 0
 	var slab recordSlab
 	for n-p >= minFrame {
-		size := binary.BigEndian.Uint64(b[p:])
-		if size == 0 {
+		if binary.BigEndian.Uint64(b[p:]) == 0 {
 			p = skipZeroWindow(b, p)
 			continue
 		}
-		if size >= rfmt.RDQMinStrictSize && size <= uint64(n-p-rfmt.RDQOverhead) {
-			end := p + rfmt.RDQSizeFieldLen + int(size)
-			if b[p+rfmt.RDQHeaderLen] == 0x83 {
-				body := b[p+rfmt.RDQHeaderLen : end]
-				if b[end] == rfmt.RDQWriteOK {
-					if etf.IsExactTerm(body) {
-						if gapStart < p {
-							fs.Gaps = append(fs.Gaps, mkGap(b, gapStart, p))
-						}
-						r := slab.next()
-						*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
-							TotalSize: int64(size) + rfmt.RDQOverhead, Term: termKind(body)}
-						copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
-						fs.Records = append(fs.Records, r)
-						p = end + 1
-						gapStart = p
-						continue
-					}
-				} else if etf.IsExactTerm(body) {
-					fs.BadMarkers = append(fs.BadMarkers, int64(p))
+		if f := rfmt.StrictFrame(b, p); f.Fits {
+			switch {
+			case f.OK && f.Term:
+				if gapStart < p {
+					fs.Gaps = append(fs.Gaps, mkGap(b, gapStart, p))
 				}
+				r := slab.next()
+				*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
+					TotalSize: int64(f.Size) + rfmt.RDQOverhead, Term: termKind(b[p+rfmt.RDQHeaderLen : f.End])}
+				copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
+				fs.Records = append(fs.Records, r)
+				p = f.End + 1
+				gapStart = p
+				continue
+			case f.Term:
+				fs.BadMarkers = append(fs.BadMarkers, int64(p))
 			}
-			if p == gapStart && b[end] == rfmt.RDQWriteOK && !hasRecordInside(b, p+1, end) {
+			if p == gapStart && f.OK && !hasRecordInside(b, p+1, f.End) {
 				// An aligned frame (file start or right after a record)
 				// whose body is no ETF term: every RabbitMQ scanner takes
 				// it, its reader would fail on it. Taken only when no real
 				// record starts inside it, so a misread frame never hides one.
 				r := slab.next()
 				*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
-					TotalSize: int64(size) + rfmt.RDQOverhead, BadBody: true}
+					TotalSize: int64(f.Size) + rfmt.RDQOverhead, BadBody: true}
 				copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
 				fs.Records = append(fs.Records, r)
-				p = end + 1
+				p = f.End + 1
 				gapStart = p
 				continue
 			}
@@ -92,14 +85,8 @@ func walk(b []byte, fs *FileScan) {
 // hasRecordInside reports whether a real record (strict candidate test)
 // starts at any position of b[from:to).
 func hasRecordInside(b []byte, from, to int) bool {
-	n := len(b)
-	for p := from; p < to && n-p >= minFrame; p++ {
-		size := binary.BigEndian.Uint64(b[p:])
-		if size < rfmt.RDQMinStrictSize || size > uint64(n-p-rfmt.RDQOverhead) {
-			continue
-		}
-		end := p + rfmt.RDQSizeFieldLen + int(size)
-		if b[end] == rfmt.RDQWriteOK && b[p+rfmt.RDQHeaderLen] == 0x83 && etf.IsExactTerm(b[p+rfmt.RDQHeaderLen:end]) {
+	for p := from; p < to && len(b)-p >= minFrame; p++ {
+		if rfmt.StrictFrame(b, p).Record() {
 			return true
 		}
 	}
