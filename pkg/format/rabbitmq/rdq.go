@@ -109,7 +109,7 @@ func StrictFrame(b []byte, p int) Frame {
 		return Frame{}
 	}
 	f := Frame{Size: binary.BigEndian.Uint64(b[p:])}
-	if f.Size < RDQMinStrictSize || f.Size > uint64(n-p-RDQOverhead) {
+	if n-p < RDQOverhead+RDQMinStrictSize || f.Size < RDQMinStrictSize || f.Size > uint64(n-p-RDQOverhead) {
 		return f
 	}
 	f.Fits, f.End = true, p+RDQSizeFieldLen+int(f.Size)

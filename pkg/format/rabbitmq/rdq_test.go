@@ -132,6 +132,11 @@ func FuzzRDQ(f *testing.F) {
 	f.Add(rdqTestRecord([16]byte{1}, []byte{131, 106}))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 5, 'a', 'b', 'c', 'd', 'e', 255})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		for p := range b {
+			if fr := StrictFrame(b, p); fr.Fits && (fr.End >= len(b) || fr.End < p) {
+				t.Fatalf("frame at %d ends at %d of %d", p, fr.End, len(b))
+			}
+		}
 		e, err := DecodeEntry(b, 0, DefaultMaxEntrySize)
 		if err != nil {
 			var ce *format.CorruptError
@@ -172,4 +177,40 @@ func BenchmarkDecodeEntry(b *testing.B) {
 			off += int(e.TotalSize)
 		}
 	}
+}
+
+// TestStrictFrame: at every position of a real 4.1.8 store file and of the
+// hand-made frames of TestCheckCandidate, StrictFrame finds a record
+// exactly where the full evidence test does, and for a frame that fits
+// reads the same marker and term facts.
+func TestStrictFrame(t *testing.T) {
+	rec := rdqTestRecord([16]byte{1}, []byte{131, 106})
+	inputs := [][]byte{rdqTestFile(t), rec, rec[:10], make([]byte, 40),
+		append(rec[:len(rec)-1:len(rec)-1], 0), rdqTestRecord([16]byte{}, []byte{131, 1}), rdqTestRecord([16]byte{}, nil)}
+	records, fits := 0, 0
+	for i, b := range inputs {
+		for p := range b {
+			f, c := StrictFrame(b, p), CheckCandidate(b, p, 0)
+			if f.Record() != (c.Evidence == EvAll) {
+				t.Fatalf("input %d at %d: frame %+v, evidence %v", i, p, f, c.Evidence)
+			}
+			if !f.Fits {
+				continue
+			}
+			fits++
+			if f.OK != c.Evidence.Has(EvMarker) || f.Term != c.Evidence.Has(EvETFMagic|EvExactTerm) {
+				t.Fatalf("input %d at %d: frame %+v, evidence %v", i, p, f, c.Evidence)
+			}
+			if f.Record() {
+				records++
+				if f.End != p+RDQSizeFieldLen+int(f.Size) {
+					t.Fatalf("input %d at %d: end %d for size %d", i, p, f.End, f.Size)
+				}
+			}
+		}
+	}
+	if records < 3 {
+		t.Fatalf("only %d records found (%d frames that fit)", records, fits)
+	}
+	t.Logf("%d records, %d frames that fit", records, fits)
 }
