@@ -174,6 +174,22 @@ func ReadETSFile(b []byte) (*ETSFile, error) {
 	return f, nil
 }
 
+// ReadETSInfo is ReadETSFile without keeping the objects (Objects and
+// ObjOffs stay empty): the same checks and errors, every object decoded
+// and let go, for a caller that needs the header, the info and the count
+// of a dump of millions of objects.
+func ReadETSInfo(b []byte) (*ETSFile, error) {
+	w, err := etsWalk(b, nil, func(etf.Term, int64) {}, nil)
+	if err != nil {
+		return nil, err
+	}
+	f := &ETSFile{Closed: w.closed, Info: w.info, InfoRaw: w.infoRaw, Count: w.count}
+	if f.Count >= 0 && f.Count != int64(w.objects) {
+		return f, format.Corrupt(int64(len(b)), "count", format.ErrInvalid)
+	}
+	return f, nil
+}
+
 // etsWalked is what etsWalk saw of a dump besides its objects.
 type etsWalked struct {
 	closed  bool

@@ -38,19 +38,43 @@ type FileSummary struct {
 	Readers        etf.Term
 }
 
-// ReadMsgStoreIndex decodes msg_store_index.ets.
+// ReadMsgStoreIndex decodes msg_store_index.ets, with ReadETSFile's
+// checks and errors, then the table name's, then each object's shape.
+// The objects are decoded one at a time into the result (those of the
+// usual shape without building terms: QuickMsgLocation), never all held
+// as terms.
 func ReadMsgStoreIndex(b []byte) ([]MsgLocation, error) {
-	f, err := etsReadTable(b, MsgStoreIndexTable)
+	var out []MsgLocation
+	var shapeErr error
+	w, err := etsWalk(b,
+		func(it []byte) bool {
+			l, ok := QuickMsgLocation(it)
+			if ok && shapeErr == nil {
+				out = append(out, l)
+			}
+			return ok
+		},
+		func(t etf.Term, base int64) {
+			l, ok := msgLocation(t)
+			if !ok && shapeErr == nil {
+				shapeErr = format.Corrupt(base, "msg_location", format.ErrInvalid)
+			}
+			if shapeErr == nil {
+				out = append(out, l)
+			}
+		}, nil)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]MsgLocation, 0, len(f.Objects))
-	for i, o := range f.Objects {
-		l, ok := msgLocation(o)
-		if !ok {
-			return nil, format.Corrupt(f.ObjOffs[i], "msg_location", format.ErrInvalid)
-		}
-		out = append(out, l)
+	if w.count >= 0 && w.count != int64(w.objects) {
+		return nil, format.Corrupt(int64(len(b)), "count", format.ErrInvalid)
+	}
+	f := &ETSFile{Info: w.info}
+	if n := f.InfoValue("name"); n != nil && n != etf.Atom(MsgStoreIndexTable) {
+		return nil, format.Corrupt(etsHeaderLen+etsItemHead, "name", format.ErrInvalid)
+	}
+	if shapeErr != nil {
+		return nil, shapeErr
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -404,4 +405,55 @@ func FuzzQuickMsgLocation(f *testing.F) {
 			t.Fatalf("quick %+v, full %+v (%v)", l, want, isLoc)
 		}
 	})
+}
+
+// readMsgStoreIndexTerms is ReadMsgStoreIndex as it was, from the whole
+// dump decoded into terms (ReadETSFile): the reference for the streaming
+// one.
+func readMsgStoreIndexTerms(b []byte) ([]MsgLocation, error) {
+	f, err := etsReadTable(b, MsgStoreIndexTable)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MsgLocation, 0, len(f.Objects))
+	for i, o := range f.Objects {
+		l, ok := msgLocation(o)
+		if !ok {
+			return nil, format.Corrupt(f.ObjOffs[i], "msg_location", format.ErrInvalid)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// TestReadMsgStoreIndexStreams: ReadMsgStoreIndex, which decodes one
+// object at a time, and ReadETSInfo, which keeps no object, give what the
+// whole-dump decode gives (entries, header, error and its offset) on both
+// fixture dumps and on copies with one byte changed at hundreds of
+// places (framing, MD5, terms, the end of table).
+func TestReadMsgStoreIndexStreams(t *testing.T) {
+	cases := 0
+	for _, fx := range etsFixtures {
+		orig := etsRead(t, etsStoreDir(t, fx.fixture, fx.node), "msg_store_index.ets")
+		step := max(1, len(orig)/300)
+		for at := -1; at < len(orig); at += step {
+			b := append([]byte(nil), orig...)
+			if at >= 0 {
+				b[at] ^= 0x5A
+			}
+			want, werr := readMsgStoreIndexTerms(b)
+			got, gerr := ReadMsgStoreIndex(b)
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) && len(want)+len(got) > 0 {
+				t.Fatalf("%s byte %d: streaming %d entries, %v; whole %d entries, %v", fx.fixture, at, len(got), gerr, len(want), werr)
+			}
+			wf, werr := ReadETSFile(b)
+			gf, gerr := ReadETSInfo(b)
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) || (werr == nil && (wf.Closed != gf.Closed || wf.Count != gf.Count ||
+				!bytes.Equal(wf.InfoRaw, gf.InfoRaw) || !reflect.DeepEqual(wf.Info, gf.Info))) {
+				t.Fatalf("%s byte %d: ReadETSInfo %v, ReadETSFile %v", fx.fixture, at, gerr, werr)
+			}
+			cases++
+		}
+	}
+	t.Logf("%d dumps compared", cases)
 }

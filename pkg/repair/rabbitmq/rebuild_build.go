@@ -68,7 +68,7 @@ func rbReadExisting(p string) (rbExisting, error) {
 // problem is kept in err (the file is then rebuilt, never trusted).
 func rbParseExisting(b []byte, name string) rbExisting {
 	e := rbExisting{raw: b}
-	e.file, e.err = rfmt.ReadETSFile(b)
+	e.file, e.err = rfmt.ReadETSInfo(b) // the objects: rbTyped
 	if e.err == nil && !e.file.Closed {
 		e.err = errors.New("the disk_log was not closed properly")
 	}
