@@ -163,10 +163,21 @@ func noSpace(s string) string {
 }
 
 // TestTextUnderTerminal runs storectl verify of the demo RocketMQ store
-// under a pseudo-terminal of 80 columns (no $COLUMNS: the width comes
-// from the terminal) and checks the same layout, in color.
+// and of the RabbitMQ 3.10.8 mid-write crash under a pseudo-terminal of 80
+// columns (no $COLUMNS: the width comes from the terminal) and checks the
+// same layout as the goldens (checkText: no line wider than 80, the
+// verdict on line 1, the next command by line 5, findings grouped, a map
+// per damaged file), in color and with the scan's duration.
 func TestTextUnderTerminal(t *testing.T) {
-	store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-c-stale.tar.gz")), "store")
+	for _, fx := range []struct{ tgz, dir string }{
+		{testutil.Testdata("rocketmq", "rmq533-c-stale.tar.gz"), "store"},
+		{testutil.Testdata("rabbitmq", "datasets", "crash-mid-write-confirmed.tar.gz"), "rmqfix@localhost"},
+	} {
+		t.Run(fx.dir, func(t *testing.T) { textUnderTerminal(t, filepath.Join(testutil.Untar(t, fx.tgz), fx.dir)) })
+	}
+}
+
+func textUnderTerminal(t *testing.T, store string) {
 	bin := testBinary(t)
 	cmd := exec.Command(bin, "verify", store)
 	var env []string
