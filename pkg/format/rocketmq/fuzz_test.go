@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path"
+	"reflect"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -131,4 +132,51 @@ func FuzzFileName(f *testing.F) {
 			t.Fatalf("%q -> %d -> %q", s, v, FormatFileName(v))
 		}
 	})
+}
+
+// FuzzDecodeMessageInto: the one-pass decoder gives what DecodeMessage
+// gives (every field, slice bounds and capacities, the error) on any
+// input, also over a Message holding an earlier record, and its
+// mutations of real records (lengths that do not add up, IPv6 flags).
+func FuzzDecodeMessageInto(f *testing.F) {
+	for _, r := range fixtureRecords(f) {
+		f.Add(r, uint16(0), byte(0))
+		f.Add(r, uint16(36+3), byte(0x30)) // IPv6 born and store host flags
+		f.Add(r, uint16(84), byte(0xff))   // a body length byte
+		f.Add(append(append([]byte(nil), r...), 1, 2, 3), uint16(len(r)-1), byte(7))
+	}
+	f.Add(workedExample(f), uint16(0), byte(0))
+	f.Add([]byte{}, uint16(0), byte(0))
+	f.Fuzz(func(t *testing.T, b []byte, at uint16, x byte) {
+		if int(at) < len(b) {
+			b = append([]byte(nil), b...)
+			b[at] ^= x
+		}
+		want, werr := DecodeMessage(b, 77, 0)
+		got := Message{Offset: 1, Topic: []byte("old"), propCRCDone: true}
+		gerr := DecodeMessageInto(&got, b, 77, 0)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("error %v, DecodeMessage %v", gerr, werr)
+		}
+		sameMessage(t, &got, &want)
+	})
+}
+
+func sameMessage(t *testing.T, got, want *Message) {
+	t.Helper()
+	g, w := *got, *want
+	for _, s := range []struct {
+		name string
+		g, w []byte
+	}{{"body", g.Body, w.Body}, {"topic", g.Topic, w.Topic}, {"properties", g.Properties, w.Properties}, {"raw", g.Raw, w.Raw}} {
+		if !bytes.Equal(s.g, s.w) || len(s.g) != len(s.w) || cap(s.g) != cap(s.w) || (s.g == nil) != (s.w == nil) ||
+			len(s.g) > 0 && &s.g[0] != &s.w[0] {
+			t.Fatalf("%s: %q (cap %d), DecodeMessage %q (cap %d)", s.name, s.g, cap(s.g), s.w, cap(s.w))
+		}
+	}
+	g.Body, g.Topic, g.Properties, g.Raw = nil, nil, nil, nil
+	w.Body, w.Topic, w.Properties, w.Raw = nil, nil, nil, nil
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("decoded %+v\nDecodeMessage %+v", g, w)
+	}
 }

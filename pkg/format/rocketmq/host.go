@@ -41,6 +41,18 @@ func (h Host) AppendBytes(dst []byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(h.Port))
 }
 
+// hostAt decodes a stored host of n bytes (8: IPv4, 20: IPv6) at p[0].
+func hostAt(p []byte, n int) Host {
+	var h Host
+	if n == 20 {
+		h.Addr = netip.AddrFrom16([16]byte(p[:16]))
+	} else {
+		h.Addr = netip.AddrFrom4([4]byte(p[:4]))
+	}
+	h.Port = int32(binary.BigEndian.Uint32(p[n-4:]))
+	return h
+}
+
 func readHost(c *format.Cursor, field string, v6 bool) Host {
 	n := 4
 	if v6 {

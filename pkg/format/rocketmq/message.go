@@ -10,6 +10,8 @@
 package rocketmq
 
 import (
+	"encoding/binary"
+
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -183,4 +185,97 @@ func CalMsgLength(magic uint32, sysFlag int32, bodyLen, topicLen, propLen int) i
 	}
 	return 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 +
 		4 + bodyLen + topicLenSize(magic) + topicLen + 2 + propLen
+}
+
+// DecodeMessageInto is DecodeMessage into *m, for a walk that reuses one
+// Message: m is overwritten whole, with the same fields and the same
+// error as DecodeMessage gives. A well-formed record is decoded by one
+// pass of direct reads; anything else (a BLANK, a bad size or magic, a
+// length that does not add up) goes through DecodeMessage, which names
+// the failing field.
+func DecodeMessageInto(m *Message, b []byte, off int64, maxSize int) error {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxRecordSize
+	}
+	if len(b) >= 8 {
+		ts := int32(binary.BigEndian.Uint32(b))
+		magic := binary.BigEndian.Uint32(b[4:])
+		if (magic == MagicMessageV1 || magic == MagicMessageV2) && ts >= MinRecordSize && int(ts) <= maxSize &&
+			int(ts) <= len(b) && decodeFast(m, b[:ts], off, magic) {
+			return nil
+		}
+	}
+	var err error
+	*m, err = DecodeMessage(b, off, maxSize)
+	return err
+}
+
+// decodeFast decodes r, exactly one record of TotalSize len(r) and a
+// message magic, into m when every length is in bounds and they add up to
+// len(r) (what DecodeMessage accepts), and reports whether it did; m is
+// left unspecified when it did not.
+func decodeFast(m *Message, r []byte, off int64, magic uint32) bool {
+	const sysFlagAt = 36
+	be := binary.BigEndian
+	sysFlag := int32(be.Uint32(r[sysFlagAt:]))
+	born, store := 8, 8
+	if sysFlag&FlagBornHostV6 != 0 {
+		born = 20
+	}
+	if sysFlag&FlagStoreHostV6 != 0 {
+		store = 20
+	}
+	bornAt := sysFlagAt + 4 + 8
+	storeTSAt := bornAt + born
+	storeAt := storeTSAt + 8
+	reconsumeAt := storeAt + store
+	bodyLenAt := reconsumeAt + 4 + 8
+	bodyAt := bodyLenAt + 4
+	if bodyAt > len(r) {
+		return false
+	}
+	bodyLen := int(int32(be.Uint32(r[bodyLenAt:])))
+	tls := topicLenSize(magic)
+	if bodyLen < 0 || bodyLen > len(r)-bodyAt-tls {
+		return false
+	}
+	p := bodyAt + bodyLen
+	var topicLen int
+	if tls == 2 {
+		topicLen = int(int16(be.Uint16(r[p:])))
+	} else {
+		topicLen = int(int8(r[p]))
+	}
+	p += tls
+	if topicLen < 0 || topicLen > len(r)-p-2 {
+		return false
+	}
+	q := p + topicLen
+	propLen := int(int16(be.Uint16(r[q:])))
+	q += 2
+	if propLen < 0 || propLen != len(r)-q {
+		return false
+	}
+	*m = Message{
+		Offset:                    off,
+		TotalSize:                 int32(len(r)),
+		Magic:                     magic,
+		BodyCRC:                   int32(be.Uint32(r[8:])),
+		QueueID:                   int32(be.Uint32(r[12:])),
+		Flag:                      int32(be.Uint32(r[16:])),
+		QueueOffset:               int64(be.Uint64(r[20:])),
+		PhysicalOffset:            int64(be.Uint64(r[28:])),
+		SysFlag:                   sysFlag,
+		BornTimestamp:             int64(be.Uint64(r[sysFlagAt+4:])),
+		BornHost:                  hostAt(r[bornAt:], born),
+		StoreTimestamp:            int64(be.Uint64(r[storeTSAt:])),
+		StoreHost:                 hostAt(r[storeAt:], store),
+		ReconsumeTimes:            int32(be.Uint32(r[reconsumeAt:])),
+		PreparedTransactionOffset: int64(be.Uint64(r[reconsumeAt+4:])),
+		Body:                      r[bodyAt : bodyAt+bodyLen : bodyAt+bodyLen],
+		Topic:                     r[p : q-2 : q-2],
+		Properties:                r[q:len(r):len(r)],
+		Raw:                       r,
+	}
+	return true
 }

@@ -23,17 +23,24 @@ var ErrStale = errors.New("stored physical offset does not match position")
 // *format.CorruptError with physical offsets; a failed offset check wraps
 // ErrStale, a failed CRC format.ErrChecksum.
 func CheckMessage(b []byte, phy int64, maxSize int) (Message, error) {
-	m, err := DecodeMessage(b, phy, maxSize)
-	if err != nil || m.IsBlank() {
-		return m, err
+	var m Message
+	err := CheckMessageInto(&m, b, phy, maxSize)
+	return m, err
+}
+
+// CheckMessageInto is CheckMessage into *m (DecodeMessageInto), for a
+// walk that reuses one Message.
+func CheckMessageInto(m *Message, b []byte, phy int64, maxSize int) error {
+	if err := DecodeMessageInto(m, b, phy, maxSize); err != nil || m.IsBlank() {
+		return err
 	}
 	if err := m.Verify(); err != nil {
-		return m, err
+		return err
 	}
 	if m.PhysicalOffset != phy {
-		return m, format.Corrupt(phy+28, "physicalOffset", fmt.Errorf("%w: stored %d", ErrStale, m.PhysicalOffset))
+		return format.Corrupt(phy+28, "physicalOffset", fmt.Errorf("%w: stored %d", ErrStale, m.PhysicalOffset))
 	}
-	return m, nil
+	return nil
 }
 
 // IsFramed reports whether err, from CheckMessage, left the record's frame
@@ -156,17 +163,17 @@ func (r *Reader) Next() bool {
 	if r.end != EndNone {
 		return false
 	}
-	r.off, r.advance, r.m = r.off+r.advance, 0, Message{}
+	r.off, r.advance = r.off+r.advance, 0
 	b, err := r.RecordBytes(r.off)
-	if err != nil {
-		r.end, r.err = EndIO, err
+	if err != nil || len(b) == 0 {
+		r.m = Message{}
+		r.end, r.err = EndEOF, nil
+		if err != nil {
+			r.end, r.err = EndIO, err
+		}
 		return false
 	}
-	if len(b) == 0 {
-		r.end = EndEOF
-		return false
-	}
-	r.m, err = CheckMessage(b, r.base+r.off, r.maxSize)
+	err = CheckMessageInto(&r.m, b, r.base+r.off, r.maxSize)
 	switch {
 	case err != nil:
 		r.end, r.err, r.raw = EndCorrupt, err, b

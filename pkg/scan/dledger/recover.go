@@ -153,7 +153,8 @@ func (s *scanner) recoverEntry(f *dataFile, e *entry) {
 		}
 		rc.Kept++
 		k := [4]int64{e.index, e.term, e.pos, int64(e.size)}
-		s.lastKept = &k
+		s.lastKeptAt = k
+		s.lastKept = &s.lastKeptAt // no allocation per entry
 		if s.cpOK && s.cp.HasCommittedIndex && e.index == s.cp.CommittedIndex {
 			c := k
 			s.committedAt = &c

@@ -148,7 +148,8 @@ type scanner struct {
 	rProcess     int64
 	needWrite    bool
 	dropIDs      []string
-	lastKept     *[4]int64
+	lastKept     *[4]int64 // nil, or &lastKeptAt
+	lastKeptAt   [4]int64
 	committedAt  *[4]int64
 	// dledgerRecoverAbnormally's scan.
 	abnStart   int

@@ -121,6 +121,7 @@ func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
 	}
 	defer fh.Close()
 	names := map[string]string{}
+	m := new(rmq.Message) // the inner record, reused (one allocation per file, not per entry)
 	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
 	batch := make([]item, 0, batchSize)
 	for {
@@ -147,7 +148,7 @@ func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
 		}
 		h := r.Header()
 		it := item{kind: itemEntry, h: h, bodyN: len(r.Body())}
-		it.in, it.err = s.decodeInner(f, &h, r.Body(), names)
+		it.in, it.err = s.decodeInner(f, &h, r.Body(), names, m)
 		batch = append(batch, it)
 		if len(batch) == batchSize {
 			if !send(batch) {
@@ -304,9 +305,9 @@ func endName(e string) string {
 // decodeInner checks the RocketMQ record in an entry's body (the decode
 // stage: no findings, no shared state but the record callbacks, which run
 // with one decode goroutine).
-func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names map[string]string) (innerFacts, error) {
+func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names map[string]string, m *rmq.Message) (innerFacts, error) {
 	phy := h.Pos + fdl.BodyOffset
-	m, err := rmq.CheckMessage(body, phy, s.cfg.MaxMessageSize)
+	err := rmq.CheckMessageInto(m, body, phy, s.cfg.MaxMessageSize)
 	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale)),
 		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, v1: m.Magic == rmq.MagicMessageV1,
 		storeHost: m.StoreHost, storedPhy: m.PhysicalOffset}
@@ -326,11 +327,11 @@ func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names map
 		in.msgID = m.MsgID()
 	}
 	if s.cfg.OnMessage != nil {
-		_ = s.cfg.OnMessage(&m, phy, err)
+		_ = s.cfg.OnMessage(m, phy, err)
 	}
 	if s.opts.Records != nil && in.decoded {
 		pos := h.Pos - f.base
-		rec := Record{Record: rmqscan.NewRecord(&m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
+		rec := Record{Record: rmqscan.NewRecord(m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
 		_ = s.opts.Records(rec)
 	}
 	return in, err

@@ -308,17 +308,33 @@ func hasIndexFiles(root string) bool {
 // recAt returns the index of the record starting at phy below the
 // recovery end, or -1.
 func (v *verifier) recAt(phy int64) int {
+	i, _ := v.recAtRec(phy)
+	return i
+}
+
+// recAtRec is recAt with the record (the zero vrec with -1).
+func (v *verifier) recAtRec(phy int64) (int, vrec) {
 	// The merged consume queue walk and the index walk look records up in
-	// increasing phy order: most often the record after the last one.
-	if i := v.hint + 1; i < v.nrecs && v.tab.at(i).phy == phy {
-		v.hint = i
-		return i
+	// increasing phy order: most often the record after the last one, or
+	// the last one again (an index entry per key of one record).
+	if i := v.hint + 1; i < v.nrecs {
+		if r := v.tab.at(i); r.phy == phy {
+			v.hint = i
+			return i, r
+		}
 	}
-	if i := v.tab.lastAtOrBefore(phy, v.nrecs); i >= 0 && v.tab.at(i).phy == phy {
-		v.hint = i
-		return i
+	if i := v.hint; i >= 0 && i < v.nrecs {
+		if r := v.tab.at(i); r.phy == phy {
+			return i, r
+		}
 	}
-	return -1
+	if i := v.tab.lastAtOrBefore(phy, v.nrecs); i >= 0 {
+		if r := v.tab.at(i); r.phy == phy {
+			v.hint = i
+			return i, r
+		}
+	}
+	return -1, vrec{}
 }
 
 // rec returns record i (0 <= i < v.nrecs).

@@ -86,13 +86,12 @@ func (v *verifier) unit(us *unitScan, f cqFile, pos int64, u rmq.CQUnit) {
 // its queue with the right size, queue offset and tags code (§4.1).
 func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit) {
 	q := us.q
-	ri := v.recAt(u.CommitLogOffset)
+	ri, rv := v.recAtRec(u.CommitLogOffset)
 	if ri < 0 {
 		v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
 			"unit "+v.whatIsAt(u.CommitLogOffset), map[string]string{"record_start": "fail"}))
 		return
 	}
-	rv := v.rec(ri)
 	r := &rv
 	v.unitsLinked++
 	lmq := strings.HasPrefix(q.topic, rmq.LMQPrefix)

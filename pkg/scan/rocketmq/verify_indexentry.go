@@ -106,12 +106,11 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 		w.beyond++
 		return
 	}
-	ri := v.recAt(e.PhyOffset)
+	ri, rv := v.recAtRec(e.PhyOffset)
 	if ri < 0 {
 		bad(CodeIndexBadEntry, v.whatIsAt(e.PhyOffset), map[string]string{"record_start": "fail"}, "", fmtInt(e.PhyOffset))
 		return
 	}
-	rv := v.rec(ri)
 	r := &rv
 	v.entriesLinked++
 	if n == 1 {

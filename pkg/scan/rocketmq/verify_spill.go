@@ -270,6 +270,13 @@ func (t *recTable) block(bi int) []vrec {
 
 // at returns record i (0 <= i < n).
 func (t *recTable) at(i int) vrec {
+	if m := t.mru; m != nil && m.idx >= 0 { // the block returned last: most lookups
+		if j := i - t.blocks[m.idx].first; j >= 0 && j < len(m.recs) {
+			t.tick++
+			m.used = t.tick
+			return m.recs[j]
+		}
+	}
 	bi := t.blockOf(i)
 	if bi < 0 {
 		return vrec{}

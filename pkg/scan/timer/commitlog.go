@@ -214,7 +214,8 @@ func scanOptions() scan.Options { return scan.Options{} }
 
 // decodeAt decodes the record at phy and checks its stored offset.
 func decodeAt(b []byte, phy int64, maxSize int) (rmq.Message, error) {
-	m, err := rmq.DecodeMessage(b, phy, maxSize)
+	var m rmq.Message
+	err := rmq.DecodeMessageInto(&m, b, phy, maxSize)
 	if err == nil && !m.IsBlank() && m.PhysicalOffset != phy {
 		err = format.Corrupt(phy+28, "physicalOffset", fmt.Errorf("%w: stored %d", rmq.ErrStale, m.PhysicalOffset))
 	}
