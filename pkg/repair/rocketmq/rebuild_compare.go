@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/sparse"
 	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
@@ -244,7 +245,11 @@ func rbQueueOf(rel string) (rbQueue, bool) {
 }
 
 // rbDiffIndex compares two files in 1 MiB chunks and reports, for an index
-// layout, the differing header, slots and entries.
+// layout, the differing header, slots and entries of their common length
+// (files of different sizes are not the same). Chunks that are holes in
+// both files are equal without a read (a preallocated index file is
+// mostly a hole), and a chunk is looked at byte by byte only when it
+// differs.
 func rbDiffIndex(oldPath, newPath string, lay rmq.IndexLayout, d *IndexFileDiff) (same bool, err error) {
 	of, err := storefile.Open(oldPath)
 	if err != nil {
@@ -256,19 +261,46 @@ func rbDiffIndex(oldPath, newPath string, lay rmq.IndexLayout, d *IndexFileDiff)
 		return false, err
 	}
 	defer nf.Close()
+	ost, err := of.Stat()
+	if err != nil {
+		return false, err
+	}
+	nst, err := nf.Stat()
+	if err != nil {
+		return false, err
+	}
+	osz, nsz := ost.Size(), nst.Size()
+	ora, err := sparse.NewReaderAt(of, osz)
+	if err != nil {
+		return false, err
+	}
+	nra, err := sparse.NewReaderAt(nf, nsz)
+	if err != nil {
+		return false, err
+	}
 	const chunk = 1 << 20
 	ob, nb := make([]byte, chunk), make([]byte, chunk)
 	slotEnd := lay.EntryOffset(0)
 	lastSlot, lastEntry := int64(-1), int64(-1)
-	same = true
-	for off := int64(0); ; off += chunk {
-		on, oerr := io.ReadFull(of, ob)
-		nn, nerr := io.ReadFull(nf, nb)
-		if on != nn {
-			same = false
+	same = osz == nsz
+	n := min(osz, nsz)
+	for off := int64(0); off < n; off += chunk {
+		m := min(chunk, n-off)
+		if !ora.Data(off, off+m) && !nra.Data(off, off+m) {
+			continue
 		}
-		for i := 0; i < min(on, nn); i++ {
-			if ob[i] == nb[i] {
+		o, nw := ob[:m], nb[:m]
+		if _, err := ora.ReadAt(o, off); err != nil {
+			return false, err
+		}
+		if _, err := nra.ReadAt(nw, off); err != nil {
+			return false, err
+		}
+		if bytes.Equal(o, nw) {
+			continue
+		}
+		for i := range o {
+			if o[i] == nw[i] {
 				continue
 			}
 			same = false
@@ -289,20 +321,6 @@ func rbDiffIndex(oldPath, newPath string, lay rmq.IndexLayout, d *IndexFileDiff)
 				}
 			}
 		}
-		if oerr != nil || nerr != nil {
-			if (oerr == io.EOF || oerr == io.ErrUnexpectedEOF) && (nerr == io.EOF || nerr == io.ErrUnexpectedEOF) {
-				return same, nil
-			}
-			if oerr != nil && oerr != io.EOF && oerr != io.ErrUnexpectedEOF {
-				return false, oerr
-			}
-			if nerr != nil && nerr != io.EOF && nerr != io.ErrUnexpectedEOF {
-				return false, nerr
-			}
-			same = false // one file is longer
-			if oerr == nil || nerr == nil {
-				return same, nil
-			}
-		}
 	}
+	return same, nil
 }
