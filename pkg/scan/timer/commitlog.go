@@ -56,7 +56,7 @@ type clFile struct {
 }
 
 // windowSize is the read-ahead of FileCommitLog.RecordAt.
-const windowSize = 4 << 20
+const windowSize = 512 << 10
 
 // NewFileCommitLog lists the commitlog files of cfg (Root, CommitLogDir,
 // MaxMessageSize are used).
