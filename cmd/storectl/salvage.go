@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/storectl/storectl/pkg/report"
 	"github.com/storectl/storectl/pkg/salvage"
 	"github.com/storectl/storectl/pkg/scan"
+	streamscan "github.com/storectl/storectl/pkg/scan/stream"
 )
 
 func newSalvageCmd(env *Env) *cobra.Command {
@@ -178,6 +180,9 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 		}
 		if sc, ok := streamConfig(env, t); ok && err == nil {
 			rep, err = salvage.ExportStreams(ctx, sc, o, w, rep)
+			if a := streamscan.VersionAssumption(sc.Root, sc.BrokerVersion); a != "" && !slices.Contains(s.assumptions, a) {
+				s.assumptions = append(s.assumptions, a) // the properties are that version's conversion
+			}
 		}
 		if qc, ok := quorumConfig(t); ok && err == nil {
 			rep, err = salvage.ExportQuorum(ctx, qc, o, w, rep)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,13 @@ func TestStreamCLI(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("salvage S1: exit %d\n%s", code, out)
 	}
-	streamChecked("salvage", jsonlObjects(t, out)[0])
+	sobjs := jsonlObjects(t, out)
+	streamChecked("salvage", sobjs[0])
+	// no --broker-version: the summary says the streams were converted as
+	// 4.0.5 does, and that the node's feature flags say 4.x
+	if a := fmt.Sprint(sobjs[len(sobjs)-1]["assumptions"]); !strings.Contains(a, "streams judged as RabbitMQ 4.0.5 would") || !strings.Contains(a, "last run by RabbitMQ 4.x") {
+		t.Fatalf("salvage S1: assumptions %s", a)
+	}
 	if mj, err := os.ReadFile(filepath.Join(salv, "messages.jsonl")); err != nil || strings.Count(string(mj), `"location":"stream"`) != 1760 {
 		t.Fatalf("salvage S1: %d stream messages exported (%v), want 1760", strings.Count(string(mj), `"location":"stream"`), err)
 	}

@@ -81,6 +81,9 @@ func ScanStreams(ctx context.Context, cfg Config, opts scan.Options) (*Result, e
 		}
 	}
 	sort.Strings(dirs)
+	if len(dirs)+len(cfg.Files) > 0 {
+		res.Assume(VersionAssumption(cfg.Root, cfg.BrokerVersion))
+	}
 	sc := &scanCtx{root: cfg.Root, rules: rules, decode: opts.Records != nil || cfg.OnMessage != nil, progress: opts.Progress, vhosts: cfg.VHosts}
 	if sc.vhosts == nil {
 		sc.vhosts = VHostNames(cfg.Root)
