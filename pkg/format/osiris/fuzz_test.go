@@ -10,18 +10,36 @@ import (
 	"github.com/storectl/storectl/pkg/format/osiris"
 )
 
-// seedSegments adds the real s1c segments (small) and a cut one.
+// seedSegments adds the head of every real segment (4.0.5 and 3.10.8):
+// the file header and the chunks that end within 8 KiB, whole and cut
+// inside the last one. Small seeds keep the fuzzer's mutation and its
+// minimizing of new inputs fast (whole segments of 64 KiB kept it
+// minimizing for most of a run).
 func seedSegments(f *testing.F) {
 	segs, _ := realFiles(f)
+	n := 0
 	for _, p := range segs {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
-		if len(b) <= 64<<10 {
-			f.Add(b)
-			f.Add(b[:len(b)*2/3])
+		sr, err := osiris.NewSegmentReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			f.Fatal(err)
 		}
+		end := int64(osiris.FileHeaderSize)
+		for sr.Next() && sr.Chunk().End() <= 8<<10 {
+			end = sr.Chunk().End()
+		}
+		if end == osiris.FileHeaderSize {
+			continue // the first chunk alone is larger
+		}
+		f.Add(b[:end])
+		f.Add(b[:end-7])
+		n++
+	}
+	if n == 0 {
+		f.Fatal("no segment starts with a chunk under 8 KiB")
 	}
 }
 

@@ -39,19 +39,19 @@ func VersionAssumption(node, version string) string {
 	if version != "" {
 		return ""
 	}
-	a := "streams judged as RabbitMQ " + DefaultVersion + " would (no --broker-version): its start's recovery rules (the queue lines' at_risk counts what other versions drop) and its AMQP 0-9-1 conversion of the messages (salvage's properties)"
+	a := "streams judged and converted as RabbitMQ " + DefaultVersion + " (no --broker-version)"
 	ff := FeatureFlags(node)
 	switch {
 	case ff == nil:
 	case slices.Contains(ff, "rabbitmq_4.0.0"):
-		a += "; the node's feature flags (rabbitmq_4.0.0 enabled) say it was last run by RabbitMQ 4.x"
+		a += "; the node's feature flags say 4.x"
 	case !slices.Contains(ff, "message_containers"):
 		last := "3.x before 4.0"
 		if !slices.Contains(ff, "stream_single_active_consumer") {
 			last = "3.9 or 3.10"
 		}
-		a += "; but the node's feature flags (no message_containers, which every 4.x node has) say it was last run by RabbitMQ " + last +
-			": give --broker-version (3.x checks every chunk's CRC when a consumer reads it and converts messages differently: binary headers stay byte arrays)"
+		a += "; but the node's feature flags (no message_containers) say it was last run by RabbitMQ " + last +
+			": give --broker-version (3.x recovers, reads and converts stream messages differently)"
 	}
 	return a
 }

@@ -19,13 +19,13 @@ func TestVersionAssumption(t *testing.T) {
 		want string
 	}{
 		{streamtest.Datasets310[0], "last run by RabbitMQ 3.9 or 3.10: give --broker-version"},
-		{streamtest.Datasets40[0], "rabbitmq_4.0.0 enabled) say it was last run by RabbitMQ 4.x"},
+		{streamtest.Datasets40[0], "(no --broker-version); the node's feature flags say 4.x"},
 	} {
 		node := streamtest.NodeDir(t, c.ds)
 		res := scanNode(t, node, "", nil)
 		var got string
 		for _, a := range res.Assumptions {
-			if strings.HasPrefix(a, "streams judged as RabbitMQ 4.0.5") {
+			if strings.HasPrefix(a, "streams judged and converted as RabbitMQ 4.0.5") {
 				got = a
 			}
 		}
@@ -39,7 +39,7 @@ func TestVersionAssumption(t *testing.T) {
 	// no flags file beside the node: the rule set alone
 	node := t.TempDir()
 	os.MkdirAll(filepath.Join(node, "stream"), 0o755)
-	if a := stream.VersionAssumption(node, ""); !strings.HasSuffix(a, "(salvage's properties)") {
+	if a := stream.VersionAssumption(node, ""); a != "streams judged and converted as RabbitMQ 4.0.5 (no --broker-version)" {
 		t.Errorf("without flags: %q", a)
 	}
 }
