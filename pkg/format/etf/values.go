@@ -290,3 +290,25 @@ func opaqueFixed(tag int) int {
 		return 5 // PORT_EXT, REFERENCE_EXT: ID:4, Creation:1
 	}
 }
+
+// ProperList returns the elements of [] or of a proper list (a List with
+// a Nil tail); a STRING_EXT list gives its bytes as small integers, as
+// the VM reads it. ok is false for an improper list or any other term.
+func ProperList(t Term) (elems []Term, ok bool) {
+	switch v := t.(type) {
+	case Nil:
+		return nil, true
+	case List:
+		if _, ok := v.Tail.(Nil); !ok {
+			return nil, false
+		}
+		return v.Elems, true
+	case String:
+		out := make([]Term, len(v))
+		for i, c := range v {
+			out[i] = int64(c)
+		}
+		return out, true
+	}
+	return nil, false
+}

@@ -183,7 +183,7 @@ func DecodeFifoState(t etf.Term, off int64) (st *FifoState, err error) {
 	st.decodeDLX(tup[11])
 	st.MsgBytesEnqueue, _ = tup[12].(int64)
 	st.MsgBytesCheckout, _ = tup[13].(int64)
-	if w, ok := properList(tup[14]); ok {
+	if w, ok := etf.ProperList(tup[14]); ok {
 		for _, e := range w {
 			p, ok := e.(etf.Tuple)
 			if !ok || len(p) != 2 {
@@ -266,8 +266,8 @@ func queueMsgs(t etf.Term, field string) []FifoMsg {
 }
 
 func inOut(in, out etf.Term, field string) []FifoMsg {
-	ins, ok1 := properList(in)
-	outs, ok2 := properList(out)
+	ins, ok1 := etf.ProperList(in)
+	outs, ok2 := etf.ProperList(out)
 	if !ok1 || !ok2 {
 		bad(field)
 	}
@@ -292,27 +292,6 @@ func lqueueMsgs(t etf.Term, field string) []FifoMsg {
 	}
 	bad(field)
 	return nil
-}
-
-// properList returns the elements of [] or a proper list (a STRING_EXT
-// gives small integers).
-func properList(t etf.Term) ([]etf.Term, bool) {
-	switch v := t.(type) {
-	case etf.Nil:
-		return nil, true
-	case etf.List:
-		if _, ok := v.Tail.(etf.Nil); !ok {
-			return nil, false
-		}
-		return v.Elems, true
-	case etf.String:
-		out := make([]etf.Term, len(v))
-		for i, c := range v {
-			out[i] = int64(c)
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 // fifoMsg reads [Index | Header].
@@ -418,8 +397,8 @@ func serviceQueue(t etf.Term) []ServiceEntry {
 		bad("service_queue")
 	}
 	keys := func(in, out etf.Term, prio int64) []ServiceEntry {
-		ins, ok1 := properList(in)
-		outs, ok2 := properList(out)
+		ins, ok1 := etf.ProperList(in)
+		outs, ok2 := etf.ProperList(out)
 		if !ok1 || !ok2 {
 			bad("service_queue")
 		}
@@ -443,7 +422,7 @@ func serviceQueue(t etf.Term) []ServiceEntry {
 	case q[0] == etf.Atom("queue") && len(q) == 4:
 		return keys(q[1], q[2], 0)
 	case q[0] == etf.Atom("pqueue") && len(q) == 2:
-		groups, ok := properList(q[1])
+		groups, ok := etf.ProperList(q[1])
 		if !ok {
 			bad("service_queue")
 		}
@@ -475,8 +454,8 @@ func (st *FifoState) decodeDLX(t etf.Term) {
 	if !ok || len(q) != 3 {
 		bad("dlx.discards")
 	}
-	ins, ok1 := properList(q[1])
-	outs, ok2 := properList(q[2])
+	ins, ok1 := etf.ProperList(q[1])
+	outs, ok2 := etf.ProperList(q[2])
 	if !ok1 || !ok2 {
 		bad("dlx.discards")
 	}

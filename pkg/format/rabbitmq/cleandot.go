@@ -76,7 +76,7 @@ func ParseCleanDot(b []byte) (CleanDot, error) {
 		}
 		switch kv[0] {
 		case etf.Atom("client_refs"):
-			elems, ok := messageList(kv[1])
+			elems, ok := etf.ProperList(kv[1])
 			if !ok {
 				return cd, format.Corrupt(int64(at), "client_refs", format.ErrInvalid)
 			}

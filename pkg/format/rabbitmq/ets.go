@@ -60,7 +60,7 @@ type ETSFile struct {
 func (f *ETSFile) InfoValue(key string) etf.Term {
 	elems, ok := f.Info.(etf.Tuple)
 	if !ok {
-		l, _ := messageList(f.Info)
+		l, _ := etf.ProperList(f.Info)
 		elems = l
 	}
 	for _, e := range elems {
@@ -264,7 +264,7 @@ func etsIsEnd(t etf.Term) bool {
 
 // etsEndCount reads N from ['$end_of_table', [{count, N}]]; -1 if absent.
 func etsEndCount(t etf.Term) int64 {
-	props, _ := messageList(t.(etf.List).Elems[1])
+	props, _ := etf.ProperList(t.(etf.List).Elems[1])
 	for _, p := range props {
 		if tup, ok := p.(etf.Tuple); ok && len(tup) == 2 && tup[0] == etf.Atom("count") {
 			if n, ok := tup[1].(int64); ok {

@@ -198,7 +198,7 @@ func messageContent(t etf.Term) (*Content, string) {
 	if p, ok := tup[4].(etf.Atom); ok {
 		c.Protocol = string(p)
 	}
-	frags, ok := messageList(tup[5])
+	frags, ok := etf.ProperList(tup[5])
 	if !ok {
 		return nil, "content.payload_fragments_rev"
 	}
@@ -212,30 +212,9 @@ func messageContent(t etf.Term) (*Content, string) {
 	return c, ""
 }
 
-// messageList returns the elements of a proper list ([] or List with a
-// Nil tail). STRING_EXT lists are returned as small integers.
-func messageList(t etf.Term) ([]etf.Term, bool) {
-	switch v := t.(type) {
-	case etf.Nil:
-		return nil, true
-	case etf.List:
-		if _, ok := v.Tail.(etf.Nil); !ok {
-			return nil, false
-		}
-		return v.Elems, true
-	case etf.String:
-		out := make([]etf.Term, len(v))
-		for i, c := range v {
-			out[i] = int64(c)
-		}
-		return out, true
-	}
-	return nil, false
-}
-
 // messageStrings reads a proper list of binaries.
 func messageStrings(t etf.Term) ([]string, bool) {
-	elems, ok := messageList(t)
+	elems, ok := etf.ProperList(t)
 	if !ok {
 		return nil, false
 	}
