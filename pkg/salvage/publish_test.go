@@ -31,23 +31,11 @@ func TestPublishRoundTrip(t *testing.T) {
 	url := startBroker(t)
 	root := testutil.Untar(t, testutil.Testdata("rabbitmq-4.0", "datasets", "crash.tar.gz"))
 	vdir := filepath.Join(root, "rmq40@localhost", "msg_stores", "vhosts", vhostHash)
-	out := filepath.Join(t.TempDir(), "out")
-	w, err := Create(out, root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	if _, err := ExportRabbitMQ(ctx, rscan.Config{Root: root, VHostDirs: []string{vdir}}, Options{Select: []Selection{SelectAll}}, w); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := ReadMessages(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs, out, _ := exportWith(t, root, func(w *Writer) (*Report, error) {
+		return ExportRabbitMQ(ctx, rscan.Config{Root: root, VHostDirs: []string{vdir}}, Options{Select: []Selection{SelectAll}}, w)
+	})
 	var persistent []Message
 	for _, m := range msgs {
 		if m.Status == rscan.StatusReferenced || m.Status == rscan.StatusUnreferenced {

@@ -45,23 +45,9 @@ func qqSalvageSet(t *testing.T, name string) qqSet {
 
 func exportQuorum(t *testing.T, node string, sels ...Selection) ([]Message, string, *Report) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "out")
-	w, err := Create(out, node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := ExportQuorum(context.Background(), qscan.Config{Root: node}, Options{Select: sels}, w, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := ReadMessages(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msgs, out, rep
+	return exportWith(t, node, func(w *Writer) (*Report, error) {
+		return ExportQuorum(context.Background(), qscan.Config{Root: node}, Options{Select: sels}, w, nil)
+	})
 }
 
 // compareDump checks the exported messages of queue q against what the

@@ -21,26 +21,36 @@ import (
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
-func exportRabbit(t *testing.T, root, vdir string, o Options) (*Report, []Message, string) {
+// exportWith runs export into a new export dir for dataDir, closes it and
+// reads its messages.jsonl back; the data dir must be unchanged.
+func exportWith(t *testing.T, dataDir string, export func(w *Writer) (*Report, error)) ([]Message, string, *Report) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	before := testutil.TreeHash(t, root)
-	w, err := Create(out, root)
+	before := testutil.TreeHash(t, dataDir)
+	w, err := Create(out, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := ExportRabbitMQ(context.Background(), rscan.Config{Root: root, VHostDirs: []string{vdir}}, o, w)
+	rep, err := export(w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.SameTree(t, before, testutil.TreeHash(t, root))
+	testutil.SameTree(t, before, testutil.TreeHash(t, dataDir))
 	msgs, err := ReadMessages(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return msgs, out, rep
+}
+
+func exportRabbit(t *testing.T, root, vdir string, o Options) (*Report, []Message, string) {
+	t.Helper()
+	msgs, out, rep := exportWith(t, root, func(w *Writer) (*Report, error) {
+		return ExportRabbitMQ(context.Background(), rscan.Config{Root: root, VHostDirs: []string{vdir}}, o, w)
+	})
 	return rep, msgs, out
 }
 
@@ -240,24 +250,9 @@ func TestRocketAfterCorruption(t *testing.T) {
 			want[m.PhyOffset] = m.BodySHA256
 		}
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	before := testutil.TreeHash(t, root)
-	w, err := Create(out, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := ExportRocketMQ(context.Background(), rmqscan.Config{Root: root}, Options{Select: []Selection{SelectAfterCorruption}}, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.SameTree(t, before, testutil.TreeHash(t, root))
-	got, err := ReadMessages(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, out, rep := exportWith(t, root, func(w *Writer) (*Report, error) {
+		return ExportRocketMQ(context.Background(), rmqscan.Config{Root: root}, Options{Select: []Selection{SelectAfterCorruption}}, w)
+	})
 	matched := 0
 	for _, m := range got {
 		body, err := ReadBody(out, &m)

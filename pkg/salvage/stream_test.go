@@ -23,24 +23,10 @@ import (
 // exportStreams exports node's streams with sels and returns the manifest.
 func exportStreams(t *testing.T, node, version string, sels ...Selection) ([]Message, string, *Report) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "out")
-	w, err := Create(out, node)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := sscan.Config{Root: node, StreamRoots: []string{filepath.Join(node, "stream")}, BrokerVersion: version}
-	rep, err := ExportStreams(context.Background(), cfg, Options{Select: sels}, w, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := ReadMessages(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msgs, out, rep
+	return exportWith(t, node, func(w *Writer) (*Report, error) {
+		return ExportStreams(context.Background(), cfg, Options{Select: sels}, w, nil)
+	})
 }
 
 // TestStreamSalvageMatchesRestart: salvage of S1's streams equals, per
