@@ -349,31 +349,24 @@ func atRiskVictims(o Options, v *rscan.VHostScan) (map[recKey]string, error) {
 	if len(vers) == 0 {
 		vers = ModeledVersions()
 	}
-	var found [][]scan.Finding
 	for _, bv := range vers {
-		fs, err := v.HazardFindings(bv)
+		// Every victim, not the few a finding names inline.
+		err := v.EachHazardVictim(bv, func(f *scan.Finding, vic rscan.Victim) {
+			if !hazardCodes[f.Code] || f.Severity == scan.Info {
+				return
+			}
+			if vic.Status != rscan.StatusReferenced && vic.Status != rscan.StatusUnknown {
+				return
+			}
+			k := recKey{f.Path, vic.Offset}
+			if _, ok := out[k]; ok {
+				return
+			}
+			out[k] = fmt.Sprintf("at-risk: %s (%s, RabbitMQ %v) at %s@%d drops it; checked for %s",
+				f.Code, f.Severity, f.Details["versions"], f.Path, f.Offset, bv)
+		})
 		if err != nil {
 			return nil, err
-		}
-		found = append(found, fs)
-	}
-	for i, fs := range found {
-		for _, f := range fs {
-			if !hazardCodes[f.Code] || f.Severity == scan.Info {
-				continue
-			}
-			vs, _ := f.Details["victims"].(rscan.Victims)
-			for _, vic := range vs {
-				if vic.Status != rscan.StatusReferenced && vic.Status != rscan.StatusUnknown {
-					continue
-				}
-				k := recKey{f.Path, vic.Offset}
-				if _, ok := out[k]; ok {
-					continue
-				}
-				out[k] = fmt.Sprintf("at-risk: %s (%s, RabbitMQ %v) at %s@%d drops it; checked for %s",
-					f.Code, f.Severity, f.Details["versions"], f.Path, f.Offset, vers[i])
-			}
 		}
 	}
 	return out, nil

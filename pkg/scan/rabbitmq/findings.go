@@ -175,12 +175,41 @@ func (v *VHostScan) HazardFindings(version string) ([]scan.Finding, error) {
 	return out, nil
 }
 
+// EachHazardVictim calls fn for every victim of every scanner hazard of v
+// (a ScanVHost result) with the hazard's finding as HazardFindings(version)
+// has it, in the same order: a finding names only its first victims
+// (InlineVictims), this is the whole list. The error is from reading a
+// spilled list back.
+func (v *VHostScan) EachHazardVictim(version string, fn func(f *scan.Finding, vic Victim)) error {
+	ver, err := parseVersion(version)
+	if err != nil {
+		return err
+	}
+	if !ver.set {
+		return fmt.Errorf("EachHazardVictim needs a broker version")
+	}
+	for _, fs := range v.Files {
+		if fs.Err != nil || fs.Transient {
+			continue
+		}
+		for i := range fs.Hazards {
+			h := &fs.Hazards[i]
+			f := hazardFinding(fs, h, ver)
+			if err := h.EachVictim(func(vic Victim) { fn(&f, vic) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	f := scan.Finding{Code: h.Code, Path: fs.Path, Offset: h.Offset, Length: h.Length, Repair: scan.RepairNone,
-		Details: map[string]any{"versions": h.Versions, "generations": h.Gens, "when": h.When, "victims": h.victimsDetail()}}
+		Details: map[string]any{"versions": h.Versions, "generations": h.Gens, "when": h.When}}
 	for k, v := range h.Details {
 		f.Details[k] = v
 	}
+	h.victimSummary(f.Details)
 	referenced := h.anyReferenced()
 	if v, ok := h.firstVictim(); ok {
 		f.MsgID = v.MsgID()
@@ -201,11 +230,16 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	who := "RabbitMQ " + h.Versions + " (" + strings.Join(h.When, ", ") + ")"
 	switch h.Code {
 	case CodeZeroHoleMisread:
-		// Only this message lists the victims (a gen1-stop can have
-		// thousands: no string per victim for the others).
-		ids := make([]string, 0, len(h.Victims))
-		for _, v := range h.Victims {
+		// Only this message names the victims (a gen1-stop can have
+		// thousands: no string per victim for the others), the inline
+		// ones at most.
+		head := h.victimHead()
+		ids := make([]string, 0, len(head)+1)
+		for _, v := range head {
 			ids = append(ids, v.MsgID()+"@"+strconv.FormatInt(v.Offset, 10))
+		}
+		if more := h.VictimCount() - len(head); more > 0 {
+			ids = append(ids, fmt.Sprintf("%d more", more))
 		}
 		f.Evidence = map[string]string{"model": "generation-2 scan_data accepts a bogus frame here"}
 		f.Message = fmt.Sprintf("%s accepts a bogus %d-byte frame at %d and jumps over %s", who, h.Length, h.Offset, strings.Join(ids, ", "))

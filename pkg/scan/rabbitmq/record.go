@@ -22,6 +22,17 @@ type RecordJSON struct {
 	Term          string   `json:"term"`       // basic_message | mc | ""
 	Status        string   `json:"status"`     // referenced | unreferenced | duplicate | unknown
 	IndexMatch    string   `json:"index_match,omitempty"`
+	// LostBy names the scanner hazards that lose the record: the whole
+	// of their victim lists, which their findings only sum up.
+	LostBy []LostBy `json:"lost_by,omitempty"`
+}
+
+// LostBy is a scanner hazard that loses a record: its finding's code and
+// offset (in the record's file) and the RabbitMQ versions it bites.
+type LostBy struct {
+	Code     string `json:"code"`
+	Offset   int64  `json:"offset"`
+	Versions string `json:"versions"`
 }
 
 // newRecordJSON decodes the record's body from the file bytes b.

@@ -161,12 +161,16 @@ func rdqNumber(name string) int64 {
 }
 
 // fileJob is one .rdq file between the phases of a scan: mapped and
-// walked (in parallel), classified and handed to the record callback (in
-// file order), analysed for scanner hazards (in parallel) and released.
+// walked (in parallel), classified (in file order), analysed for scanner
+// hazards (in parallel), handed to the record callback and EachFile (in
+// file order), unmapped and released.
 type fileJob struct {
 	fs   *FileScan
 	view *fileview.File
 	b    []byte
+	// classified: the ordered phase gave the records their statuses (the
+	// record callback gets them then).
+	classified bool
 }
 
 // open maps a whole file read-only (internal/fileview: no copy, pages the
@@ -231,26 +235,54 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 			fs.LastReferencedEnd = r.End()
 		}
 	}
-	if s.opts.Records != nil {
-		defer fileview.Guard(&fs.Err)()
-		for _, r := range fs.Records {
-			if err := s.opts.Records(newRecordJSON(j.b, r)); err != nil {
-				fs.Err = err
-				break
-			}
-		}
+	j.classified = true
+}
+
+// analyse runs the scanner-generation models on the file (they need only
+// its own records and statuses).
+func (j *fileJob) analyse() {
+	if j.fs.Err == nil {
+		defer fileview.Guard(&j.fs.Err)()
+		hazards(j.b, j.fs)
 	}
 }
 
-// finish runs the scanner-generation models on the file (they need only
-// its own records and statuses) and unmaps it.
-func (j *fileJob) finish() {
-	if j.fs.Err == nil {
-		func() {
-			defer fileview.Guard(&j.fs.Err)()
-			hazards(j.b, j.fs)
-		}()
+// records hands the file's records to the record callback, each with the
+// hazards that lose it (lost_by: the whole of the victim lists, which
+// findings only sum up). It runs in file order, after analyse.
+func (s *scanner) records(j *fileJob) {
+	fs := j.fs
+	if s.opts.Records == nil || !j.classified {
+		return
 	}
+	var lost map[int64][]LostBy
+	for i := range fs.Hazards {
+		h := &fs.Hazards[i]
+		if lost == nil {
+			lost = map[int64][]LostBy{}
+		}
+		for _, v := range h.Victims { // not spilled yet: that is release's
+			lost[v.Offset] = append(lost[v.Offset], LostBy{Code: h.Code, Offset: h.Offset, Versions: h.Versions})
+		}
+	}
+	err := func() (err error) {
+		defer fileview.Guard(&err)()
+		for _, r := range fs.Records {
+			rj := newRecordJSON(j.b, r)
+			rj.LostBy = lost[r.Offset]
+			if err = s.opts.Records(rj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil && fs.Err == nil {
+		fs.Err = err
+	}
+}
+
+// close unmaps the file.
+func (j *fileJob) close() {
 	j.b = nil
 	if j.view != nil {
 		j.view.Close()
@@ -262,7 +294,9 @@ func (j *fileJob) finish() {
 func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bool) *FileScan {
 	j := s.open(ctx, f, current, transient)
 	s.ordered(j, transient)
-	j.finish()
+	j.analyse()
+	s.records(j)
+	j.close()
 	return j.fs
 }
 
@@ -388,14 +422,16 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 				s.prepare()
 				s.ordered(j, transient)
 				close(turn[i+1])
-				j.finish()
-				if s.each != nil {
+				j.analyse()
+				if s.each != nil || s.opts.Records != nil {
 					<-handed[i]
-					if s.eachErr == nil {
+					s.records(j)
+					if s.each != nil && s.eachErr == nil {
 						s.eachErr = s.each(j.fs)
 					}
 					close(handed[i+1])
 				}
+				j.close()
 				if s.lean {
 					s.release(j.fs)
 				}

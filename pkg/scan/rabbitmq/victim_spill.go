@@ -9,6 +9,7 @@ package rabbitmq
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -54,7 +55,7 @@ func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	sv = &spilledVictims{f: &s.file, off: off, n: len(vs), first: vs[0]}
+	sv = &spilledVictims{f: &s.file, off: off, n: len(vs), head: slices.Clone(vs[:min(len(vs), InlineVictims)]), last: vs[len(vs)-1]}
 	for _, v := range vs {
 		sv.referenced = sv.referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
 	}
@@ -67,7 +68,8 @@ type spilledVictims struct {
 	f          *scan.Spill
 	off        int64
 	n          int
-	first      Victim
+	head       Victims // the first InlineVictims
+	last       Victim
 	referenced bool // some victim is referenced (or of unknown status)
 }
 
@@ -96,25 +98,6 @@ func (s *spilledVictims) each(fn func(Victim)) error {
 	return nil
 }
 
-// AppendJSON appends the list as Victims.AppendJSON does.
-func (s *spilledVictims) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, '[')
-	first := true
-	err := s.each(func(v Victim) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b, _ = v.AppendJSON(b)
-	})
-	return append(b, ']'), err
-}
-
-// MarshalJSON encodes the list as Victims.MarshalJSON does.
-func (s *spilledVictims) MarshalJSON() ([]byte, error) {
-	return s.AppendJSON(make([]byte, 0, 2+s.n*96))
-}
-
 // VictimCount is the number of victims, in memory or spilled.
 func (h *Hazard) VictimCount() int {
 	if h.spill != nil {
@@ -136,11 +119,27 @@ func (h *Hazard) EachVictim(fn func(Victim)) error {
 
 // firstVictim returns the first victim.
 func (h *Hazard) firstVictim() (Victim, bool) {
-	if h.spill != nil {
-		return h.spill.first, true
+	if head := h.victimHead(); len(head) > 0 {
+		return head[0], true
 	}
-	if len(h.Victims) > 0 {
-		return h.Victims[0], true
+	return Victim{}, false
+}
+
+// victimHead returns the first InlineVictims victims (all when fewer).
+func (h *Hazard) victimHead() Victims {
+	if h.spill != nil {
+		return h.spill.head
+	}
+	return h.Victims[:min(len(h.Victims), InlineVictims)]
+}
+
+// lastVictim returns the last victim.
+func (h *Hazard) lastVictim() (Victim, bool) {
+	if h.spill != nil {
+		return h.spill.last, true
+	}
+	if n := len(h.Victims); n > 0 {
+		return h.Victims[n-1], true
 	}
 	return Victim{}, false
 }
@@ -158,12 +157,24 @@ func (h *Hazard) anyReferenced() bool {
 	return false
 }
 
-// victimsDetail is the finding detail value of the victims.
-func (h *Hazard) victimsDetail() any {
-	if h.spill != nil {
-		return h.spill
+// victimSummary puts what a finding says of the victims into d: their
+// count, the first InlineVictims of them (victims), the last one and the
+// offsets of the first and last (docs/cli.md). The whole list is in the
+// record lines (--records: each victim's lost_by names the hazard), so a
+// finding's size does not grow with the file's records.
+func (h *Hazard) victimSummary(d map[string]any) {
+	n := h.VictimCount()
+	d["victim_count"] = n
+	d["victims"] = h.victimHead()
+	first, ok := h.firstVictim()
+	if !ok {
+		return
 	}
-	return h.Victims
+	last, _ := h.lastVictim()
+	d["victims_first_offset"], d["victims_last_offset"] = first.Offset, last.Offset
+	if n > InlineVictims {
+		d["last_victim"] = last
+	}
 }
 
 // spillVictims moves the long victim lists of fs's hazards (all but

@@ -5,6 +5,11 @@ import (
 	"strconv"
 )
 
+// InlineVictims is how many victims a hazard finding lists inline
+// (details.victims): the rest are counted, the last named, and every
+// victim's record line says which hazard loses it (--records, lost_by).
+const InlineVictims = 3
+
 // MsgID returns the victim's msg id in hex.
 func (v Victim) MsgID() string { return hexID(v.ID) }
 
