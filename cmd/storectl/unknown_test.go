@@ -273,7 +273,8 @@ func TestUnreadableQueueIndexIsUnknown(t *testing.T) {
 				if w, _ := o["details"].(map[string]any)["waits_on"].([]any); len(w) != 1 || w[0] != rel {
 					t.Fatalf("unreferenced without waiting on %s: %v", rel, o)
 				}
-				unref++
+				n, _ := o["details"].(map[string]any)["records"].(float64)
+				unref += int(n)
 			case o["type"] == "queue" && o["dir"] == dir:
 				line = o
 			case o["type"] == "queue":

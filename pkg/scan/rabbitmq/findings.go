@@ -31,10 +31,12 @@ func fileFindings(fs *FileScan, ver brokerVersion, refsKnown bool) []scan.Findin
 }
 
 // fileFindingsPart makes a file's findings, the hazard ones only when
-// withHazards is set. With lf, the unreferenced-record findings go to
-// lf.unref in compact form (leanFile.findings puts them back in place).
+// withHazards is set. The unreferenced records are summed up in one
+// finding after the others; with lf, lf.unref keeps the sum instead
+// (leanFile.findings adds its finding).
 func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bool, lf *leanFile) []scan.Finding {
 	var out []scan.Finding
+	var unref unrefSum
 	add := func(f scan.Finding) {
 		f.Path = fs.Path
 		if f.Repair == "" {
@@ -76,7 +78,12 @@ func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bo
 			Message:  "frame with a complete body term but no 0xFF write marker: the write never completed"})
 	}
 	for _, r := range fs.Records {
-		out = recordFindings(out, fs, r, ver, lf)
+		out = recordFindings(out, fs, r, ver, &unref)
+	}
+	if lf != nil {
+		lf.unref = unref
+	} else if f, ok := unref.finding(fs.Path); ok {
+		out = append(out, f)
 	}
 	if withHazards {
 		for i := range fs.Hazards {
@@ -86,18 +93,14 @@ func fileFindingsPart(fs *FileScan, ver brokerVersion, refsKnown, withHazards bo
 	return out
 }
 
-// recordFindings appends r's findings to out. With lf, its unreferenced
-// finding is kept compact in lf.unref at its place in out instead.
-func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersion, lf *leanFile) []scan.Finding {
-	deferred := func() { // the unreferenced finding's place: after the bad-body one
-		if lf != nil && r.Status == StatusUnreferenced {
-			lf.unref = append(lf.unref, unrefRecord{at: len(out), off: r.Offset, size: r.TotalSize, id: r.MsgID})
-		}
+// recordFindings appends r's findings to out; an unreferenced record is
+// added to unref (one finding a file sums them up).
+func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersion, unref *unrefSum) []scan.Finding {
+	if r.Status == StatusUnreferenced {
+		unref.add(r)
 	}
-	if !r.BadBody && r.Status != StatusDuplicate && r.TotalSize-25 < largeMessageBody && r.IndexMatch != "mismatch" &&
-		(lf != nil || r.Status != StatusUnreferenced) {
-		deferred()
-		return out // no finding (or only the deferred one): no msg id string made
+	if !r.BadBody && r.Status != StatusDuplicate && r.TotalSize-25 < largeMessageBody && r.IndexMatch != "mismatch" {
+		return out // no finding: no msg id string made
 	}
 	base := scan.Finding{Path: fs.Path, Offset: r.Offset, Length: r.TotalSize, MsgID: r.ID(), Repair: scan.RepairNone}
 	if r.BadBody {
@@ -111,12 +114,6 @@ func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersi
 		out = append(out, f)
 	}
 	switch r.Status {
-	case StatusUnreferenced:
-		if lf == nil {
-			out = append(out, unreferencedFinding(base))
-		} else {
-			deferred()
-		}
 	case StatusDuplicate:
 		f := base
 		f.Code, f.Severity = CodeDuplicate, scan.Warning
@@ -142,12 +139,48 @@ func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersi
 	return out
 }
 
-// unreferencedFinding is the finding of an unreferenced record; base has
-// its path, offset, length, msg id and repair.
-func unreferencedFinding(base scan.Finding) scan.Finding {
-	base.Code, base.Severity = CodeUnreferenced, scan.Info
-	base.Message = "record no queue index references (garbage the store's compaction reclaims)"
-	return base
+// unrefSum sums up a file's unreferenced records (garbage awaiting
+// compaction: in a store of small messages a twentieth of the records or
+// more) for the one finding that reports them; the records themselves
+// are the --records lines with status unreferenced.
+type unrefSum struct {
+	n           int
+	bytes       int64
+	first, last struct {
+		off, size int64
+		id        [16]byte
+	}
+}
+
+// add adds r (records come in offset order).
+func (u *unrefSum) add(r *Record) {
+	u.last.off, u.last.size, u.last.id = r.Offset, r.TotalSize, r.MsgID
+	if u.n == 0 {
+		u.first = u.last
+	}
+	u.n++
+	u.bytes += r.TotalSize
+}
+
+// finding is the unreferenced-records finding of the file at path, if it
+// has any: offset and length span them, msg_id is the record's when there
+// is one, details say how many, their bytes, and the first and last.
+func (u *unrefSum) finding(path string) (scan.Finding, bool) {
+	if u.n == 0 {
+		return scan.Finding{}, false
+	}
+	f := scan.Finding{Code: CodeUnreferenced, Severity: scan.Info, Path: path, Offset: u.first.off,
+		Length: u.last.off + u.last.size - u.first.off, Repair: scan.RepairNone,
+		Details: map[string]any{"records": u.n, "bytes": u.bytes,
+			"first_msg_id": hexID(u.first.id), "first_offset": u.first.off,
+			"last_msg_id": hexID(u.last.id), "last_offset": u.last.off}}
+	if u.n == 1 {
+		f.MsgID = hexID(u.first.id)
+		f.Message = "record no queue index references (garbage the store's compaction reclaims)"
+	} else {
+		f.Message = fmt.Sprintf("%d records (%d bytes) no queue index references (garbage the store's compaction reclaims)", u.n, u.bytes)
+	}
+	return f, true
 }
 
 // HazardFindings returns the scanner-hazard findings of v (a ScanVHost

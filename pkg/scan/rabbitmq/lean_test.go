@@ -148,27 +148,49 @@ func TestLeanScanCleanIndexDamage(t *testing.T) {
 	t.Logf("%d findings compared, %d index.mismatch at the files (%d warnings)", n, len(actual), warn)
 }
 
-// TestLeanUnrefRowsFreed: the unreferenced records a lean scan keeps off
-// the heap until the end (unrefStore) become findings, and their mapping
-// is given back once they have, not left to the collector's cleanup.
-func TestLeanUnrefRowsFreed(t *testing.T) {
+// TestUnreferencedOnePerFile: a file's unreferenced records are one
+// finding (records, bytes, first and last, the span as offset and
+// length) whose sums are those of the record lines with status
+// unreferenced, in the lean and the detailed scan.
+func TestUnreferencedOnePerFile(t *testing.T) {
 	root, dir := genDeletedFile(t)
-	v, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{lean: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.free()
-	unref := 0
-	for _, f := range v.Findings {
-		if f.Code == CodeUnreferenced {
-			unref++
+	for _, lean := range []bool{true, false} {
+		var recs []any
+		res := scanWith(t, lean, root, dir, &recs)
+		type sum struct {
+			n                  int
+			bytes, first, last int64
+			firstID, lastID    string
 		}
+		want := map[string]*sum{}
+		for _, r := range recs {
+			rj := r.(RecordJSON)
+			if rj.Status != StatusUnreferenced {
+				continue
+			}
+			s := want[rj.Path]
+			if s == nil {
+				s = &sum{first: rj.Offset, firstID: rj.MsgID}
+				want[rj.Path] = s
+			}
+			s.n++
+			s.bytes += rj.Size
+			s.last, s.lastID = rj.Offset, rj.MsgID
+		}
+		got := 0
+		for _, f := range codes(res.Findings, CodeUnreferenced) {
+			got++
+			s := want[f.Path]
+			d := f.Details
+			if s == nil || d["records"] != s.n || d["bytes"] != s.bytes || f.Offset != s.first || d["first_offset"] != s.first ||
+				d["last_offset"] != s.last || d["first_msg_id"] != s.firstID || d["last_msg_id"] != s.lastID ||
+				f.Length < s.last-s.first || (s.n == 1) != (f.MsgID != "") {
+				t.Errorf("lean %v: %s: finding %+v, records %+v", lean, f.Path, f, s)
+			}
+		}
+		if got != len(want) || got < 2 {
+			t.Errorf("lean %v: %d unreferenced findings, %d files with unreferenced records", lean, got, len(want))
+		}
+		t.Logf("lean %v: %d files' unreferenced records in one finding each", lean, got)
 	}
-	if unref == 0 {
-		t.Fatal("no unreferenced-record finding: the store has no rows to keep")
-	}
-	if s.unrefs.buf != nil {
-		t.Errorf("unrefStore still holds %d rows after the findings were made", s.unrefs.buf.Len())
-	}
-	t.Logf("%d unreferenced-record findings", unref)
 }

@@ -52,9 +52,6 @@ type scanner struct {
 	// spill holds lean mode's long victim lists (victim_spill.go): its own
 	// object, since the findings that point into it outlive the scanner.
 	spill *victimSpill
-	// unrefs holds released files' unreferenced records (lean.go); like
-	// spill, the files' findings read it after the scan.
-	unrefs *unrefStore
 	// each is VHostOptions.EachFile bound to its vhost; eachErr is the
 	// first error it returned (the files after it are not handed over).
 	each    func(*FileScan) error
@@ -70,7 +67,7 @@ func (s *scanner) prepare() {
 
 func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
 	return &scanner{root: root, ver: ver, opts: opts, seen: newIDTable(), termCnt: map[string]int{},
-		spill: &victimSpill{file: scan.Spill{Pattern: "storectl-victims-*"}}, unrefs: &unrefStore{}}
+		spill: &victimSpill{file: scan.Spill{Pattern: "storectl-victims-*"}}}
 }
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
@@ -80,7 +77,6 @@ func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 // The scanner must not be used afterwards.
 func (s *scanner) free() {
 	s.seen.free()
-	s.unrefs.free()
 	if s.lidx != nil {
 		s.lidx.ents.Free()
 		s.lidx.byPlace.Free()

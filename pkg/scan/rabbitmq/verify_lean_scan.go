@@ -134,13 +134,12 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	n := 0
 	for _, f := range v.Files {
-		n += len(f.lean.pre) + f.lean.unrefN + len(f.Hazards)
+		n += len(f.lean.pre) + 1 + len(f.Hazards)
 	}
 	v.Findings = make([]scan.Finding, 0, n) // sized once: findings can be most of the heap
 	for _, f := range v.Files {
 		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
 	}
-	s.unrefs.free() // every released file's rows were read back just above
 	v.Findings = append(v.Findings, s.missing(v)...)
 	v.Findings = append(v.Findings, s.indexFindings(v)...)
 	v.Findings = append(v.Findings, queueFindings(root, v.Queues)...)

@@ -303,8 +303,9 @@ func unreadQueueFindings(root string, v *VHostScan) []scan.Finding {
 	v.unrefUnknown = 0
 	for i := range v.Findings {
 		if f := &v.Findings[i]; f.Code == CodeUnreferenced {
-			v.unrefUnknown++
-			f.Message = "record no readable queue index references; " + strings.Join(waits, ", ") + " could not be read, so whether it is referenced is unknown"
+			n, _ := f.Details["records"].(int)
+			v.unrefUnknown += n
+			f.Message = fmt.Sprintf("%d record(s) no readable queue index references; ", n) + strings.Join(waits, ", ") + " could not be read, so whether they are referenced is unknown"
 			if f.Details == nil {
 				f.Details = map[string]any{}
 			}
