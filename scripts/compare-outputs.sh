@@ -106,6 +106,9 @@ targets() {
 	local d=$1 n v
 	if [ -d "$d/commitlog" ]; then echo "node $d"; return; fi
 	if [ -d "$d/store/commitlog" ]; then echo "node $d/store"; return; fi
+	# a RocketMQ 5.x DLedger store root (dledger-<id>/ instead of commitlog/)
+	if compgen -G "$d/dledger-*/data" >/dev/null; then echo "node $d"; return; fi
+	if compgen -G "$d/store/dledger-*/data" >/dev/null; then echo "node $d/store"; return; fi
 	if [ -d "$d/msg_stores" ] || [ -d "$d/msg_store_persistent" ]; then
 		n=$d
 	else

@@ -68,7 +68,6 @@ func (s *scanner) cqUnmatched(c *cqCursor) {
 func (s *scanner) advanceCQ() {
 	c := s.merge.peek()
 	s.cqMax = max(s.cqMax, c.unit.CommitLogOffset+int64(c.unit.Size))
-	s.cqCount[c.q] = c.idx + 1
 	s.merge.advance()
 }
 
@@ -115,7 +114,10 @@ func (s *scanner) finishCQ(context.Context) error {
 		s.add(f)
 	}
 	for _, q := range s.queues {
-		st := QueueState{Topic: q.Topic, QueueID: q.QueueID, Units: s.cqCount[q]}
+		st := QueueState{Topic: q.Topic, QueueID: q.QueueID}
+		if n := s.cqCount[q]; n != nil {
+			st.Units = *n
+		}
 		if st.Units == 0 {
 			st.Units = q.MinIndex()
 		}

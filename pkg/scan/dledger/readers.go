@@ -71,24 +71,35 @@ func (r *indexReader) close() {
 	}
 }
 
-// cqCursor walks one consume queue's units in order with a small buffer,
-// opening its file only to refill it, so thousands of queues can be
-// merged by physical offset with bounded memory and descriptors.
+// cqCursor walks one consume queue's units in order with a buffer, so
+// thousands of queues can be merged by physical offset with bounded memory
+// and descriptors: the buffer is cursorBudget shared by the queues (at
+// least 4 KiB, at most 256 KiB a queue), and a queue keeps its file open
+// between refills only while the merge has few queues (keepOpenQueues).
 type cqCursor struct {
-	q    *cqueue.Queue
-	fi   int
-	pos  int64 // position in the current file of the next unit to read
-	buf  []byte
-	bpos int   // next unit in buf
-	idx  int64 // queue offset of unit
-	unit rmq.CQUnit
-	done bool
+	q     *cqueue.Queue
+	fi    int
+	pos   int64 // position in the current file of the next unit to read
+	buf   []byte
+	bpos  int   // next unit in buf
+	idx   int64 // queue offset of unit
+	unit  rmq.CQUnit
+	done  bool
+	units int      // buffer size in units
+	fh    *os.File // the current file, kept open (nil: opened per refill)
+	keep  bool
+	count *int64 // the queue's units taken so far (queue offset + 1 of the last)
 }
 
-const cursorUnits = 204 // about 4 KiB per queue
+// cursorBudget is the consume queue read buffers' total size.
+const cursorBudget = 4 << 20
 
-func newCursor(q *cqueue.Queue) *cqCursor {
-	return &cqCursor{q: q, idx: q.MinIndex() - 1}
+// keepOpenQueues: up to this many queues, each keeps its file open.
+const keepOpenQueues = 256
+
+func newCursor(q *cqueue.Queue, nq int, count *int64) *cqCursor {
+	units := min(max(cursorBudget/max(nq, 1)/rmq.CQUnitSize, 4<<10/rmq.CQUnitSize), 256<<10/rmq.CQUnitSize)
+	return &cqCursor{q: q, idx: q.MinIndex() - 1, units: units, keep: nq <= keepOpenQueues, count: count}
 }
 
 // next loads the next unit; false at the end of the queue's data (the
@@ -99,44 +110,65 @@ func (c *cqCursor) next() bool {
 			u, _ := rmq.DecodeCQUnit(c.buf[c.bpos:], 0)
 			c.bpos += rmq.CQUnitSize
 			if !u.Valid() {
-				c.done = true
+				c.finish()
 				return false
 			}
 			c.unit, c.idx = u, c.idx+1
 			return true
 		}
 		if c.fi >= len(c.q.Files) {
-			c.done = true
+			c.finish()
 			return false
 		}
 		f := c.q.Files[c.fi]
 		if c.pos+rmq.CQUnitSize > f.Size {
 			if c.fi+1 < len(c.q.Files) && c.q.Files[c.fi+1].Base != f.Base+f.Size {
-				c.done = true // a gap: the broker's checkSelf fails; stop
+				c.finish() // a gap: the broker's checkSelf fails; stop
 				return false
 			}
+			c.closeFile()
 			c.fi, c.pos = c.fi+1, 0
 			continue
 		}
-		fh, err := storefile.Open(f.Path)
-		if err != nil {
-			c.done = true
-			return false
+		fh := c.fh
+		if fh == nil {
+			var err error
+			if fh, err = storefile.Open(f.Path); err != nil {
+				c.finish()
+				return false
+			}
 		}
-		n := min(int64(cursorUnits*rmq.CQUnitSize), f.Size-c.pos) / rmq.CQUnitSize * rmq.CQUnitSize
+		n := min(int64(c.units*rmq.CQUnitSize), f.Size-c.pos) / rmq.CQUnitSize * rmq.CQUnitSize
 		if cap(c.buf) < int(n) {
 			c.buf = make([]byte, n)
 		}
 		c.buf = c.buf[:n]
 		k, _ := fh.ReadAt(c.buf, c.pos)
-		fh.Close()
+		if c.keep {
+			c.fh = fh
+		} else {
+			fh.Close()
+		}
 		c.buf, c.bpos = c.buf[:k/rmq.CQUnitSize*rmq.CQUnitSize], 0
 		c.pos += int64(len(c.buf))
 		if len(c.buf) == 0 {
-			c.done = true
+			c.finish()
 		}
 	}
 	return false
+}
+
+// finish marks the cursor done and releases its file and buffer.
+func (c *cqCursor) finish() {
+	c.done, c.buf = true, nil
+	c.closeFile()
+}
+
+func (c *cqCursor) closeFile() {
+	if c.fh != nil {
+		c.fh.Close()
+		c.fh = nil
+	}
 }
 
 // cqHeap orders cursors by their current unit's physical offset.
@@ -161,10 +193,12 @@ func (h *cqHeap) Pop() any {
 // cqMerge yields the units of many queues in physical offset order.
 type cqMerge struct{ h cqHeap }
 
-func newCQMerge(qs []*cqueue.Queue) *cqMerge {
+func newCQMerge(qs []*cqueue.Queue, counts map[*cqueue.Queue]*int64) *cqMerge {
 	m := &cqMerge{}
 	for _, q := range qs {
-		c := newCursor(q)
+		n := new(int64)
+		counts[q] = n
+		c := newCursor(q, len(qs), n)
 		if c.next() {
 			m.h = append(m.h, c)
 		}
@@ -184,9 +218,17 @@ func (m *cqMerge) peek() *cqCursor {
 // advance moves the lowest cursor to its next unit.
 func (m *cqMerge) advance() {
 	c := m.h[0]
+	*c.count = c.idx + 1
 	if c.next() {
 		heap.Fix(&m.h, 0)
 	} else {
 		heap.Pop(&m.h)
+	}
+}
+
+// close closes the files the cursors still hold.
+func (m *cqMerge) close() {
+	for _, c := range m.h {
+		c.closeFile()
 	}
 }

@@ -97,7 +97,7 @@ func (s *scanner) prepare(context.Context) error {
 		return err
 	}
 	s.queues = qs
-	s.merge = newCQMerge(qs)
+	s.merge = newCQMerge(qs, s.cqCount)
 	return nil
 }
 

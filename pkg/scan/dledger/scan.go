@@ -158,9 +158,9 @@ type scanner struct {
 	abnSum     int64
 	// Consume queues merged by physical offset against the entries.
 	merge      *cqMerge
-	cqMax      int64       // max offset+size over every unit (maxPhyOffsetOfConsumeQueue)
-	cqBad      []cqProblem // units no entry matches, decided after the walk
-	cqCount    map[*cqueue.Queue]int64
+	cqMax      int64                    // max offset+size over every unit (maxPhyOffsetOfConsumeQueue)
+	cqBad      []cqProblem              // units no entry matches, decided after the walk
+	cqCount    map[*cqueue.Queue]*int64 // units the merge took per queue
 	queues     []*cqueue.Queue
 	rocks      bool
 	topicNames map[string]string
@@ -188,7 +188,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		}
 		dir = dirs[0]
 	}
-	s := &scanner{cfg: cfg, res: res, opts: opts, dir: dir, capped: map[string]int{}, cqCount: map[*cqueue.Queue]int64{}, topicNames: map[string]string{},
+	s := &scanner{cfg: cfg, res: res, opts: opts, dir: dir, capped: map[string]int{}, cqCount: map[*cqueue.Queue]*int64{}, topicNames: map[string]string{},
 		wLast: -1, wTerm: -1, rLast: -1, rTerm: -1}
 	s.rel = scan.Rel(cfg.Root, dir)
 	res.Layout["dledger"] = true
@@ -202,6 +202,11 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}
 	s.idx = newIndexReader(s.index)
 	defer s.idx.close()
+	defer func() {
+		if s.merge != nil {
+			s.merge.close()
+		}
+	}()
 	for _, step := range []func(context.Context) error{s.readProps, s.prepare, s.walk, s.finish, s.finishCQ} {
 		if err := ctx.Err(); err != nil {
 			return res, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
@@ -101,6 +102,19 @@ const (
 
 const batchSize = 512
 
+// batches recycles the decode stage's item batches: checkFile hands each
+// one back when it has taken its items, so a scan allocates a few
+// batches, not one per 512 entries.
+var batches = sync.Pool{New: func() any { b := make([]item, 0, batchSize); return &b }}
+
+func getBatch() []item { return (*batches.Get().(*[]item))[:0] }
+
+func putBatch(b []item) {
+	clear(b) // drop the strings and errors it points at
+	b = b[:0]
+	batches.Put(&b)
+}
+
 // decodeFile reads file i with the DLedger reader, resyncing past a
 // rejected entry, and sends what it finds in batches.
 func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
@@ -123,7 +137,7 @@ func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
 	names := map[string]string{}
 	m := new(rmq.Message) // the inner record, reused (one allocation per file, not per entry)
 	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
-	batch := make([]item, 0, batchSize)
+	batch := getBatch()
 	for {
 		if !r.Next() {
 			end, endPos := r.End()
@@ -154,7 +168,7 @@ func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
 			if !send(batch) {
 				return
 			}
-			batch = make([]item, 0, batchSize)
+			batch = getBatch()
 		}
 	}
 	send(batch)
@@ -183,6 +197,7 @@ func (s *scanner) checkFile(i int, in <-chan []item) error {
 				s.checkEntry(f, it)
 			}
 		}
+		putBatch(batch)
 	}
 	if ioErr != nil {
 		return ioErr
