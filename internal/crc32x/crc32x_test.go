@@ -87,3 +87,49 @@ func BenchmarkChecksum(b *testing.B) {
 		})
 	}
 }
+
+// TestFoldWholeRange runs the YMM fold itself on lengths Update leaves to
+// hash/crc32 on this CPU (from foldMax on), so the fold stays tested on
+// every host that has it.
+func TestFoldWholeRange(t *testing.T) {
+	if !haveFold {
+		t.Skip("no YMM folding on this CPU")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 256<<10)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	for _, n := range []int{minFold, 1008, 1024, 1040, 4096, 65536, 256 << 10} {
+		crc := r.Uint32()
+		if got, want := ^foldAVX2(^crc, buf[:n]), crc32.Update(crc, crc32.IEEETable, buf[:n]); got != want {
+			t.Fatalf("fold of %d bytes: %#x, want %#x", n, got, want)
+		}
+	}
+}
+
+// BenchmarkMix: 1024 inputs of 100-1500 bytes (the generated stores'
+// bodies), crc32x against hash/crc32.
+func BenchmarkMix(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	buf := make([]byte, 1500)
+	sizes := make([]int, 1024)
+	total := 0
+	for i := range sizes {
+		sizes[i] = 100 + r.IntN(1400)
+		total += sizes[i]
+	}
+	for _, c := range []struct {
+		name string
+		fn   func([]byte) uint32
+	}{{"crc32x", ChecksumIEEE}, {"stdlib", crc32.ChecksumIEEE}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(total))
+			for b.Loop() {
+				for _, n := range sizes {
+					c.fn(buf[:n])
+				}
+			}
+		})
+	}
+}
