@@ -14,6 +14,7 @@ import (
 	"github.com/storectl/storectl/pkg/scan/cqueue"
 	dlscan "github.com/storectl/storectl/pkg/scan/dledger"
 	"github.com/storectl/storectl/pkg/scan/rmqconfig"
+	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
 	timerscan "github.com/storectl/storectl/pkg/scan/timer"
 )
 
@@ -49,10 +50,27 @@ func timerNow(env *Env) (time.Time, error) {
 	return time.Time{}, usagef(fmt.Errorf("--timer-now %q: want RFC 3339 or Unix milliseconds", s))
 }
 
+// timerPrepass sets up the timer scan's part of the plain commitlog's
+// scan (cfg.Tap) when the store root has a timer store beside it: the
+// records the timer units point at are checked as that scan reads them,
+// not read again. nil when there is nothing to prepare (or the timerlog
+// could not be read: the timer scan then looks every record up itself).
+func timerPrepass(ctx context.Context, t scan.Target, so scan.Options, cfg *rmqscan.Config) *timerscan.Prepass {
+	if t.Store != scan.RocketMQ || t.Kind != scan.TargetRocketStore || !hasCommitLog(t) || so.Records != nil || !timerscan.Present(t.Root) {
+		return nil
+	}
+	pre, err := timerscan.Prepare(ctx, t.Root)
+	if err != nil {
+		return nil
+	}
+	cfg.Tap = pre.Tap
+	return pre
+}
+
 // rocket5x runs the 5.x scanners for a RocketMQ store root and merges their
 // results into res (the commitlog scan's, or nil). command is scan,
-// verify or salvage.
-func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res *scan.Result, command string) (*scan.Result, error) {
+// verify or salvage; pre is timerPrepass's for the commitlog scan of res.
+func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res *scan.Result, command string, pre *timerscan.Prepass) (*scan.Result, error) {
 	if t.Store != scan.RocketMQ || t.Kind != scan.TargetRocketStore {
 		return res, nil
 	}
@@ -97,7 +115,7 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 		if err != nil {
 			return res, err
 		}
-		tc := timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: mapped, RecoveryEnd: end, Now: now}
+		tc := timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: mapped, RecoveryEnd: end, Now: now, Prepass: pre}
 		if dlog != nil {
 			tc.CommitLog = dlog
 		} else if !hasCommitLog(t) {

@@ -53,12 +53,13 @@ func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanO
 			return nil, err
 		}
 		var res *scan.Result
+		pre := timerPrepass(ctx, t, so, &cfg)
 		if hasCommitLog(t) {
 			if res, err = rmqscan.ScanCommitLog(ctx, cfg, so); err != nil {
 				return res, err
 			}
 		}
-		return rocket5x(ctx, opts.Env, t, so, res, "scan")
+		return rocket5x(ctx, opts.Env, t, so, res, "scan", pre)
 	case scan.RabbitMQ:
 		return rabbitTarget(ctx, opts.Env, t, so, rabbitscan.Scan)
 	}

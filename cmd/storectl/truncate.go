@@ -89,12 +89,13 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 			}
 			so := scan.Options{Jobs: env.Config.GetInt("jobs")}
 			var res *scan.Result
+			pre := timerPrepass(ctx, t, so, &cfg)
 			if hasCommitLog(t) {
 				if res, err = rmqscan.ScanCommitLog(ctx, cfg, so); err != nil {
 					return res, err
 				}
 			}
-			return rocket5x(ctx, env, t, so, res, "verify")
+			return rocket5x(ctx, env, t, so, res, "verify", pre)
 		}
 		return &writer{plan: plan, verify: verify}, nil
 	case scan.RabbitMQ:

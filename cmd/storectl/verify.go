@@ -154,12 +154,13 @@ func verifyTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options)
 			}
 		}
 		var res *scan.Result
+		pre := timerPrepass(ctx, t, so, &vc.Config)
 		if hasCommitLog(t) {
 			if res, err = rmqscan.Verify(ctx, vc, so); err != nil {
 				return res, err
 			}
 		}
-		return rocket5x(ctx, env, t, so, res, "verify")
+		return rocket5x(ctx, env, t, so, res, "verify", pre)
 	case scan.RabbitMQ:
 		return rabbitTarget(ctx, env, t, so, rabbitscan.Verify)
 	}

@@ -179,12 +179,23 @@ func parseJavaInt(b []byte) (int64, bool) {
 // allocate.
 func LookupProperties(raw []byte, keys []string, vals [][]byte, found []bool) {
 	clear(found)
-	forEachProperty(raw, func(k, v []byte) bool {
+	// forEachProperty's walk, inlined: a closure call per property was
+	// most of a lookup's cost on a timer scan's 1 M records per GiB.
+	for len(raw) > 0 {
+		seg := raw
+		if i := bytes.IndexByte(raw, PropertySeparator); i >= 0 {
+			seg, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		j := bytes.IndexByte(seg, NameValueSeparator)
+		if j <= 0 || j >= len(seg)-1 {
+			continue
+		}
 		for i, key := range keys {
-			if string(k) == key {
-				vals[i], found[i] = v, true
+			if len(key) == j && string(seg[:j]) == key {
+				vals[i], found[i] = seg[j+1:], true
 			}
 		}
-		return true
-	})
+	}
 }

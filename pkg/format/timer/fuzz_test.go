@@ -47,6 +47,23 @@ func FuzzDecodeEntry(f *testing.F) {
 	})
 }
 
+// FuzzDecodeUnit: the direct loads of DecodeUnit decode what the
+// field-by-field decoder does, for every input.
+func FuzzDecodeUnit(f *testing.F) {
+	log := fixtureBytes(f, "timerlog/00000000000000000000")
+	for off := 0; off < 4056; off += 13 * UnitSize {
+		f.Add(log[off : off+UnitSize+off%7])
+	}
+	f.Add(make([]byte, UnitSize-1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := DecodeUnit(b, 7)
+		w, werr := decodeUnitFields(b, 7)
+		if u != w || (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("DecodeUnit %+v, %v; field by field %+v, %v", u, err, w, werr)
+		}
+	})
+}
+
 // FuzzLogReader walks arbitrary file contents: no panic, progress in
 // 52-byte steps, End within the file, errors are *CorruptError.
 func FuzzLogReader(f *testing.F) {

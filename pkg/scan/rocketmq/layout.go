@@ -45,6 +45,12 @@ type Config struct {
 	// offset order, never concurrently. Unlike OnMessage it does not make
 	// the scan sequential: collect per file, merge in Done.
 	OnFile func(i int, base int64) FileHook
+	// Tap, when set, is called like OnFile for every commitlog file; the
+	// function it returns (nil: none) receives that file's valid records
+	// from the goroutine that scans it. It only watches: the scan and its
+	// result are what they are without it (another scanner takes what it
+	// needs of the records the walk reads anyway).
+	Tap func(i int, base int64) func(m *rmq.Message, phyOffset int64)
 }
 
 // FileHook is what Config.OnFile returns for one file.

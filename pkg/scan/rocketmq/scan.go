@@ -72,6 +72,18 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 						return nil
 					}
 				}
+				if cfg.Tap != nil {
+					if tap := cfg.Tap(i, lay.segs[i].base); tap != nil {
+						inner := emit
+						emit = func(m *rmq.Message, seg *segment, pos int64) error {
+							tap(m, seg.base+pos)
+							if inner != nil {
+								return inner(m, seg, pos)
+							}
+							return nil
+						}
+					}
+				}
 				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
 				fr.done = hook.Done
 				cs.done(i, fr)

@@ -39,16 +39,15 @@ type scanner struct {
 	validPos   []uint64            // bit per 52-byte step of the log: a unit recovery accepts sits here
 	lastInSlot map[int64]int64     // slot time -> offset of the last unit seen with it
 	wheel      map[int]ftimer.Slot // the on-disk wheel's non-zero slots
-	revised    map[int]ftimer.Slot // the wheel after recovery's reviseSlot
+	revised    map[int]ftimer.Slot // the slots recovery's reviseSlot changed (revisedSlot)
 	wheelOK    bool
 	pending    map[int64]*pendingUnit // units whose slot is read again at the next start, by offset
 	readFrom   int64                  // currReadTimeMs the broker will use
 	rec        *Recovery
 	neutral    int // units storectl neutralised (DELETE markers without a target)
 	expired    []expiredUnit
-	pvals      [5][]byte // target's property lookups (targetKeys)
-	pfound     [5]bool
-	hashes     map[string]int32 // REAL_TOPIC -> Java hash
+	rv         *resolver // target's record lookups
+	pre        *Prepass  // what the commitlog's own scan found of the units' targets (nil: none)
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the

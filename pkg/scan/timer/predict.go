@@ -253,11 +253,11 @@ func (s *scanner) predict(ctx context.Context) error {
 func (s *scanner) slotsToRead() []ftimer.Slot {
 	from := s.readFrom / s.cfg.PrecisionMs
 	var out []ftimer.Slot
-	for i, sl := range s.revised {
+	s.eachRevised(func(i int, sl ftimer.Slot) {
 		if sl.Time >= from && sl.Time < from+ftimer.WheelSlots && ftimer.SlotIndex(sl.TimeMs(s.cfg.PrecisionMs), s.cfg.PrecisionMs) == i {
 			out = append(out, sl)
 		}
-	}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Time < out[j].Time })
 	return out
 }
@@ -405,11 +405,11 @@ func (s *scanner) reviseQueueOffset(q *cqueue.Queue) (int64, string) {
 func (s *scanner) recheckWheel() {
 	from := s.readFrom / s.cfg.PrecisionMs
 	minFirst := int64(1<<63 - 1)
-	for i, sl := range s.revised {
+	s.eachRevised(func(i int, sl ftimer.Slot) {
 		if sl.Time >= from && sl.Time < from+ftimer.WheelSlots && ftimer.SlotIndex(sl.TimeMs(s.cfg.PrecisionMs), s.cfg.PrecisionMs) == i && sl.LastPos > s.process {
 			minFirst = min(minFirst, sl.FirstPos)
 		}
-	}
+	})
 	if minFirst >= s.process {
 		return
 	}

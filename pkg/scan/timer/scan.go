@@ -73,6 +73,11 @@ type Config struct {
 	// MaxFindings caps the findings per code (0 = 200); the rest are
 	// counted in one CodeTooMany finding.
 	MaxFindings int
+	// Prepass, when set, is what the scan of the plain commitlog found of
+	// the units' targets (Prepare, then its Tap in that scan's
+	// rocketmq.Config): Scan does not look up the records it vouches for.
+	// It is used only with the plain commitlog (CommitLog nil).
+	Prepass *Prepass
 }
 
 // Present reports whether root holds any timer store file.
@@ -104,7 +109,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		return res, nil
 	}
 	s := &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{}, lastInSlot: map[int64]int64{},
-		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}, hashes: map[string]int32{}}
+		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}, rv: newResolver()}
 	if cfg.CommitLog == nil {
 		fc, err := NewFileCommitLog(rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -113,6 +118,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		if fc != nil {
 			defer fc.Close()
 			s.cl = fc
+			s.pre = cfg.Prepass
 		}
 	} else {
 		s.cl = cfg.CommitLog

@@ -63,10 +63,7 @@ type pendingUnit struct {
 // broker's recovery walk.
 func (s *scanner) walkLog(ctx context.Context) error {
 	s.readFrom = s.readTime()
-	s.revised = make(map[int]ftimer.Slot, len(s.wheel))
-	for k, v := range s.wheel {
-		s.revised[k] = v
-	}
+	s.revised = map[int]ftimer.Slot{}
 	begin := int64(0)
 	if s.cpPresent {
 		begin = s.cp.LastTimerLogFlushPos
@@ -290,6 +287,11 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	}
 	st := slotT * s.cfg.PrecisionMs
 	keep := st >= s.readFrom || s.opts.Records != nil || s.cpPresent && st >= s.cp.LastReadTimeMs
+	if !keep && s.pre != nil && s.pre.clean(off) {
+		if _, decided := s.endTarget(u); !decided {
+			return // the commitlog scan found its target to check out, and nothing else needs it
+		}
+	}
 	t := s.target(u, keep)
 	if !s.clean(u, &t) {
 		if !t.full {
@@ -336,13 +338,40 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 // reviseSlot is TimerWheel.reviseSlot(timeMs, IGNORE, lastPos, force=true).
 func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 	idx := ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs)
-	sl := s.revised[idx]
+	sl := s.revisedSlot(idx)
 	if sl.Time != timeMs/s.cfg.PrecisionMs {
 		sl.Time, sl.FirstPos, sl.LastPos = timeMs/s.cfg.PrecisionMs, lastPos, lastPos
 	} else {
 		sl.LastPos = lastPos
 	}
-	s.revised[idx] = sl
+	if w, ok := s.wheel[idx]; ok && w == sl {
+		delete(s.revised, idx) // back to what the wheel says
+	} else {
+		s.revised[idx] = sl
+	}
+}
+
+// revisedSlot is slot idx of the wheel after recovery's revisions: the
+// wheel's own slots, except those revised holds (it keeps only the slots
+// that differ, so a healthy store does not hold the wheel twice).
+func (s *scanner) revisedSlot(idx int) ftimer.Slot {
+	if sl, ok := s.revised[idx]; ok {
+		return sl
+	}
+	return s.wheel[idx]
+}
+
+// eachRevised calls fn for every non-zero slot of the revised wheel, in
+// no order.
+func (s *scanner) eachRevised(fn func(idx int, sl ftimer.Slot)) {
+	for i, sl := range s.wheel {
+		if _, ok := s.revised[i]; !ok {
+			fn(i, sl)
+		}
+	}
+	for i, sl := range s.revised {
+		fn(i, sl)
+	}
 }
 
 // Property keys target looks up, in this order.
@@ -352,19 +381,45 @@ var targetKeys = []string{PropRealTopic, PropRealQueueID, PropOutMs, PropDelUniq
 // keeps the strings (ids, topics) a pending unit or a finding needs;
 // without, it allocates nothing for a unit that checks out.
 func (s *scanner) target(u *ftimer.Unit, full bool) target {
-	t := target{outMs: -1, full: full, hashOK: true}
-	switch {
-	case s.cl == nil:
-		t.state, t.detail = TargetBeyondEnd, "no commitlog"
-		return t
-	case u.OffsetPy == s.end:
-		t.state = TargetAtEnd
-		return t
-	case u.OffsetPy < 0 || u.OffsetPy+int64(u.SizePy) > s.end:
-		t.state = TargetBeyondEnd
+	if t, ok := s.endTarget(u); ok {
+		t.full = full
 		return t
 	}
 	m, err := s.cl.RecordAt(u.OffsetPy)
+	return s.rv.resolve(u, &m, err, full)
+}
+
+// endTarget is the target of a unit that the commitlog's recovery end
+// decides (no log, at or past the end) without reading the record.
+func (s *scanner) endTarget(u *ftimer.Unit) (target, bool) {
+	t := target{outMs: -1, hashOK: true}
+	switch {
+	case s.cl == nil:
+		t.state, t.detail = TargetBeyondEnd, "no commitlog"
+	case u.OffsetPy == s.end:
+		t.state = TargetAtEnd
+	case u.OffsetPy < 0 || u.OffsetPy+int64(u.SizePy) > s.end:
+		t.state = TargetBeyondEnd
+	default:
+		return t, false
+	}
+	return t, true
+}
+
+// resolver turns the commitlog record a unit points at into its target;
+// it keeps the property lookups' scratch and the topic hashes, so each
+// goroutine that resolves targets has its own.
+type resolver struct {
+	pvals  [5][]byte // property values (targetKeys)
+	pfound [5]bool
+	hashes map[string]int32 // REAL_TOPIC -> Java hash
+}
+
+func newResolver() *resolver { return &resolver{hashes: map[string]int32{}} }
+
+// resolve is the target of u given what RecordAt returned for its offset.
+func (r *resolver) resolve(u *ftimer.Unit, m *rmq.Message, err error, full bool) target {
+	t := target{outMs: -1, full: full, hashOK: true}
 	structural := m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale))
 	if !structural {
 		t.state = TargetNotRecord
@@ -375,18 +430,18 @@ func (s *scanner) target(u *ftimer.Unit, full bool) target {
 	}
 	t.queueID, t.queueOff, t.size = m.QueueID, m.QueueOffset, m.TotalSize
 	isTimer := string(m.Topic) == Topic
-	rmq.LookupProperties(m.Properties, targetKeys, s.pvals[:], s.pfound[:])
-	if s.pfound[2] {
-		if n, err := strconv.ParseInt(string(s.pvals[2]), 10, 64); err == nil {
+	rmq.LookupProperties(m.Properties, targetKeys, r.pvals[:], r.pfound[:])
+	if r.pfound[2] {
+		if n, err := strconv.ParseInt(string(r.pvals[2]), 10, 64); err == nil {
 			t.outMs = n
 		}
 	}
-	t.hasDelKey = s.pfound[3]
-	if s.pfound[0] {
-		h, ok := s.hashes[string(s.pvals[0])]
+	t.hasDelKey = r.pfound[3]
+	if r.pfound[0] {
+		h, ok := r.hashes[string(r.pvals[0])]
 		if !ok {
-			h = rmq.JavaHashCode(s.pvals[0])
-			s.hashes[string(s.pvals[0])] = h
+			h = rmq.JavaHashCode(r.pvals[0])
+			r.hashes[string(r.pvals[0])] = h
 		}
 		t.hashOK = h == u.HashTopic
 	}
@@ -406,24 +461,26 @@ func (s *scanner) target(u *ftimer.Unit, full bool) target {
 	if full || t.state != TargetOK {
 		t.full = true
 		t.topic, t.msgID = string(m.Topic), m.MsgID()
-		if s.pfound[0] {
-			t.realTopic = string(s.pvals[0])
+		if r.pfound[0] {
+			t.realTopic = string(r.pvals[0])
 		}
-		if s.pfound[1] {
-			t.realQID = string(s.pvals[1])
+		if r.pfound[1] {
+			t.realQID = string(r.pvals[1])
 		}
-		if s.pfound[3] {
-			t.delKey = string(s.pvals[3])
+		if r.pfound[3] {
+			t.delKey = string(r.pvals[3])
 		}
-		if s.pfound[4] {
-			t.uniqKey = string(s.pvals[4])
+		if r.pfound[4] {
+			t.uniqKey = string(r.pvals[4])
 		}
 	}
 	return t
 }
 
 // clean reports whether a unit whose target is t needs no finding.
-func (s *scanner) clean(u *ftimer.Unit, t *target) bool {
+func (s *scanner) clean(u *ftimer.Unit, t *target) bool { return unitClean(u, t) }
+
+func unitClean(u *ftimer.Unit, t *target) bool {
 	if t.state != TargetOK || t.outMs < 0 || !t.hashOK || u.Delete() && !t.hasDelKey {
 		return false
 	}

@@ -1,0 +1,280 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+
+	"github.com/storectl/storectl/internal/storefile"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	ftimer "github.com/storectl/storectl/pkg/format/timer"
+)
+
+// Prepass lets the commitlog scan a command runs anyway check the records
+// the timer units point at as it walks them, so that the timer scan does
+// not read the commitlog a second time:
+//
+//	pre, err := timer.Prepare(ctx, root)  // reads the timerlog once
+//	cfg.Tap = pre.Tap                      // rocketmq.Config of the commitlog scan
+//	rocketmq.ScanCommitLog(ctx, cfg, opts)
+//	timer.Scan(ctx, timer.Config{..., Prepass: pre}, opts)
+//
+// For every unit whose record the walk reads, the tap marks whether the
+// unit's target checks out (the record at offsetPy decodes, is sizePy
+// bytes of the timer topic, its TIMER_OUT_MS, REAL_TOPIC hash and DELETE
+// key agree with the unit) exactly as Scan's own lookup would decide it.
+// Scan then skips the lookup of a marked unit that nothing else needs (it
+// is not pending, not expired, and lies below the recovery end, which
+// only the scan knows); every other unit is looked up in the commitlog as
+// before, so a unit the tap could not mark costs a read, never a wrong
+// verdict.
+//
+// The tap follows the units in timerlog order, which is the order the
+// broker wrote them in and so the order of their records: a unit whose
+// record comes before one already passed (out of order) is not marked.
+// Memory is one bit per 52-byte step of the timerlog, a small index (the
+// range of offsets per 4096 units) and one read buffer per commitlog file
+// being scanned.
+type Prepass struct {
+	files  []preFile
+	chunks []preChunk
+	maxHi  []int64         // maxHi[k]: the highest offsetPy of chunks 0..k
+	marks  []atomic.Uint64 // bit per step: the unit there checks out
+	units  int
+}
+
+type preFile struct {
+	path       string
+	base, size int64
+	step       int64 // index of its first 52-byte step
+}
+
+// preChunk is up to chunkUnits consecutive units of one timerlog file.
+type preChunk struct {
+	file     int
+	pos, end int64 // file positions of its first unit and past its last
+	lo, hi   int64 // lowest and highest offsetPy of its units
+}
+
+const chunkUnits = 4096
+
+// maxTargetSize is the record size limit of the timer scan's own lookups
+// (NewFileCommitLog's default): a record the tap marks is one they read
+// whole.
+const maxTargetSize = rmq.DefaultMaxRecordSize
+
+// Prepare reads the timerlog under root (the units timer recovery walks
+// in each file: up to its first BLANK, zeros or rejected unit) and indexes
+// them for Tap. A root without timerlog/ gives an empty Prepass.
+func Prepare(ctx context.Context, root string) (*Prepass, error) {
+	p := &Prepass{}
+	dir := filepath.Join(root, LogDir)
+	ents, err := storefile.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		base, err := rmq.ParseFileName(e.Name())
+		if err != nil || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		p.files = append(p.files, preFile{path: filepath.Join(dir, e.Name()), base: base, size: info.Size()})
+	}
+	sort.Slice(p.files, func(i, j int) bool { return p.files[i].base < p.files[j].base })
+	steps := int64(0)
+	for i := range p.files {
+		p.files[i].step = steps
+		steps += (p.files[i].size + ftimer.UnitSize - 1) / ftimer.UnitSize
+	}
+	p.marks = make([]atomic.Uint64, (steps+63)/64)
+	for i := range p.files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := p.index(i); err != nil {
+			return nil, err
+		}
+	}
+	p.maxHi = make([]int64, len(p.chunks))
+	hi := int64(-1 << 63)
+	for k, c := range p.chunks {
+		hi = max(hi, c.hi)
+		p.maxHi[k] = hi
+	}
+	return p, nil
+}
+
+// index adds file i's chunks.
+func (p *Prepass) index(i int) error {
+	f := p.files[i]
+	fh, err := storefile.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := ftimer.NewLogReader(fh, f.size, f.base)
+	var c *preChunk
+	n := 0
+	for r.Next() {
+		e := r.Entry()
+		if e.Kind != ftimer.EntryUnit {
+			break
+		}
+		pos := r.Offset() - f.base
+		if c == nil || n == chunkUnits {
+			p.chunks = append(p.chunks, preChunk{file: i, pos: pos, lo: e.Unit.OffsetPy, hi: e.Unit.OffsetPy})
+			c, n = &p.chunks[len(p.chunks)-1], 0
+		}
+		c.end = pos + ftimer.UnitSize
+		c.lo, c.hi = min(c.lo, e.Unit.OffsetPy), max(c.hi, e.Unit.OffsetPy)
+		n++
+		p.units++
+	}
+	// An I/O error leaves the rest unindexed: its units are looked up as
+	// before.
+	return nil
+}
+
+// Tap is a rocketmq.Config.Tap: for commitlog file i (first offset base)
+// it returns the function that marks the units pointing at its records.
+func (p *Prepass) Tap(i int, base int64) func(m *rmq.Message, phy int64) {
+	ci := sort.Search(len(p.maxHi), func(k int) bool { return p.maxHi[k] >= base })
+	if ci == len(p.chunks) {
+		return nil
+	}
+	c := &preCursor{p: p, ci: ci - 1, rv: newResolver(), fi: -1}
+	c.advance()
+	return c.record
+}
+
+// preCursor walks the units of the chunks from one start on, in
+// timerlog order, against the records of one commitlog file.
+type preCursor struct {
+	p   *Prepass
+	rv  *resolver
+	ci  int // current chunk
+	buf []byte
+	k   int // next unit in buf
+	fi  int
+	fh  *os.File
+	u   ftimer.Unit
+	k64 int64 // u's step index
+	ok  bool  // u is a unit to match
+}
+
+// record takes the record at phy: it passes the units that point before
+// it (into a record, or out of order) and marks those that point at it.
+func (c *preCursor) record(m *rmq.Message, phy int64) {
+	for c.ok && c.u.OffsetPy < phy {
+		c.advance()
+	}
+	for c.ok && c.u.OffsetPy == phy {
+		if !m.IsBlank() && m.PhysicalOffset == phy && m.TotalSize <= maxTargetSize && int(m.TotalSize) == len(m.Raw) {
+			t := c.rv.resolve(&c.u, m, nil, false)
+			if unitClean(&c.u, &t) {
+				c.p.mark(c.k64)
+			}
+		}
+		c.advance()
+	}
+	if !c.ok {
+		c.close()
+	}
+}
+
+// advance loads the next unit; ok is false after the last chunk.
+func (c *preCursor) advance() {
+	for {
+		if c.k+ftimer.UnitSize <= len(c.buf) {
+			ch := &c.p.chunks[c.ci]
+			f := &c.p.files[ch.file]
+			pos := ch.pos + int64(c.k)
+			u, err := ftimer.DecodeUnit(c.buf[c.k:], f.base+pos)
+			c.k += ftimer.UnitSize
+			if err == nil && u.Valid() {
+				c.u, c.k64, c.ok = u, f.step+pos/ftimer.UnitSize, true
+				return
+			}
+			continue
+		}
+		c.ci++
+		if c.ci >= len(c.p.chunks) {
+			c.ok = false
+			return
+		}
+		if !c.load() {
+			c.ok = false
+			return
+		}
+	}
+}
+
+// load reads chunk c.ci into the buffer.
+func (c *preCursor) load() bool {
+	ch := c.p.chunks[c.ci]
+	if ch.file != c.fi {
+		c.close()
+		fh, err := storefile.Open(c.p.files[ch.file].path)
+		if err != nil {
+			return false
+		}
+		c.fh, c.fi = fh, ch.file
+	}
+	n := int(ch.end - ch.pos)
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	c.buf = c.buf[:n]
+	if k, _ := c.fh.ReadAt(c.buf, ch.pos); k < n {
+		c.buf = c.buf[:k/ftimer.UnitSize*ftimer.UnitSize]
+	}
+	c.k = 0
+	return true
+}
+
+func (c *preCursor) close() {
+	if c.fh != nil {
+		c.fh.Close()
+		c.fh, c.fi = nil, -1
+	}
+}
+
+// step is the step index of timerlog offset off, -1 when no file holds a
+// unit there.
+func (p *Prepass) step(off int64) int64 {
+	i := sort.Search(len(p.files), func(i int) bool { return p.files[i].base > off }) - 1
+	if i < 0 || off >= p.files[i].base+p.files[i].size || (off-p.files[i].base)%ftimer.UnitSize != 0 {
+		return -1
+	}
+	return p.files[i].step + (off-p.files[i].base)/ftimer.UnitSize
+}
+
+// mark marks step k.
+func (p *Prepass) mark(k int64) { p.marks[k/64].Or(1 << (k % 64)) }
+
+// clean reports whether the tap found the target of the unit at timerlog
+// offset off to check out.
+func (p *Prepass) clean(off int64) bool {
+	k := p.step(off)
+	return k >= 0 && p.marks[k/64].Load()&(1<<(k%64)) != 0
+}
+
+// Marked is how many units the tap marked, of how many indexed.
+func (p *Prepass) Marked() (marked int64, units int) {
+	for i := range p.marks {
+		marked += int64(bits.OnesCount64(p.marks[i].Load()))
+	}
+	return marked, p.units
+}
