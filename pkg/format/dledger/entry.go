@@ -64,6 +64,18 @@ type Header struct {
 // DecodeHeader decodes the 48 bytes at b[0]; off is their data offset.
 // Only a short b is an error: the checks are Check's.
 func DecodeHeader(b []byte, off int64) (Header, error) {
+	if len(b) >= BodyOffset { // the whole header: direct loads (once per entry of a scan)
+		be := binary.BigEndian
+		return Header{Magic: int32(be.Uint32(b)), Size: int32(be.Uint32(b[4:])), Index: int64(be.Uint64(b[8:])),
+			Term: int64(be.Uint64(b[16:])), Pos: int64(be.Uint64(b[24:])), Channel: int32(be.Uint32(b[32:])),
+			ChainCRC: int32(be.Uint32(b[36:])), BodyCRC: int32(be.Uint32(b[40:])), BodyLen: int32(be.Uint32(b[44:]))}, nil
+	}
+	return decodeHeaderFields(b, off)
+}
+
+// decodeHeaderFields is DecodeHeader field by field: a short b's error
+// names the field it ends in (FuzzDecodeHeader keeps the two equal).
+func decodeHeaderFields(b []byte, off int64) (Header, error) {
 	c := format.Cursor{B: b}
 	h := Header{
 		Magic:    int32(c.U32("magic")),
@@ -148,6 +160,16 @@ func (u IndexUnit) IsZero() bool { return u == IndexUnit{} }
 
 // DecodeIndexUnit decodes the 32 bytes at b[0]; off is their index offset.
 func DecodeIndexUnit(b []byte, off int64) (IndexUnit, error) {
+	if len(b) >= IndexUnitSize {
+		be := binary.BigEndian
+		return IndexUnit{Magic: int32(be.Uint32(b)), Pos: int64(be.Uint64(b[4:])), Size: int32(be.Uint32(b[12:])),
+			Index: int64(be.Uint64(b[16:])), Term: int64(be.Uint64(b[24:]))}, nil
+	}
+	return decodeIndexUnitFields(b, off)
+}
+
+// decodeIndexUnitFields is DecodeIndexUnit field by field.
+func decodeIndexUnitFields(b []byte, off int64) (IndexUnit, error) {
 	c := format.Cursor{B: b}
 	u := IndexUnit{
 		Magic: int32(c.U32("magic")),

@@ -54,6 +54,29 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
+// FuzzDecodeHeader: DecodeHeader's direct loads and DecodeIndexUnit's
+// decode what the field-by-field decoders do, for every input.
+func FuzzDecodeHeader(f *testing.F) {
+	data := fixtureFile(f, "data/00000000000000000000", 4096)
+	for off := 0; off+BodyOffset < len(data); off += 333 {
+		f.Add(data[off : off+BodyOffset+off%5])
+	}
+	f.Add(make([]byte, BodyOffset-1))
+	f.Add(make([]byte, IndexUnitSize-3))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := DecodeHeader(b, 9)
+		w, werr := decodeHeaderFields(b, 9)
+		if h != w || (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("DecodeHeader %+v, %v; field by field %+v, %v", h, err, w, werr)
+		}
+		u, err := DecodeIndexUnit(b, 9)
+		v, verr := decodeIndexUnitFields(b, 9)
+		if u != v || (err == nil) != (verr == nil) || err != nil && err.Error() != verr.Error() {
+			t.Fatalf("DecodeIndexUnit %+v, %v; field by field %+v, %v", u, err, v, verr)
+		}
+	})
+}
+
 func FuzzDecodeIndexUnit(f *testing.F) {
 	idx := fixtureFile(f, "index/00000000000000000000", 4096)
 	for off := 0; off < len(idx); off += 31 * IndexUnitSize {

@@ -21,7 +21,10 @@ const (
 // (localEntryBuffer in DLedgerMmapFileStore).
 const DefaultMaxEntrySize = 4 << 20
 
-const readChunk = 1 << 20
+// readChunk is the read window: 512 KiB, so the copy out of the page
+// cache is still in the 1 MiB L2 cache when the body CRC reads it (as the
+// commitlog reader's); 1 MiB windows took more CPU and 4 MiB more RSS.
+const readChunk = 512 << 10
 
 // Reader walks the entries of one data file from position 0, as
 // DLedgerMmapFileStore.recover's scan does, in the style of bufio.Scanner:
