@@ -74,7 +74,6 @@ type QueueFate struct {
 	FoundAny  bool
 	pending   int // missing records since LastFound (Unconfirmed when the queue ends)
 
-	spool *scan.IDSpool // where long id lists go (nil: they stay in memory)
 }
 
 // unconfirmed reports whether a missing record of seq id seq, after an

@@ -91,7 +91,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 		if err != nil {
 			return nil, err
 		}
-		lp := &leanPredict{s: s, bad: bad, vic: vic, spool: scan.NewIDSpool(msgIDChunk)}
+		lp := &leanPredict{s: s, bad: bad, vic: vic}
 		anoms, orphans, missing, err := lp.queues(ctx, root, v, vv, clean)
 		if err != nil {
 			return nil, err
@@ -141,16 +141,10 @@ type fileIDPath struct {
 
 // leanPredict decides entries from the lean scanner's id map.
 type leanPredict struct {
-	s     *scanner
-	bad   map[fileIDPath]int64 // offset of a bad-body first copy
-	vic   *victimIDs
-	spool *scan.IDSpool // the queues' drop and at-risk id lists
+	s   *scanner
+	bad map[fileIDPath]int64 // offset of a bad-body first copy
+	vic *victimIDs
 }
-
-// msgIDChunk ids of a queue's drop or at-risk list are written to the
-// spool at a time (64 KiB): a list costs at most that in memory, however
-// much of the store it names. Tests lower it to spill every list.
-var msgIDChunk = 4096
 
 // foundRecord stands for every found record that is not a bad body: the
 // prediction and the findings only ask whether a record was found.
@@ -246,7 +240,6 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	qd, err := ReadQueueDirSegmentsIDs(dir, segEntries, func(q *QueueDir, es []QueueEntry) error {
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
-			qf.spool = lp.spool
 		}
 		qf.add(es, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(q))
 		n += len(es)

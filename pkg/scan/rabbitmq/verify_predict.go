@@ -137,7 +137,7 @@ func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte)
 				qf.pending++ // only an unclean start drops for a missing record
 			}
 			if idOK && qf.DropMsgIDs.Len() < InlineQueueIDs {
-				qf.DropMsgIDs.AppendTo(qf.spool, id)
+				qf.DropMsgIDs.Append(id)
 			}
 			continue
 		}
@@ -150,7 +150,7 @@ func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte)
 			if risk&(1<<i) != 0 {
 				qf.AtRisk[k]++
 				if ids := qf.AtRiskMsgIDs[k]; ids.Len() < InlineQueueIDs {
-					ids.AppendTo(qf.spool, id)
+					ids.Append(id)
 					qf.AtRiskMsgIDs[k] = ids
 				}
 			}
