@@ -104,6 +104,7 @@ TARGETS=(
 	"quorum-*|scan|xcat|0.8"
 	"quorum-*|scan|rss|100"
 	"quorum-*|scan-j1|rss|100"
+	"quorum-*|verify|rss|100"
 )
 
 # OUTPUT: store name pattern | command | bound in MB: the bytes of the
@@ -130,7 +131,7 @@ SCALING=(
 	"rocketmq-timer-1GiB|rocketmq-timer-4GiB|4|scan scan-j1 verify"
 	"rocketmq-dledger-1GiB|rocketmq-dledger-4GiB|4|scan scan-j1 verify"
 	"stream-1GiB|stream-4GiB|4|scan scan-j1 verify"
-	"quorum-1GiB|quorum-4GiB|4|scan scan-j1"
+	"quorum-1GiB|quorum-4GiB|4|scan scan-j1 verify"
 )
 
 # report prints the table of $RESULTS (store, command, bytes, seconds,
