@@ -303,7 +303,7 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
 			uniqKey: t.uniqKey, msgID: t.msgID, realTopic: t.realTopic})
 	}
-	if st >= s.readFrom {
+	if st >= s.readFrom && len(s.pending) < s.cfg.PendingCache {
 		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
 			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: t}
 	}
