@@ -86,11 +86,6 @@ type MissingRef struct {
 	Why         string `json:"why,omitempty"`
 }
 
-type recKey struct {
-	path string
-	off  int64
-}
-
 // ExportRabbitMQ selects messages from every vhost of cfg (VHostDirs, or
 // StoreDirs without queue indexes: then only all is meaningful) and adds
 // them to w. Records are taken in file order, first copy of each id only
@@ -114,83 +109,52 @@ func ExportRabbitMQ(ctx context.Context, cfg rscan.Config, o Options, w *Writer)
 	return rep, nil
 }
 
+// exportVHost exports one vhost from the streaming scan: each file's
+// records are selected and written while the scan hands the file over
+// (rscan.VHostOptions.EachFile), so no more than one file's records are
+// held; the messages of queue index files follow, one queue dir at a time.
 func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, rep *Report) error {
-	v, err := rscan.ScanVHost(ctx, root, dir, rscan.VHostOptions{})
+	var exported map[[16]byte]bool // ids exported from an .rdq, when queue messages follow
+	st := &lostState{dir: dir}
+	started := false
+	start := func(v *rscan.VHostScan) { // before the vhost's first message or note
+		started = true
+		if v.Refs == nil && (o.has(SelectUnreferenced) || o.has(SelectLost) || o.has(SelectAtRisk)) {
+			rep.Notes = append(rep.Notes, v.Dir+": no queue indexes: references unknown, lost/at-risk/unreferenced select nothing")
+		}
+		if v.Queues != nil && (o.has(SelectAll) || o.has(SelectLost)) {
+			exported = map[[16]byte]bool{}
+		}
+	}
+	v, err := rscan.ScanVHost(ctx, root, dir, rscan.VHostOptions{EachFile: func(v *rscan.VHostScan, f *rscan.FileScan) error {
+		if !started {
+			start(v)
+		}
+		return exportFile(ctx, o, w, rep, v, f, st, exported)
+	}})
 	if err != nil {
 		return err
 	}
-	atRisk, err := atRiskVictims(o, v)
+	if !started {
+		start(v)
+	}
+	if len(v.Lost) > 0 {
+		// The queues of a missing id: its message-missing findings name them
+		// (one name per reference, as the references do).
+		queues := map[string][]string{}
+		for _, f := range v.Findings {
+			if _, ok := queues[f.MsgID]; !ok && f.Code == rscan.CodeMessageMissing {
+				queues[f.MsgID], _ = f.Details["queues"].([]string)
+			}
+		}
+		for _, id := range v.Lost {
+			rep.Missing = append(rep.Missing, MissingRef{VHost: v.VHost, MsgID: id, Queues: queues[id]})
+		}
+	}
+	qm, err := queueMessages(root, v, o, rep, exported)
 	if err != nil {
 		return err
 	}
-	lost := lostRecords(v)
-	if v.Refs == nil && (o.has(SelectUnreferenced) || o.has(SelectLost) || o.has(SelectAtRisk)) {
-		rep.Notes = append(rep.Notes, v.Dir+": no queue indexes: references unknown, lost/at-risk/unreferenced select nothing")
-	}
-	for _, id := range v.Lost {
-		rep.Missing = append(rep.Missing, MissingRef{VHost: v.VHost, MsgID: id, Queues: v.Refs[id]})
-	}
-	exported := map[string]bool{}
-	for _, f := range v.Files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		after := afterCorruption(v, f)
-		var data []byte
-		for _, r := range f.Records {
-			if r.Status == rscan.StatusDuplicate {
-				continue
-			}
-			var sel []Selection
-			var why []string
-			add := func(s Selection, reason string) {
-				if o.has(s) {
-					sel = append(sel, s)
-					why = append(why, reason)
-				}
-			}
-			if o.has(SelectAll) {
-				sel, why = append(sel, SelectAll), append(why, "all: a record of "+f.Path)
-			}
-			k := recKey{f.Path, r.Offset}
-			if reason, ok := lost[k]; ok {
-				add(SelectLost, reason)
-			}
-			if reason, ok := atRisk[k]; ok {
-				add(SelectAtRisk, reason)
-			}
-			if r.Status == rscan.StatusUnreferenced {
-				add(SelectUnreferenced, "unreferenced: no queue index references this msg id; the broker's compaction reclaims it")
-			}
-			if reason, ok := after[r.Offset]; ok {
-				add(SelectAfterCorruption, reason)
-			}
-			if len(sel) == 0 {
-				continue
-			}
-			if data == nil {
-				if data, err = storefile.ReadFile(f.Abs); err != nil {
-					return err
-				}
-			}
-			if r.End() > int64(len(data)) || r.BadBody {
-				rep.Skipped++
-				continue
-			}
-			m, body, err := rabbitMessage(v, f, r, data[r.Offset:r.End()])
-			if err != nil {
-				rep.Skipped++
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%s@%d: %v", f.Path, r.Offset, err))
-				continue
-			}
-			m.SelectedBy, m.Why = dedupSel(sel), why
-			if err := addMessage(w, rep, m, body); err != nil {
-				return err
-			}
-			exported[m.MsgID] = true
-		}
-	}
-	qm := queueMessages(root, v, o, rep, exported)
 	for _, x := range qm {
 		if err := addMessage(w, rep, x.m, x.body); err != nil {
 			return err
@@ -198,6 +162,80 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 	}
 	if len(qm) > 0 {
 		rep.Notes = append(rep.Notes, queueNote(v.Dir, qm))
+	}
+	return nil
+}
+
+// exportFile selects and writes the records of one file the scan hands over.
+func exportFile(ctx context.Context, o Options, w *Writer, rep *Report, v *rscan.VHostScan, f *rscan.FileScan,
+	st *lostState, exported map[[16]byte]bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	atRisk, err := atRiskVictims(o, v, f)
+	if err != nil {
+		return err
+	}
+	after := afterCorruption(v, f)
+	var data []byte
+	for _, r := range f.Records {
+		if r.Status == rscan.StatusDuplicate {
+			continue
+		}
+		var sel []Selection
+		var why []string
+		add := func(s Selection, reason string) {
+			if o.has(s) {
+				sel = append(sel, s)
+				why = append(why, reason)
+			}
+		}
+		if o.has(SelectAll) {
+			sel, why = append(sel, SelectAll), append(why, "all: a record of "+f.Path)
+		}
+		if o.has(SelectLost) {
+			reason, err := st.lost(v, f, r)
+			if err != nil {
+				return err
+			}
+			if reason != "" {
+				add(SelectLost, reason)
+			}
+		}
+		if reason, ok := atRisk[r.Offset]; ok {
+			add(SelectAtRisk, reason)
+		}
+		if r.Status == rscan.StatusUnreferenced {
+			add(SelectUnreferenced, "unreferenced: no queue index references this msg id; the broker's compaction reclaims it")
+		}
+		if reason, ok := after[r.Offset]; ok {
+			add(SelectAfterCorruption, reason)
+		}
+		if len(sel) == 0 {
+			continue
+		}
+		if data == nil {
+			if data, err = storefile.ReadFile(f.Abs); err != nil {
+				return err
+			}
+		}
+		if r.End() > int64(len(data)) || r.BadBody {
+			rep.Skipped++
+			continue
+		}
+		m, body, err := rabbitMessage(v, f, r, data[r.Offset:r.End()])
+		if err != nil {
+			rep.Skipped++
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s@%d: %v", f.Path, r.Offset, err))
+			continue
+		}
+		m.SelectedBy, m.Why = dedupSel(sel), why
+		if err := addMessage(w, rep, m, body); err != nil {
+			return err
+		}
+		if exported != nil {
+			exported[r.MsgID] = true
+		}
 	}
 	return nil
 }
@@ -250,52 +288,48 @@ func rabbitMessage(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record, frame
 	return fillDecoded(m, dm)
 }
 
-// lostRecords: after a clean shutdown the broker reads each message where
+// lostState is what lost needs across the files of a vhost: the records
+// of the one file an index entry last sent it to.
+type lostState struct {
+	dir     string // the vhost dir
+	num     int64
+	records map[int64]rscan.Record
+	read    bool
+}
+
+// lost: after a clean shutdown the broker reads each message where
 // msg_store_index.ets says; a referenced record whose id the index puts
-// nowhere intact is unreadable to it.
-func lostRecords(v *rscan.VHostScan) map[recKey]string {
-	out := map[recKey]string{}
+// nowhere intact is unreadable to it. The reason, or "" when r is not lost.
+func (st *lostState) lost(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record) (string, error) {
 	c := v.Clean
-	if c == nil || !c.CleanDot || !c.HasIndex || v.Refs == nil {
-		return out
+	if c == nil || !c.CleanDot || !c.HasIndex || v.Refs == nil || f.Transient || r.Status != rscan.StatusReferenced {
+		return "", nil
 	}
-	type loc struct{ file, off int64 }
-	intact := map[loc]*rscan.Record{}
-	for _, f := range v.Files {
-		if f.Transient {
-			continue
-		}
-		for _, r := range f.Records {
-			if !r.BadBody {
-				intact[loc{r.File, r.Offset}] = r
+	e := rscan.IndexEntry{File: r.File, Offset: r.Offset, TotalSize: r.TotalSize}
+	intact := !r.BadBody
+	switch r.IndexMatch {
+	case "absent":
+		return "lost: referenced by " + strings.Join(r.ReferencedBy, ", ") +
+			" but msg_store_index.ets has no entry for it; a clean start cannot read it", nil
+	case "mismatch":
+		// The index puts the id elsewhere: lost unless an intact copy of
+		// it lies there (a later duplicate, in this file or another).
+		e = f.IndexEntries[r.Offset]
+		if !st.read || st.num != e.File {
+			recs, err := rscan.StoreRecords(st.dir, e.File)
+			if err != nil {
+				return "", err
 			}
+			st.num, st.records, st.read = e.File, recs, true
 		}
+		at, ok := st.records[e.Offset]
+		intact = ok && !at.BadBody && at.MsgID == r.MsgID && at.TotalSize == e.TotalSize
 	}
-	idx := map[[16]byte]rscan.IndexEntry{}
-	for _, e := range c.Index {
-		idx[e.MsgID] = e
+	if intact {
+		return "", nil
 	}
-	for _, f := range v.Files {
-		if f.Transient {
-			continue
-		}
-		for _, r := range f.Records {
-			if r.Status != rscan.StatusReferenced {
-				continue
-			}
-			e, ok := idx[r.MsgID]
-			if !ok {
-				out[recKey{f.Path, r.Offset}] = "lost: referenced by " + strings.Join(r.ReferencedBy, ", ") +
-					" but msg_store_index.ets has no entry for it; a clean start cannot read it"
-				continue
-			}
-			if at := intact[loc{e.File, e.Offset}]; at == nil || at.MsgID != r.MsgID || at.TotalSize != e.TotalSize {
-				out[recKey{f.Path, r.Offset}] = fmt.Sprintf("lost: referenced by %s but msg_store_index.ets points at %d.rdq@%d (%d bytes), where no intact copy lies; a clean start reads the wrong bytes",
-					strings.Join(r.ReferencedBy, ", "), e.File, e.Offset, e.TotalSize)
-			}
-		}
-	}
-	return out
+	return fmt.Sprintf("lost: referenced by %s but msg_store_index.ets points at %d.rdq@%d (%d bytes), where no intact copy lies; a clean start reads the wrong bytes",
+		strings.Join(r.ReferencedBy, ", "), e.File, e.Offset, e.TotalSize), nil
 }
 
 // afterCorruption: in the current persistent file the broker's recovery
@@ -335,15 +369,15 @@ func afterCorruption(v *rscan.VHostScan, f *rscan.FileScan) map[int64]string {
 var hazardCodes = map[string]bool{rscan.CodeZeroHoleMisread: true, rscan.CodeOffByNine: true,
 	rscan.CodeGen1Stop: true, rscan.CodeScannerCrash: true}
 
-// atRiskVictims maps each referenced victim of a misread that bites one
-// of o.BrokerVersions (severity above info in a scan for that version) to
-// the reason.
-func atRiskVictims(o Options, v *rscan.VHostScan) (map[recKey]string, error) {
-	out := map[recKey]string{}
-	if !o.has(SelectAtRisk) || v.Refs == nil {
+// atRiskVictims maps each referenced victim (by offset) of a misread in
+// file f that bites one of o.BrokerVersions (severity above info in a scan
+// for that version) to the reason.
+func atRiskVictims(o Options, v *rscan.VHostScan, f *rscan.FileScan) (map[int64]string, error) {
+	out := map[int64]string{}
+	if !o.has(SelectAtRisk) || v.Refs == nil || len(f.Hazards) == 0 {
 		return out, nil
 	}
-	// Per version, v's hazard findings with that version's severities (no
+	// Per version, f's hazard findings with that version's severities (no
 	// second scan: a version changes nothing else).
 	vers := o.BrokerVersions
 	if len(vers) == 0 {
@@ -351,19 +385,18 @@ func atRiskVictims(o Options, v *rscan.VHostScan) (map[recKey]string, error) {
 	}
 	for _, bv := range vers {
 		// Every victim, not the few a finding names inline.
-		err := v.EachHazardVictim(bv, func(f *scan.Finding, vic rscan.Victim) {
-			if !hazardCodes[f.Code] || f.Severity == scan.Info {
+		err := f.EachHazardVictim(bv, func(hf *scan.Finding, vic rscan.Victim) {
+			if !hazardCodes[hf.Code] || hf.Severity == scan.Info {
 				return
 			}
 			if vic.Status != rscan.StatusReferenced && vic.Status != rscan.StatusUnknown {
 				return
 			}
-			k := recKey{f.Path, vic.Offset}
-			if _, ok := out[k]; ok {
+			if _, ok := out[vic.Offset]; ok {
 				return
 			}
-			out[k] = fmt.Sprintf("at-risk: %s (%s, RabbitMQ %v) at %s@%d drops it; checked for %s",
-				f.Code, f.Severity, f.Details["versions"], f.Path, f.Offset, bv)
+			out[vic.Offset] = fmt.Sprintf("at-risk: %s (%s, RabbitMQ %v) at %s@%d drops it; checked for %s",
+				hf.Code, hf.Severity, hf.Details["versions"], hf.Path, hf.Offset, bv)
 		})
 		if err != nil {
 			return nil, err

@@ -6,9 +6,11 @@ package salvage
 // v2 per-queue store entry (<S>.qs, found through its .qi slot, §5.2) or
 // a v1 index record with the message embedded (EmbSize > 0, §5.3). They
 // are exported like .rdq records, from the body terms the queue index
-// reader (pkg/scan/rabbitmq ReadVHostQueues, via ScanVHost) sliced out.
+// reader (pkg/scan/rabbitmq ReadQueueDir, one queue dir at a time after
+// the scan) sliced out.
 
 import (
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -38,10 +40,11 @@ type queueMsg struct {
 // (CRC or size check fails) for lost. One message per msg id (the id
 // annotation inside the body): a message routed to several queues has a
 // copy in each, and its Queues lists them all. skip holds ids exported
-// from an .rdq already.
-func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip map[string]bool) []*queueMsg {
+// from an .rdq already. The scan read the queue dirs for their references
+// only: each dir's entries are read again here, one dir at a time.
+func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip map[[16]byte]bool) ([]*queueMsg, error) {
 	if v.Queues == nil || !(o.has(SelectAll) || o.has(SelectLost)) {
-		return nil
+		return nil, nil
 	}
 	var out []*queueMsg
 	byID := map[string]*queueMsg{}
@@ -50,7 +53,11 @@ func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip
 		if qd.HasName {
 			name = qd.Name.Name
 		}
-		for _, e := range qd.Entries {
+		full, err := rscan.ReadQueueDir(qd.Dir, v.Queues.SegmentEntryCount)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range full.Entries {
 			if e.Location != rscan.LocationQueueStore && e.Location != rscan.LocationEmbedded {
 				continue
 			}
@@ -74,7 +81,7 @@ func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip
 				continue
 			}
 			key := m.MsgID + "/" + fmt.Sprint(lost)
-			if m.MsgID != "" && skip[m.MsgID] && !lost {
+			if id, err := hex.DecodeString(m.MsgID); err == nil && len(id) == 16 && skip[[16]byte(id)] && !lost {
 				continue
 			}
 			if x := byID[key]; x != nil && m.MsgID != "" {
@@ -88,7 +95,7 @@ func queueMessages(root string, v *rscan.VHostScan, o Options, rep *Report, skip
 			out = append(out, x)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // queueMessage decodes one entry. A lost .qs entry is decoded from what

@@ -10,7 +10,9 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"maps"
 
 	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/repair"
@@ -89,41 +91,112 @@ func PlanHarden(ctx context.Context, cfg rscan.Config) (*repair.Plan, *HardenRep
 	rep := &HardenReport{Root: root, BrokerVersion: cfg.BrokerVersion, Holes: []HoleReport{}, Unfixed: []UnfixedHazard{}}
 	sc := scopeFor(cfg.BrokerVersion)
 	rep.Scan = &scan.Result{Store: scan.RabbitMQ}
-	err = eachVHost(ctx, root, cfg, rep.Scan, nil, func(_ string, v *rscan.VHostScan) error { return hardenVHost(plan, rep, v, sc) })
-	if err != nil {
-		return nil, nil, err
+	for _, d := range cfg.VHostDirs {
+		one := cfg
+		one.VHostDirs = []string{d}
+		if err := hardenVHost(ctx, root, one, plan, rep, sc); err != nil {
+			return nil, nil, err
+		}
 	}
 	return plan, rep, nil
 }
 
-// hardenVHost runs the fixed point on every persistent file of v that is
-// not a gap-free run of records and plans the gap rewrites it settled on.
-func hardenVHost(plan *repair.Plan, rep *HardenReport, v *rscan.VHostScan, sc scope) error {
-	alloc := newIDAlloc(v)
-	for _, f := range v.Files {
-		if f.Transient || !irregular(f) {
-			continue
+// hardenVHost plans the one vhost of cfg from the streaming scan: each
+// persistent file that is not a gap-free run of records is read and run
+// to the fixed point while the scan hands its records over
+// (rscan.VHostOptions.EachFile), so no more than one file's records and
+// bytes are held at a time. Dummy ids must be used by no record of the
+// vhost and no queue reference; the ids carrying the dummy prefix that the
+// scan showed are collected as it goes, and if a dummy planned early
+// turns out to be used by a later file or a missing reference (only a
+// store an earlier harden rewrote can hold such ids), the vhost is planned
+// again with every such id known from the start.
+func hardenVHost(ctx context.Context, root string, cfg rscan.Config, plan *repair.Plan, rep *HardenReport, sc scope) error {
+	known := map[[16]byte]bool{}
+	for {
+		alloc := &idAlloc{used: maps.Clone(known), planned: map[[16]byte]bool{}}
+		seen := map[[16]byte]bool{}
+		holes, unfixed := len(rep.Holes), len(rep.Unfixed)
+		var acts []repair.Action
+		sc0 := scanMark{len(rep.Scan.Files), len(rep.Scan.Findings), len(rep.Scan.Errors), rep.Scan.BytesScanned, rep.Scan.Incomplete}
+		var planErr error
+		err := eachVHost(ctx, root, cfg, rep.Scan, func(_ *rscan.VHostScan, f *rscan.FileScan) error {
+			for _, rec := range f.Records {
+				if hasDummyPrefix(rec.MsgID) {
+					seen[rec.MsgID], alloc.used[rec.MsgID] = true, true
+				}
+			}
+			if f.Transient || !irregular(f) {
+				return nil
+			}
+			planErr = hardenFile(&acts, rep, f, sc, alloc)
+			return planErr
+		}, func(_ string, v *rscan.VHostScan) error {
+			for _, f := range v.Findings {
+				if f.Code == rscan.CodeMessageMissing || f.Code == rscan.CodeMessageUnknown {
+					if raw, err := hex.DecodeString(f.MsgID); err == nil && len(raw) == 16 && hasDummyPrefix([16]byte(raw)) {
+						seen[[16]byte(raw)] = true
+					}
+				}
+			}
+			return nil
+		})
+		if planErr != nil {
+			return planErr
 		}
-		if f.Err != nil {
-			return fmt.Errorf("%s: refusing to plan from an incomplete scan: %w", f.Path, f.Err)
-		}
-		b, err := storefile.ReadFile(f.Abs)
 		if err != nil {
 			return err
 		}
-		if int64(len(b)) != f.Size {
-			return fmt.Errorf("%s changed during the scan (%d bytes, scanned %d)", f.Path, len(b), f.Size)
+		clash := false
+		for id := range alloc.planned {
+			clash = clash || seen[id]
 		}
-		s := newSim(f, b, sc)
-		left, rounds := s.fix(alloc)
-		for _, g := range s.gaps {
-			if err := planGap(plan, rep, s, g); err != nil {
-				return err
+		if !clash || len(seen) == len(known) {
+			for _, a := range acts {
+				if err := plan.Add(a, repair.SnapshotOptions{}); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		for _, h := range left {
-			rep.Unfixed = append(rep.Unfixed, s.unfixed(h, rounds))
-		}
+		known = seen
+		rep.Holes, rep.Unfixed = rep.Holes[:holes], rep.Unfixed[:unfixed]
+		sc0.restore(rep.Scan) // the vhost's files and findings are added again
+	}
+}
+
+// scanMark is how far a scan result was filled, to go back to.
+type scanMark struct {
+	files, findings, errors int
+	bytes                   int64
+	incomplete              bool
+}
+
+func (m scanMark) restore(r *scan.Result) {
+	r.Files, r.Findings, r.Errors = r.Files[:m.files], r.Findings[:m.findings], r.Errors[:m.errors]
+	r.BytesScanned, r.Incomplete = m.bytes, m.incomplete
+}
+
+// hardenFile runs the fixed point on the persistent file f (as the scan
+// hands it over) and plans the gap rewrites it settled on.
+func hardenFile(acts *[]repair.Action, rep *HardenReport, f *rscan.FileScan, sc scope, alloc *idAlloc) error {
+	if f.Err != nil {
+		return fmt.Errorf("%s: refusing to plan from an incomplete scan: %w", f.Path, f.Err)
+	}
+	b, err := storefile.ReadFile(f.Abs)
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) != f.Size {
+		return fmt.Errorf("%s changed during the scan (%d bytes, scanned %d)", f.Path, len(b), f.Size)
+	}
+	s := newSim(f, b, sc)
+	left, rounds := s.fix(alloc)
+	for _, g := range s.gaps {
+		planGap(acts, rep, s, g)
+	}
+	for _, h := range left {
+		rep.Unfixed = append(rep.Unfixed, s.unfixed(h, rounds))
 	}
 	return nil
 }
@@ -142,11 +215,12 @@ func irregular(f *rscan.FileScan) bool {
 	return false
 }
 
-// planGap adds the write-range action and the report of one gap the fixed
-// point rewrote, or the report of a stuck gap it left alone.
-func planGap(plan *repair.Plan, rep *HardenReport, s *sim, g *simGap) error {
+// planGap adds the write-range action (to acts, for the plan) and the
+// report of one gap the fixed point rewrote, or the report of a stuck gap
+// it left alone.
+func planGap(acts *[]repair.Action, rep *HardenReport, s *sim, g *simGap) {
 	if g.fill == "" && len(g.codes) == 0 {
-		return nil
+		return
 	}
 	hr := HoleReport{Path: s.path, Offset: g.Offset, Length: g.Length, Zero: g.Zero, Hazards: g.codes,
 		Versions: g.versions, Protects: g.protects, Fill: FillNone}
@@ -157,7 +231,7 @@ func planGap(plan *repair.Plan, rep *HardenReport, s *sim, g *simGap) error {
 	case "":
 		hr.Why = "no rewrite (dummy record, 0xFF filler, skip frame) removes the hazard without another scanner model losing a record; left alone (see unfixed)"
 		rep.Holes = append(rep.Holes, hr)
-		return nil
+		return
 	case FillDummy:
 		hr.Fill, hr.DummyID = FillDummy, hexID(g.id)
 		hr.Why = fmt.Sprintf("a %d-byte unreferenced dummy record covers the gap: scanners ≤4.0.2 skip it whole, ≥4.0.3 reject it and step through its zero body; no live record moves", g.Length)
@@ -171,11 +245,8 @@ func planGap(plan *repair.Plan, rep *HardenReport, s *sim, g *simGap) error {
 	data := append([]byte(nil), s.b[g.Offset:g.Offset+g.Length]...)
 	a := repair.Action{Op: repair.OpWriteRange, Path: s.path, Offset: g.Offset, Length: g.Length, Data: data,
 		Reason: g.codes[0], Lost: repair.Loss{Note: fmt.Sprintf("rewrites a %d-byte gap (%s) with %s; protects %v", g.Length, gapWord(g.Gap), hr.Fill, g.protects)}}
-	if err := plan.Add(a, repair.SnapshotOptions{}); err != nil {
-		return err
-	}
+	*acts = append(*acts, a)
 	rep.Holes = append(rep.Holes, hr)
-	return nil
 }
 
 func gapWord(g rscan.Gap) string {

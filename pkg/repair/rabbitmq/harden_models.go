@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
-	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
 // MinDummyRecord is the smallest dummy record: 8 size + 16 id + 6 ETF
@@ -60,26 +59,17 @@ func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
 // idAlloc hands out dummy msg ids that no record of the vhost (in any
 // file: a dummy id seen twice would be a duplicate record) and no queue
-// reference uses.
+// reference uses: used holds the ids with the dummy prefix known so far
+// (hardenVHost), planned the ids handed out.
 type idAlloc struct {
-	used map[[16]byte]bool
-	next uint32
+	used    map[[16]byte]bool
+	planned map[[16]byte]bool
+	next    uint32
 }
 
-func newIDAlloc(v *rscan.VHostScan) *idAlloc {
-	a := &idAlloc{used: map[[16]byte]bool{}}
-	for _, f := range v.Files {
-		for _, r := range f.Records {
-			a.used[r.MsgID] = true
-		}
-	}
-	for id := range v.Refs {
-		if raw, err := hex.DecodeString(id); err == nil && len(raw) == 16 {
-			a.used[[16]byte(raw)] = true
-		}
-	}
-	return a
-}
+// hasDummyPrefix reports whether id starts like every dummy id: only such
+// an id can be one the allocator hands out.
+func hasDummyPrefix(id [16]byte) bool { return [12]byte(id[:12]) == dummyIDPrefix }
 
 func (a *idAlloc) id() [16]byte {
 	for {
@@ -88,7 +78,7 @@ func (a *idAlloc) id() [16]byte {
 		binary.BigEndian.PutUint32(id[12:], a.next)
 		a.next++
 		if !a.used[id] {
-			a.used[id] = true
+			a.used[id], a.planned[id] = true, true
 			return id
 		}
 	}

@@ -109,7 +109,7 @@ type Replica struct {
 	// Registered is true/false when names.dets was read, nil otherwise.
 	Registered *bool
 	// Log maps a Raft index to where its entry is (Config.Replay only).
-	Log *logTable
+	Log map[uint64]*EntryLoc
 	// First and Last bound the indexes on disk (segments and WAL).
 	First, Last uint64
 	HasEntries  bool
@@ -392,7 +392,7 @@ func (sc *scanner) openReplica(name string) {
 			Message: fmt.Sprintf("replica %s: config %v: the queue's name is not known, and ra cannot start this member", name, err)})
 	}
 	if sc.cfg.Replay {
-		r.Log = newLogTable()
+		r.Log = map[uint64]*EntryLoc{}
 	}
 }
 
@@ -440,7 +440,6 @@ func (sc *scanner) scanWAL(name string) {
 	rd := ra.NewWALReader(f, w.Size)
 	var badAt int64 = -1
 	orphans := map[string]int{}
-	var entry EntryLoc // one for the walk: Log.put copies it
 	for rd.Next() {
 		rec := rd.Record()
 		w.Records++
@@ -493,8 +492,7 @@ func (sc *scanner) scanWAL(name string) {
 			orphans[uid]++
 			continue
 		}
-		loc := &entry
-		*loc = EntryLoc{Path: p, Rel: w.Rel, Offset: rec.Offset + int64(rec.HeaderLen), Length: rec.DataLen, Record: rec.Offset,
+		loc := &EntryLoc{Path: p, Rel: w.Rel, Offset: rec.Offset + int64(rec.HeaderLen), Length: rec.DataLen, Record: rec.Offset,
 			RecSize: rec.Size(), Index: rec.Index, Term: rec.Term, InWAL: true, OK: ok}
 		if ok {
 			// every record that passes its checksum: ra recovers them (a
@@ -505,7 +503,7 @@ func (sc *scanner) scanWAL(name string) {
 			}
 			r.note(rec.Index, rec.Term)
 			if r.Log != nil {
-				r.Log.put(r.Log.file(p, w.Rel), loc, false)
+				r.Log[rec.Index] = loc
 			}
 			r.walEntries++
 		}
@@ -643,8 +641,10 @@ func (sc *scanner) queueNames() []string {
 // truncateAbove drops the log entries above idx (a WAL record with the
 // truncate bit).
 func (r *Replica) truncateAbove(idx uint64) {
-	if r.Log != nil {
-		r.Log.truncateAbove(idx)
+	for i := range r.Log {
+		if i > idx {
+			delete(r.Log, i)
+		}
 	}
 	if r.HasEntries && r.Last > idx {
 		r.Last = idx
@@ -672,12 +672,19 @@ func (sc *scanner) scanReplicaFiles(r *Replica) {
 	}
 	sc.snapshotFindings(r)
 	// the WAL entries were noted first; segments hold older entries, and a
-	// WAL entry wins over a segment entry of the same index (Log.put)
+	// WAL entry wins over a segment entry of the same index
+	walLog := r.Log
+	if walLog != nil {
+		r.Log = map[uint64]*EntryLoc{}
+	}
 	for _, n := range l.segments {
 		if err := sc.ctx.Err(); err != nil {
 			return
 		}
 		sc.scanSegment(r, n)
+	}
+	for i, loc := range walLog {
+		r.Log[i] = loc
 	}
 	snap := r.snapshotIndex()
 	for _, sf := range r.Segments {
@@ -856,15 +863,9 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		trimmed[i] = true
 	}
 	snap := r.snapshotIndex()
-	var logFile uint32
-	if r.Log != nil {
-		logFile = r.Log.file(p, sf.Rel)
-	}
-	var entry EntryLoc // one for the walk: Log.put and markDown copy it
 	for i, sl := range x.Slots {
 		data, err := seg.Data(sl)
-		loc := &entry
-		*loc = EntryLoc{Path: p, Rel: sf.Rel, Offset: int64(sl.Offset), Length: sl.Length, Record: sl.Pos, Index: sl.Index, Term: sl.Term, Slot: sl.Slot}
+		loc := &EntryLoc{Path: p, Rel: sf.Rel, Offset: int64(sl.Offset), Length: sl.Length, Record: sl.Pos, Index: sl.Index, Term: sl.Term, Slot: sl.Slot}
 		live := !trimmed[i]
 		needed := live && (snap < 0 || int64(sl.Index) > snap)
 		if err != nil {
@@ -909,7 +910,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		}
 		r.note(sl.Index, sl.Term)
 		if r.Log != nil {
-			r.Log.put(logFile, loc, true)
+			r.Log[sl.Index] = loc
 		}
 		if sc.opts.Records != nil && loc.OK {
 			sc.record(r, loc, data)
@@ -922,11 +923,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	}
 }
 
-// markDown keeps a copy of loc as an entry that crashes the member.
-func (r *Replica) markDown(loc *EntryLoc) {
-	c := *loc
-	r.CrashEntries = append(r.CrashEntries, &c)
-}
+func (r *Replica) markDown(loc *EntryLoc) { r.CrashEntries = append(r.CrashEntries, loc) }
 
 // checkOrphans reports replica dirs names.dets does not register.
 func (sc *scanner) checkOrphans() {

@@ -162,16 +162,19 @@ func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
 	return nil
 }
 
-// indexMatch is classify's verdict for a record of fs.
-func (li *leanIndex) indexMatch(r *Record) string {
+// indexMatch is classify's verdict for a record of fs, and the entry of
+// its id when there is one.
+func (li *leanIndex) indexMatch(r *Record) (string, IndexEntry) {
 	e := li.lookup(r.MsgID)
 	if e == nil {
-		return "absent"
+		return "absent", IndexEntry{}
 	}
-	if v := li.vals(e); v.file == r.File && v.off == r.Offset && v.size == r.TotalSize {
-		return "match"
+	v := li.vals(e)
+	ie := IndexEntry{MsgID: e.id, RefCount: v.refCount, File: v.file, Offset: v.off, TotalSize: v.size}
+	if v.file == r.File && v.off == r.Offset && v.size == r.TotalSize {
+		return "match", ie
 	}
-	return "mismatch"
+	return "mismatch", ie
 }
 
 // join records what the non-transient file fs holds at the place of each

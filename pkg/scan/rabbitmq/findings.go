@@ -198,12 +198,7 @@ func (v *VHostScan) HazardFindings(version string) ([]scan.Finding, error) {
 	}
 	var out []scan.Finding
 	for _, fs := range v.Files {
-		if fs.Err != nil || fs.Transient {
-			continue
-		}
-		for i := range fs.Hazards {
-			out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
-		}
+		out = fs.hazardFindings(out, ver)
 	}
 	return out, nil
 }
@@ -214,6 +209,18 @@ func (v *VHostScan) HazardFindings(version string) ([]scan.Finding, error) {
 // (InlineVictims), this is the whole list. The error is from reading a
 // spilled list back.
 func (v *VHostScan) EachHazardVictim(version string, fn func(f *scan.Finding, vic Victim)) error {
+	for _, fs := range v.Files {
+		if err := fs.EachHazardVictim(version, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EachHazardVictim is VHostScan.EachHazardVictim for the one file f: for
+// a per-file callback (VHostOptions.EachFile), which holds the file's
+// hazards with their victims. version must be set.
+func (fs *FileScan) EachHazardVictim(version string, fn func(f *scan.Finding, vic Victim)) error {
 	ver, err := parseVersion(version)
 	if err != nil {
 		return err
@@ -221,19 +228,27 @@ func (v *VHostScan) EachHazardVictim(version string, fn func(f *scan.Finding, vi
 	if !ver.set {
 		return fmt.Errorf("EachHazardVictim needs a broker version")
 	}
-	for _, fs := range v.Files {
-		if fs.Err != nil || fs.Transient {
-			continue
-		}
-		for i := range fs.Hazards {
-			h := &fs.Hazards[i]
-			f := hazardFinding(fs, h, ver)
-			if err := h.EachVictim(func(vic Victim) { fn(&f, vic) }); err != nil {
-				return err
-			}
+	if fs.Err != nil || fs.Transient {
+		return nil
+	}
+	for i := range fs.Hazards {
+		h := &fs.Hazards[i]
+		f := hazardFinding(fs, h, ver)
+		if err := h.EachVictim(func(vic Victim) { fn(&f, vic) }); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (fs *FileScan) hazardFindings(out []scan.Finding, ver brokerVersion) []scan.Finding {
+	if fs.Err != nil || fs.Transient {
+		return out
+	}
+	for i := range fs.Hazards {
+		out = append(out, hazardFinding(fs, &fs.Hazards[i], ver))
+	}
+	return out
 }
 
 func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {

@@ -62,5 +62,5 @@ func (s *scanner) release(fs *FileScan) {
 	lf.pre = fileFindingsPart(fs, s.ver, s.refs != nil, false, &lf)
 	fs.lean = lf
 	s.spillVictims(fs)
-	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames = nil, nil, nil, nil
+	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames, fs.IndexEntries = nil, nil, nil, nil, nil
 }

@@ -72,13 +72,10 @@ func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 
-// free gives back the scanner's off-heap tables and closes its temp file
-// (the spilled victim lists) now rather than when the collector finds
-// them unreachable (off-heap memory does not make it run). The scanner,
-// and the spilled lists of its files' hazards, must not be used
-// afterwards.
+// free gives back the scanner's off-heap tables now rather than when the
+// collector finds them unreachable (off-heap memory does not make it run).
+// The scanner must not be used afterwards.
 func (s *scanner) free() {
-	s.spill.file.Close()
 	s.seen.free()
 	if s.lidx != nil {
 		s.lidx.ents.Free()
@@ -228,7 +225,7 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
 	for _, r := range fs.Records {
-		s.classify(r, transient, pi)
+		s.classify(fs, r, transient, pi)
 		s.termCnt[r.Term]++
 		if r.Status == StatusReferenced {
 			fs.LastReferencedEnd = r.End()
@@ -299,9 +296,18 @@ func (s *scanner) scanFile(ctx context.Context, f rdqFile, current, transient bo
 	return j.fs
 }
 
+// indexEntry keeps the msg_store_index.ets entry of r, which puts r's id
+// elsewhere (FileScan.IndexEntries).
+func (fs *FileScan) indexEntry(r *Record, e IndexEntry) {
+	if fs.IndexEntries == nil {
+		fs.IndexEntries = map[int64]IndexEntry{}
+	}
+	fs.IndexEntries[r.Offset] = e
+}
+
 // classify sets a record's status, references and index agreement.
 // pi is 1 + the index of r's file in s.paths.
-func (s *scanner) classify(r *Record, transient bool, pi int32) {
+func (s *scanner) classify(fs *FileScan, r *Record, transient bool, pi int32) {
 	r.ReferencedBy = []string{}
 	if transient {
 		r.Status = StatusUnreferenced
@@ -327,7 +333,11 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 			r.IndexMatch = "mismatch"
 		}
 	} else if s.lidx != nil {
-		r.IndexMatch = s.lidx.indexMatch(r)
+		var ie IndexEntry
+		r.IndexMatch, ie = s.lidx.indexMatch(r)
+		if r.IndexMatch == "mismatch" {
+			fs.indexEntry(r, ie)
+		}
 	} else if s.clean != nil && s.clean.HasIndex {
 		switch e, ok := s.clean.byID[r.MsgID]; {
 		case !ok:
@@ -336,6 +346,7 @@ func (s *scanner) classify(r *Record, transient bool, pi int32) {
 			r.IndexMatch = "match"
 		default:
 			r.IndexMatch = "mismatch"
+			fs.indexEntry(r, e)
 		}
 	}
 	if p := e.path(); p > 0 {
@@ -443,5 +454,35 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 	}
 	close(work)
 	wg.Wait()
+	return out, nil
+}
+
+// StoreRecords returns, by offset, the records the scan's walk takes in
+// the persistent store file(s) numbered num of vhostDir (statuses unset;
+// a later file with the same number wins where both have a record, as a
+// place lookup of the scan does; a file that cannot be read adds the
+// records read before the fault, none when it cannot be opened). It is
+// for the few places a caller of the streaming scan must look at before
+// the scan hands their file over (salvage: where msg_store_index.ets puts
+// an id whose first copy is elsewhere).
+func StoreRecords(vhostDir string, num int64) (map[int64]Record, error) {
+	files, err := listRDQ(filepath.Join(vhostDir, "msg_store_persistent"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]Record{}
+	for _, f := range files {
+		if f.num != num {
+			continue
+		}
+		s := &scanner{root: vhostDir}
+		j := s.open(context.Background(), f, false, false)
+		for _, r := range j.fs.Records {
+			out[r.Offset] = *r
+		}
+		if j.view != nil {
+			j.view.Close() // the records copied their ids: no hazards wanted
+		}
+	}
 	return out, nil
 }

@@ -105,8 +105,12 @@ type FileScan struct {
 	ShortFrames       []int64 // complete frames with Size < 16 and marker 0xFF (gen-1 crash)
 	Hazards           []Hazard
 	ModelsRun         bool // the scanner models were run (file not gap-free)
-	Err               error
-	lean              leanFile // set when the records were released (Scan's lean mode)
+	// IndexEntries holds, by record offset, the msg_store_index.ets entry
+	// of each record whose IndexMatch is "mismatch": where the index puts
+	// the id instead.
+	IndexEntries map[int64]IndexEntry
+	Err          error
+	lean         leanFile // set when the records were released (Scan's lean mode)
 }
 
 // Location is where a msg id was found.

@@ -148,8 +148,7 @@ func orphanFindings(root string, qs []*QueueFate) []scan.Finding {
 
 // verifyLayout adds the shutdown state and the index versions to the
 // scan's layout.
-// kinds are the queues' index kinds (scan.Queue.Index), nq their count.
-func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string, kinds map[string]bool, nq int) map[string]any {
+func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string) map[string]any {
 	l := map[string]any{}
 	for k, x := range v.Layout {
 		l[k] = x
@@ -165,6 +164,10 @@ func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string, kinds map[stri
 		sd["recovery.dets"] = "absent"
 	}
 	l["shutdown"] = sd
+	kinds := map[string]bool{}
+	for _, q := range vv.Queues {
+		kinds[q.Index] = true
+	}
 	switch {
 	case kinds["v1+v2"] || (kinds["v1"] && kinds["v2"]):
 		l["cq_index"] = "v1+v2"
@@ -175,6 +178,6 @@ func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string, kinds map[stri
 	default:
 		l["cq_index"] = "none"
 	}
-	l["queues"] = nq
+	l["queues"] = len(vv.Queues)
 	return l
 }

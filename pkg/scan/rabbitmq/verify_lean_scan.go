@@ -78,7 +78,6 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, hasQueues))
 	if err != nil {
 		<-qdone
-		s.free()
 		return nil, nil, err
 	}
 	s.clean = v.Clean
@@ -86,7 +85,6 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	files, err := s.scanStore(ctx, store, false)
 	<-qdone
 	if qerr != nil {
-		s.free()
 		return nil, nil, qerr
 	}
 	if s.eachErr != nil {
@@ -108,7 +106,6 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if err == nil {
 		v.Files = files
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		s.free()
 		return nil, nil, err
 	}
 	for _, f := range v.Files {
