@@ -85,7 +85,7 @@ func FuzzSegment(f *testing.F) {
 			isCorrupt(t, err)
 			return
 		}
-		for _, p := range s.Index.Live {
+		for _, p := range s.Index.LivePositions() {
 			sl := s.Index.Slots[p]
 			d, err := s.Data(sl)
 			if err != nil {

@@ -327,7 +327,7 @@ func compareSegment(t *testing.T, path string, want []oracleLine) (int, int) {
 			}
 			d.eq("range", got, want)
 		case "ra_fold":
-			d.eq("fold", len(s.Index.Live), o.Entries)
+			d.eq("fold", s.Index.LiveCount(), o.Entries)
 		}
 	}
 	d.eq("slots", len(s.Index.Slots), n)

@@ -3,6 +3,7 @@ package ra_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -130,7 +131,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.Index.Slots) != 3 || len(s.Index.Live) != 1 || s.Index.Live[5] != 2 || len(s.Index.Trimmed) != 2 || s.Index.Partial {
+		if len(s.Index.Slots) != 3 || s.Index.LiveCount() != 1 || !livePos(s.Index, 5, 2) || len(s.Index.Trimmed) != 2 || s.Index.Partial {
 			t.Fatalf("v%d index: %+v", version, s.Index)
 		}
 		for i, sl := range s.Index.Slots {
@@ -304,3 +305,52 @@ func TestSnapshotFixture(t *testing.T) {
 }
 
 func checksum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+func livePos(x *ra.SegmentIndex, idx uint64, want int) bool {
+	p, ok := x.LivePos(idx)
+	return ok && p == want
+}
+
+// TestSegmentIndexLive checks the live slots of a table whose indexes
+// only grow (no map is built for it) against one that repeats and drops
+// indexes (the map): positions, count, range and lookups.
+func TestSegmentIndexLive(t *testing.T) {
+	build := func(idx []uint64) *ra.SegmentIndex {
+		h := ra.SegmentHeader{Version: 2, MaxCount: uint16(len(idx) + 1)}
+		var table []byte
+		for i, x := range idx {
+			table = ra.AppendSegmentSlot(table, ra.SegmentSlot{Index: x, Term: 1, Offset: uint64(100 + i), Length: 1, CRC: 1}, 2)
+		}
+		return ra.DecodeSegmentIndex(h, table, int(h.MaxCount))
+	}
+	for _, c := range []struct {
+		idx         []uint64
+		live        []int // positions, in table order
+		first, last uint64
+	}{
+		{[]uint64{7, 8, 9, 12}, []int{0, 1, 2, 3}, 7, 12},
+		{[]uint64{0, 1}, []int{0, 1}, 0, 1},
+		{[]uint64{7, 8, 9, 8, 9}, []int{0, 3, 4}, 7, 9},
+		{[]uint64{7, 7}, []int{1}, 7, 7},
+		{[]uint64{7, 8, 9, 5}, []int{3}, 5, 5},
+	} {
+		x := build(c.idx)
+		if got := x.LivePositions(); fmt.Sprint(got) != fmt.Sprint(c.live) || x.LiveCount() != len(c.live) {
+			t.Errorf("%v: live %v (count %d), want %v", c.idx, got, x.LiveCount(), c.live)
+		}
+		if f, l, ok := x.Range(); !ok || f != c.first || l != c.last {
+			t.Errorf("%v: range %d-%d %v, want %d-%d", c.idx, f, l, ok, c.first, c.last)
+		}
+		for _, p := range c.live {
+			if got, ok := x.LivePos(c.idx[p]); !ok || got != p {
+				t.Errorf("%v: LivePos(%d) = %d %v, want %d", c.idx, c.idx[p], got, ok, p)
+			}
+		}
+		if _, ok := x.LivePos(100); ok {
+			t.Errorf("%v: index 100 is live", c.idx)
+		}
+	}
+	if _, _, ok := build(nil).Range(); ok {
+		t.Error("an empty table has a range")
+	}
+}

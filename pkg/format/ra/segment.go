@@ -15,7 +15,9 @@ package ra
 // overwrite after a leader change).
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 
 	"github.com/storectl/storectl/internal/crc32x"
 	"github.com/storectl/storectl/pkg/format"
@@ -131,10 +133,13 @@ type SegmentIndex struct {
 	Header SegmentHeader
 	// Slots are the slots before the first zero slot, in table order.
 	Slots []SegmentSlot
-	// Live maps a Raft index to its position in Slots after ra's trim:
+	// live maps a Raft index to its position in Slots after ra's trim:
 	// a slot with a lower Index than its predecessor drops the earlier
-	// slots with a higher Index.
-	Live map[uint64]int
+	// slots with a higher Index (LivePos). It is nil while every slot's
+	// index is above the one before (a segment as ra writes it): then
+	// every slot is live at its own position, and no map is built (that
+	// map had been a tenth of a quorum scan's CPU).
+	live map[uint64]int
 	// Trimmed lists the positions in Slots that a later slot dropped.
 	Trimmed []int
 	// Partial is set when the table ends inside a slot (a file shorter
@@ -146,10 +151,51 @@ type SegmentIndex struct {
 	TableEnd int64
 }
 
+// LiveCount is the number of live indexes.
+func (x *SegmentIndex) LiveCount() int {
+	if x.live == nil {
+		return len(x.Slots)
+	}
+	return len(x.live)
+}
+
+// LivePos returns the position in Slots of the live slot of Raft index idx.
+func (x *SegmentIndex) LivePos(idx uint64) (int, bool) {
+	if x.live == nil {
+		i, ok := slices.BinarySearchFunc(x.Slots, idx, func(s SegmentSlot, idx uint64) int { return cmp.Compare(s.Index, idx) })
+		return i, ok
+	}
+	p, ok := x.live[idx]
+	return p, ok
+}
+
+// LivePositions returns the positions in Slots of the live slots, in
+// table order.
+func (x *SegmentIndex) LivePositions() []int {
+	out := make([]int, 0, x.LiveCount())
+	if x.live == nil {
+		for i := range x.Slots {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, p := range x.live {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Range returns the lowest and highest live indexes; ok is false for an
 // empty index.
 func (x *SegmentIndex) Range() (first, last uint64, ok bool) {
-	for i := range x.Live {
+	if x.live == nil {
+		if len(x.Slots) == 0 {
+			return 0, 0, false
+		}
+		return x.Slots[0].Index, x.Slots[len(x.Slots)-1].Index, true
+	}
+	for i := range x.live {
 		if !ok || i < first {
 			first = i
 		}
@@ -167,7 +213,7 @@ func (x *SegmentIndex) Range() (first, last uint64, ok bool) {
 // shorter).
 func DecodeSegmentIndex(h SegmentHeader, table []byte, maxCount int) *SegmentIndex {
 	size := h.SlotSize()
-	x := &SegmentIndex{Header: h, Live: make(map[uint64]int, min(maxCount, len(table)/size))}
+	x := &SegmentIndex{Header: h, Slots: make([]SegmentSlot, 0, min(maxCount, len(table)/size))}
 	var last uint64
 	n := 0
 	for ; n+size <= len(table) && n/size < maxCount; n += size {
@@ -177,19 +223,31 @@ func DecodeSegmentIndex(h SegmentHeader, table []byte, maxCount int) *SegmentInd
 		}
 		s.Slot = n / size
 		s.Pos = SegmentHeaderLen + int64(n)
+		if x.live == nil {
+			if len(x.Slots) == 0 || s.Index > last {
+				last = s.Index
+				x.Slots = append(x.Slots, s)
+				continue
+			}
+			// a slot at or below its predecessor: from here on, the map
+			x.live = make(map[uint64]int, min(maxCount, len(table)/size))
+			for i, p := range x.Slots {
+				x.live[p.Index] = i
+			}
+		}
 		if s.Index < last {
-			for idx, p := range x.Live {
+			for idx, p := range x.live {
 				if idx > s.Index {
-					delete(x.Live, idx)
+					delete(x.live, idx)
 					x.Trimmed = append(x.Trimmed, p)
 				}
 			}
 		}
 		last = s.Index
-		if p, ok := x.Live[s.Index]; ok {
+		if p, ok := x.live[s.Index]; ok {
 			x.Trimmed = append(x.Trimmed, p)
 		}
-		x.Live[s.Index] = len(x.Slots)
+		x.live[s.Index] = len(x.Slots)
 		x.Slots = append(x.Slots, s)
 	}
 	x.TableEnd = SegmentHeaderLen + int64(n)

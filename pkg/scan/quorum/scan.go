@@ -247,6 +247,9 @@ type scanner struct {
 	res  *Result
 	sys  *System
 	root string
+	// segBuf is the window the last segment was read through, for the next
+	// (a scanner reads one segment at a time).
+	segBuf []byte
 }
 
 func rel(root, p string) string {
@@ -820,7 +823,10 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	sf.Size = st.Size()
 	file := scan.File{Path: sf.Rel, Kind: "ra-segment", Size: sf.Size, FirstValid: -1, LastValid: -1, End: scan.EndEOF, ValidEnd: sf.Size}
 	defer func() { sc.res.Files = append(sc.res.Files, file) }()
-	seg, err := ra.OpenSegment(f, sf.Size)
+	seg, err := ra.OpenSegmentBuf(f, sf.Size, sc.segBuf)
+	if err == nil {
+		defer func() { sc.segBuf = seg.Buf() }()
+	}
 	if err != nil {
 		var ce *format.CorruptError
 		if !errors.As(err, &ce) {
@@ -836,7 +842,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	}
 	sf.Header = seg.Header
 	x := seg.Index
-	sf.Slots, sf.Live = len(x.Slots), len(x.Live)
+	sf.Slots, sf.Live = len(x.Slots), x.LiveCount()
 	if first, last, ok := x.Range(); ok {
 		sf.First, sf.Last, sf.HasLive = first, last, true
 	}
