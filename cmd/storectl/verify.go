@@ -90,6 +90,9 @@ func runVerify(ctx context.Context, env *Env, dir string, peers ...string) error
 	if res == nil {
 		res = &scan.Result{Store: tg.Store}
 	}
+	// The queue lines may read from a temp file until the report, the
+	// json one written last by finish, is out.
+	defer res.Close()
 	if err != nil {
 		res.Fail(err)
 	}

@@ -84,7 +84,7 @@ func ExportQuorum(ctx context.Context, cfg qscan.Config, o Options, w *Writer, r
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s (%s): the log could not be replayed (%s); its live messages are not known", q.Queue, r.Rel, q.NextStart.Reason))
 			}
 			down := q.NextStart.State != qscan.StartOK && q.NextStart.State != qscan.StartNotRead
-			for _, lm := range p.Live {
+			for lm := range p.Live() {
 				if err := ctx.Err(); err != nil {
 					return rep, err
 				}

@@ -160,7 +160,32 @@ type Result struct {
 	Incomplete bool     `json:"incomplete"`
 	Errors     []string `json:"errors,omitempty"`
 
-	mu sync.Mutex
+	mu      sync.Mutex
+	closers []func() error
+}
+
+// OnClose registers fn for Close: what the result's values still read
+// from (a temp file of spilled queue lines) until the report is written.
+func (r *Result) OnClose(fn func() error) {
+	r.mu.Lock()
+	r.closers = append(r.closers, fn)
+	r.mu.Unlock()
+}
+
+// Close runs the OnClose functions, once, and returns the first error.
+// The values they read from must not be used afterwards.
+func (r *Result) Close() error {
+	r.mu.Lock()
+	fns := r.closers
+	r.closers = nil
+	r.mu.Unlock()
+	var first error
+	for _, fn := range fns {
+		if err := fn(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Add appends findings; safe for concurrent use.
@@ -211,6 +236,7 @@ func (r *Result) Merge(o *Result) {
 	r.Findings = append(r.Findings, o.Findings...)
 	r.Queues = append(r.Queues, o.Queues...)
 	r.QueueLines = append(r.QueueLines, o.QueueLines...)
+	r.closers = append(r.closers, o.closers...)
 	r.BytesScanned += o.BytesScanned
 	for k, v := range o.Layout {
 		if r.Layout == nil {

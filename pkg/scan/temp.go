@@ -54,8 +54,8 @@ func UnlinkedTemp(pattern string) (*os.File, error) {
 // lists, MsgIDs chunks). It is safe for concurrent use, and its zero value
 // is ready: the file is made at the first Put, with Pattern. Once a create
 // or write fails the Spill is broken and every later Put says no (the
-// caller keeps its list in memory). The file is closed when the Spill is
-// no longer reachable (os.File's own cleanup).
+// caller keeps its list in memory). Close gives the file back; else it is
+// closed when the Spill is no longer reachable (os.File's own cleanup).
 type Spill struct {
 	Pattern string // os.CreateTemp pattern of the file; "" is storectl-spill-*
 
@@ -100,13 +100,34 @@ func (s *Spill) Put(b []byte) (off int64, ok bool) {
 	return off, true
 }
 
+// Close closes the file, if one was made: its space goes back at once
+// rather than when the collector finds the Spill unreachable. Every later
+// Put says no and ReadAt fails. It is safe to call more than once.
+func (s *Spill) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken.Store(true)
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
 // errSpillShort: the spill file holds fewer bytes than were put there.
 var errSpillShort = errors.New("spill file shorter than written")
 
 // ReadAt reads len(b) bytes put at off back; what names them in the error
 // ("reading <what> back from the temp file: ...").
 func (s *Spill) ReadAt(b []byte, off int64, what string) error {
-	if n, err := s.f.ReadAt(b, off); n < len(b) {
+	s.mu.Lock()
+	f := s.f
+	s.mu.Unlock()
+	if f == nil {
+		return fmt.Errorf("reading %s back from the temp file: %w", what, os.ErrClosed)
+	}
+	if n, err := f.ReadAt(b, off); n < len(b) {
 		if err == nil {
 			err = errSpillShort
 		}

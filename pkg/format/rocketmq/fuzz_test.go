@@ -90,6 +90,9 @@ func FuzzCQUnit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		u, err := DecodeCQUnit(b, 0)
 		mustCorrupt(t, err)
+		if w, werr := decodeCQUnitFields(b, 0); w != u || (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("DecodeCQUnit %+v, %v; field by field %+v, %v", u, err, w, werr)
+		}
 		_ = u.Valid() && u.IsPlaceholder() && u.IsExtAddress()
 		if err == nil && !bytes.Equal(AppendCQUnit(nil, u), b[:CQUnitSize]) {
 			t.Fatalf("AppendCQUnit(%+v) = %x, decoded from %x", u, AppendCQUnit(nil, u), b[:CQUnitSize])

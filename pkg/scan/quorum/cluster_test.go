@@ -114,7 +114,7 @@ func TestClusterReplicas(t *testing.T) {
 		for _, s := range byNode[best.Node].Systems {
 			for _, r := range s.Replicas {
 				if s.System == quorum.SystemQuorum && r.Name() == q.Queue {
-					for _, lm := range r.Prediction().Live {
+					for lm := range r.Prediction().Live() {
 						live = append(live, lm.MessageID+" "+lm.SHA256)
 					}
 				}

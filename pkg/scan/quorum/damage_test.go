@@ -123,7 +123,7 @@ func TestDamageWALCutInSettle(t *testing.T) {
 		if r.Name() != "qq1" {
 			continue
 		}
-		for _, lm := range r.Prediction().Live {
+		for lm := range r.Prediction().Live() {
 			if undamaged[lm.MessageID] {
 				kept++
 			} else {

@@ -123,7 +123,7 @@ func TestPredictDatasets(t *testing.T) {
 					if q.Keep != len(gt) {
 						t.Errorf("%s %s: predicted %d, the workload left %d", ds.name, q.Queue, q.Keep, len(gt))
 					}
-					for _, lm := range p.Live {
+					for lm := range p.Live() {
 						if !gt[lm.MessageID] {
 							t.Errorf("%s %s: predicted %s, which the workload settled", ds.name, q.Queue, lm.MessageID)
 							break
@@ -145,7 +145,7 @@ func TestPredictDatasets(t *testing.T) {
 					wantIDs[d.MessageID] = d.SHA256
 				}
 				gotIDs := map[string]string{}
-				for _, lm := range p.Live {
+				for lm := range p.Live() {
 					gotIDs[lm.MessageID] = lm.SHA256
 				}
 				var missing, extra, badSHA []string
@@ -165,9 +165,9 @@ func TestPredictDatasets(t *testing.T) {
 				}
 				sort.Strings(missing)
 				sort.Strings(extra)
-				if len(missing)+len(extra)+len(badSHA) > 0 || len(dump) != len(p.Live) {
+				if len(missing)+len(extra)+len(badSHA) > 0 || len(dump) != p.LiveCount() {
 					t.Errorf("%s %s: %d predicted, %d delivered; missing %d %v, extra %d %v, sha mismatch %v",
-						ds.name, q.Queue, len(p.Live), len(dump), len(missing), head(missing), len(extra), head(extra), badSHA)
+						ds.name, q.Queue, p.LiveCount(), len(dump), len(missing), head(missing), len(extra), head(extra), badSHA)
 				}
 				t.Logf("%s %s: predicted %d = list_queues %d, %d messages equal the restart dump (id, sha256)", ds.name, q.Queue, q.Keep, n, len(dump))
 			}

@@ -45,11 +45,15 @@ type machine struct {
 	// Applied counts commands by name.
 	Applied    map[string]int
 	restarting bool
-	// Gone records, per Raft index of a message that left the queue
-	// during the replay, why: settled, discarded, dropped (delivery
-	// limit, max length) or expired.
-	Gone map[int64]string
+	// Gone counts the messages that left the queue during the replay
+	// (settled, discarded, dropped for the delivery limit or max length,
+	// expired, purged, requeued at a new index); only the count is
+	// reported, so no per-message record is kept.
+	Gone int
 }
+
+// gone counts a message leaving the queue (why: for the reader).
+func (m *machine) gone(_ int64, _ string) { m.Gone++ }
 
 func newMachine(st *ra.FifoState, version int64) *machine {
 	if st.Enqueuers == nil {
@@ -58,7 +62,7 @@ func newMachine(st *ra.FifoState, version int64) *machine {
 	if st.Consumers == nil {
 		st.Consumers = map[string]*ra.FifoConsumer{}
 	}
-	return &machine{v: version, st: st, inexact: map[string]bool{}, Applied: map[string]int{}, Gone: map[int64]string{}}
+	return &machine{v: version, st: st, inexact: map[string]bool{}, Applied: map[string]int{}}
 }
 
 // emptyState is rabbit_fifo:init/1 of a machine config map.
@@ -586,7 +590,7 @@ func (m *machine) complete(key string, con *ra.FifoConsumer, ids []int64, why st
 		}
 		delete(con.Checked, id)
 		m.st.MsgBytesCheckout -= msg.Header.Size
-		m.Gone[msg.Index] = why
+		m.gone(msg.Index, why)
 		n++
 	}
 	con.Credit = m.increaseCredit(con, n)
@@ -712,7 +716,7 @@ func (m *machine) requeue(c ra.FifoCommand) {
 	m.bytesReturn(h)
 	delete(con.Checked, c.MsgID)
 	con.Credit = m.increaseCredit(con, 1)
-	m.Gone[old.Index] = "requeued at a new index"
+	m.gone(old.Index, "requeued at a new index")
 	m.st.No = append(m.st.No, ra.FifoMsg{Index: m.idx, Header: h})
 	m.st.EnqueueCount++
 	m.updateOrRemove(key, con)
@@ -996,7 +1000,7 @@ func (m *machine) purge() {
 	n := int64(m.ready())
 	for _, q := range [][]ra.FifoMsg{st.Returns, st.Hi, st.No} {
 		for _, msg := range q {
-			m.Gone[msg.Index] = "purged"
+			m.gone(msg.Index, "purged")
 		}
 	}
 	st.Returns, st.Hi, st.No = nil, nil, nil
@@ -1309,7 +1313,7 @@ func (m *machine) expire() {
 		m.takeNext()
 		m.st.MessagesTotal--
 		m.st.MsgBytesEnqueue -= msg.Header.Size
-		m.Gone[msg.Index] = "expired"
+		m.gone(msg.Index, "expired")
 		if m.st.Cfg.DLH == "at_least_once" {
 			m.note("at-least-once dead lettering: discarded messages wait for the dead-letter worker (not counted)", 0)
 		}
@@ -1330,7 +1334,7 @@ func (m *machine) evaluateLimit() {
 		}
 		m.st.MessagesTotal--
 		m.st.MsgBytesEnqueue -= msg.Header.Size
-		m.Gone[msg.Index] = "dropped: max length"
+		m.gone(msg.Index, "dropped: max length")
 	}
 }
 

@@ -109,7 +109,7 @@ type Replica struct {
 	// Registered is true/false when names.dets was read, nil otherwise.
 	Registered *bool
 	// Log maps a Raft index to where its entry is (Config.Replay only).
-	Log map[uint64]*EntryLoc
+	Log *logTable
 	// First and Last bound the indexes on disk (segments and WAL).
 	First, Last uint64
 	HasEntries  bool
@@ -395,7 +395,7 @@ func (sc *scanner) openReplica(name string) {
 			Message: fmt.Sprintf("replica %s: config %v: the queue's name is not known, and ra cannot start this member", name, err)})
 	}
 	if sc.cfg.Replay {
-		r.Log = map[uint64]*EntryLoc{}
+		r.Log = newLogTable()
 	}
 }
 
@@ -443,6 +443,7 @@ func (sc *scanner) scanWAL(name string) {
 	rd := ra.NewWALReader(f, w.Size)
 	var badAt int64 = -1
 	orphans := map[string]int{}
+	var entry EntryLoc // one for the walk: Log.put copies it
 	for rd.Next() {
 		rec := rd.Record()
 		w.Records++
@@ -495,7 +496,8 @@ func (sc *scanner) scanWAL(name string) {
 			orphans[uid]++
 			continue
 		}
-		loc := &EntryLoc{Path: p, Rel: w.Rel, Offset: rec.Offset + int64(rec.HeaderLen), Length: rec.DataLen, Record: rec.Offset,
+		loc := &entry
+		*loc = EntryLoc{Path: p, Rel: w.Rel, Offset: rec.Offset + int64(rec.HeaderLen), Length: rec.DataLen, Record: rec.Offset,
 			RecSize: rec.Size(), Index: rec.Index, Term: rec.Term, InWAL: true, OK: ok}
 		if ok {
 			// every record that passes its checksum: ra recovers them (a
@@ -506,7 +508,7 @@ func (sc *scanner) scanWAL(name string) {
 			}
 			r.note(rec.Index, rec.Term)
 			if r.Log != nil {
-				r.Log[rec.Index] = loc
+				r.Log.put(r.Log.file(p, w.Rel), loc, false)
 			}
 			r.walEntries++
 		}
@@ -644,10 +646,8 @@ func (sc *scanner) queueNames() []string {
 // truncateAbove drops the log entries above idx (a WAL record with the
 // truncate bit).
 func (r *Replica) truncateAbove(idx uint64) {
-	for i := range r.Log {
-		if i > idx {
-			delete(r.Log, i)
-		}
+	if r.Log != nil {
+		r.Log.truncateAbove(idx)
 	}
 	if r.HasEntries && r.Last > idx {
 		r.Last = idx
@@ -675,19 +675,12 @@ func (sc *scanner) scanReplicaFiles(r *Replica) {
 	}
 	sc.snapshotFindings(r)
 	// the WAL entries were noted first; segments hold older entries, and a
-	// WAL entry wins over a segment entry of the same index
-	walLog := r.Log
-	if walLog != nil {
-		r.Log = map[uint64]*EntryLoc{}
-	}
+	// WAL entry wins over a segment entry of the same index (Log.put)
 	for _, n := range l.segments {
 		if err := sc.ctx.Err(); err != nil {
 			return
 		}
 		sc.scanSegment(r, n)
-	}
-	for i, loc := range walLog {
-		r.Log[i] = loc
 	}
 	snap := r.snapshotIndex()
 	for _, sf := range r.Segments {
@@ -869,9 +862,15 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		trimmed[i] = true
 	}
 	snap := r.snapshotIndex()
+	var logFile uint32
+	if r.Log != nil {
+		logFile = r.Log.file(p, sf.Rel)
+	}
+	var entry EntryLoc // one for the walk: Log.put and markDown copy it
 	for i, sl := range x.Slots {
 		data, err := seg.Data(sl)
-		loc := &EntryLoc{Path: p, Rel: sf.Rel, Offset: int64(sl.Offset), Length: sl.Length, Record: sl.Pos, Index: sl.Index, Term: sl.Term, Slot: sl.Slot}
+		loc := &entry
+		*loc = EntryLoc{Path: p, Rel: sf.Rel, Offset: int64(sl.Offset), Length: sl.Length, Record: sl.Pos, Index: sl.Index, Term: sl.Term, Slot: sl.Slot}
 		live := !trimmed[i]
 		needed := live && (snap < 0 || int64(sl.Index) > snap)
 		if err != nil {
@@ -916,7 +915,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		}
 		r.note(sl.Index, sl.Term)
 		if r.Log != nil {
-			r.Log[sl.Index] = loc
+			r.Log.put(logFile, loc, true)
 		}
 		if sc.opts.Records != nil && loc.OK {
 			sc.record(r, loc, data)
@@ -929,7 +928,11 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	}
 }
 
-func (r *Replica) markDown(loc *EntryLoc) { r.CrashEntries = append(r.CrashEntries, loc) }
+// markDown keeps a copy of loc as an entry that crashes the member.
+func (r *Replica) markDown(loc *EntryLoc) {
+	c := *loc
+	r.CrashEntries = append(r.CrashEntries, &c)
+}
 
 // checkOrphans reports replica dirs names.dets does not register.
 func (sc *scanner) checkOrphans() {

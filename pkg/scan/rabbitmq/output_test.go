@@ -94,3 +94,60 @@ func TestRecordsListEveryVictim(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueLinesNameFewIDs: a queue line names at most InlineQueueIDs
+// ids a list, the first ones, and its counts are the whole: on the
+// generated store whose generation-1 stops put most messages at risk,
+// each queue's at_risk[k] is the number of record lines (verify
+// --records) that queue references with a lost_by of a hazard of range
+// k, of which at_risk_msg_ids[k] names InlineQueueIDs at most.
+func TestQueueLinesNameFewIDs(t *testing.T) {
+	root := t.TempDir()
+	sum, err := gen.Generate(root, gen.Config{Seed: 3, Kind: gen.BasicMessage, TotalBytes: 4 << 20,
+		FileLimit: 1 << 20, HoleEvery: 50, UnrefEvery: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lean := range []bool{true, false} {
+		count := map[string]int{} // queue key -> records
+		opts := scan.Options{Jobs: 2, Records: func(r any) error {
+			rj := r.(RecordJSON)
+			if rj.Status != StatusReferenced {
+				return nil
+			}
+			keys := map[string]bool{}
+			for _, l := range rj.LostBy {
+				keys[atRiskKey(l.Code)] = true
+			}
+			for _, q := range rj.ReferencedBy {
+				for k := range keys {
+					count[q+" "+k]++
+				}
+			}
+			return nil
+		}}
+		res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{sum.VHostDir}, detailed: !lean}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := 0
+		for _, q := range res.Queues {
+			for _, k := range atRiskKeys {
+				n, ids := q.AtRisk[k], q.AtRiskMsgIDs[k]
+				if n != count[q.Queue+" "+k] || ids.Len() != min(n, InlineQueueIDs) {
+					t.Errorf("lean %v: queue %s %s: at_risk %d, %d ids named, %d record lines", lean, q.Queue, k, n, ids.Len(), count[q.Queue+" "+k])
+				}
+				if n > InlineQueueIDs {
+					long++
+				}
+			}
+			if q.DropMsgIDs.Len() != min(q.Drop, InlineQueueIDs) {
+				t.Errorf("lean %v: queue %s: drop %d, %d ids named", lean, q.Queue, q.Drop, q.DropMsgIDs.Len())
+			}
+		}
+		if long == 0 || len(res.Queues) == 0 {
+			t.Fatalf("lean %v: %d queues, no at-risk list longer than %d: nothing capped", lean, len(res.Queues), InlineQueueIDs)
+		}
+		t.Logf("lean %v: %d queues, %d at-risk lists capped", lean, len(res.Queues), long)
+	}
+}

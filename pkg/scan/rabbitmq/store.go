@@ -72,10 +72,13 @@ func newScanner(root string, ver brokerVersion, opts scan.Options) *scanner {
 
 func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 
-// free gives back the scanner's off-heap tables now rather than when the
-// collector finds them unreachable (off-heap memory does not make it run).
-// The scanner must not be used afterwards.
+// free gives back the scanner's off-heap tables and closes its temp file
+// (the spilled victim lists) now rather than when the collector finds
+// them unreachable (off-heap memory does not make it run). The scanner,
+// and the spilled lists of its files' hazards, must not be used
+// afterwards.
 func (s *scanner) free() {
+	s.spill.file.Close()
 	s.seen.free()
 	if s.lidx != nil {
 		s.lidx.ents.Free()

@@ -74,7 +74,6 @@ type QueueFate struct {
 	FoundAny  bool
 	pending   int // missing records since LastFound (Unconfirmed when the queue ends)
 
-	spool *scan.IDSpool // where long id lists go (nil: they stay in memory)
 }
 
 // unconfirmed reports whether a missing record of seq id seq, after an
@@ -112,7 +111,7 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 		}
 		addFiles(res, vv.files)
 		res.Take(vv.findings)
-		res.Queues = append(res.Queues, vv.queues...)
+		vv.queues.addTo(res)
 		for _, a := range vv.assumed {
 			res.Assume(a)
 		}
@@ -177,7 +176,11 @@ func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*V
 		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
 	}
 	vv.Findings = dedupe(vv.Findings)
-	vv.Layout = verifyLayout(v, vv, vhostDir)
+	kinds := map[string]bool{}
+	for _, q := range vv.Queues {
+		kinds[q.Index] = true
+	}
+	vv.Layout = verifyLayout(v, vv, vhostDir, kinds, len(vv.Queues))
 	return vv, nil
 }
 

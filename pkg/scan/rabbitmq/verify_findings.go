@@ -148,7 +148,8 @@ func orphanFindings(root string, qs []*QueueFate) []scan.Finding {
 
 // verifyLayout adds the shutdown state and the index versions to the
 // scan's layout.
-func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string) map[string]any {
+// kinds are the queues' index kinds (scan.Queue.Index), nq their count.
+func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string, kinds map[string]bool, nq int) map[string]any {
 	l := map[string]any{}
 	for k, x := range v.Layout {
 		l[k] = x
@@ -164,10 +165,6 @@ func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string) map[string]any
 		sd["recovery.dets"] = "absent"
 	}
 	l["shutdown"] = sd
-	kinds := map[string]bool{}
-	for _, q := range vv.Queues {
-		kinds[q.Index] = true
-	}
 	switch {
 	case kinds["v1+v2"] || (kinds["v1"] && kinds["v2"]):
 		l["cq_index"] = "v1+v2"
@@ -178,6 +175,6 @@ func verifyLayout(v *VHostScan, vv *VHostVerify, vhostDir string) map[string]any
 	default:
 		l["cq_index"] = "none"
 	}
-	l["queues"] = len(vv.Queues)
+	l["queues"] = nq
 	return l
 }

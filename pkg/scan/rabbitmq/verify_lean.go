@@ -25,7 +25,7 @@ import (
 type vhostResult struct {
 	files    []*FileScan
 	findings []scan.Finding
-	queues   []scan.Queue
+	queues   queueLines
 	layout   map[string]any
 	assumed  []string
 	unread   []error // queue dirs that could not be read (unreadErrs)
@@ -44,7 +44,9 @@ func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOption
 	r := &vhostResult{files: vv.Scan.Files, findings: vv.Findings, layout: vv.Layout, assumed: vv.Scan.Assumed,
 		unread: unreadErrs(root, vv.Scan)}
 	for _, q := range vv.Queues {
-		r.queues = append(r.queues, q.Queue)
+		if err := r.queues.add(q.Queue); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -86,13 +88,22 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	vv := startVerify(v, cs, true)
 	clean := vv.State == StateClean
 	res := &vhostResult{files: v.Files, assumed: v.Assumed}
+	// Each queue's line goes to res.queues as soon as it is decided (and
+	// past queueSpillMin to the temp file): vv.Queues stays empty, the
+	// layout takes the index kinds and the count from here.
+	kinds, nq := map[string]bool{}, 0
+	keep := func(qf *QueueFate) error {
+		kinds[qf.Index] = true
+		nq++
+		return res.queues.add(qf.Queue)
+	}
 	if v.Queues != nil {
 		vic, err := compactVictims(v, ver, s.seen)
 		if err != nil {
 			return nil, err
 		}
-		lp := &leanPredict{s: s, bad: bad, vic: vic, spool: scan.NewIDSpool(msgIDChunk)}
-		anoms, orphans, missing, err := lp.queues(ctx, root, v, vv, clean)
+		lp := &leanPredict{s: s, bad: bad, vic: vic}
+		anoms, orphans, missing, err := lp.queues(ctx, root, v, clean, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -104,13 +115,14 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 	if cs.summary != nil {
 		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
 	}
-	vv.Queues = append(vv.Queues, unreadQueueFates(root, v)...)
-	for _, q := range vv.Queues {
-		res.queues = append(res.queues, q.Queue)
+	for _, qf := range unreadQueueFates(root, v) {
+		if err := keep(qf); err != nil {
+			return nil, err
+		}
 	}
 	res.unread = unreadErrs(root, v)
 	res.findings = dedupe(vv.Findings)
-	res.layout = verifyLayout(v, vv, vhostDir)
+	res.layout = verifyLayout(v, vv, vhostDir, kinds, nq)
 	return res, nil
 }
 
@@ -141,16 +153,10 @@ type fileIDPath struct {
 
 // leanPredict decides entries from the lean scanner's id map.
 type leanPredict struct {
-	s     *scanner
-	bad   map[fileIDPath]int64 // offset of a bad-body first copy
-	vic   *victimIDs
-	spool *scan.IDSpool // the queues' drop and at-risk id lists
+	s   *scanner
+	bad map[fileIDPath]int64 // offset of a bad-body first copy
+	vic *victimIDs
 }
-
-// msgIDChunk ids of a queue's drop or at-risk list are written to the
-// spool at a time (64 KiB): a list costs at most that in memory, however
-// much of the store it names. Tests lower it to spill every list.
-var msgIDChunk = 4096
 
 // foundRecord stands for every found record that is not a bad body: the
 // prediction and the findings only ask whether a record was found.
@@ -190,47 +196,78 @@ type queueResult struct {
 	err                     error
 }
 
+// queueWindow is how many queue dirs are decided ahead of the one whose
+// result is taken next: the results wait in a ring of this size, not one
+// slot per queue.
+const queueWindow = 64
+
 // queues reads and predicts the queue dirs, opts.Jobs at a time, each
-// dir's entries dropped as soon as it is decided, appending a QueueFate
-// without entries to vv.Queues per dir, and returns the anomaly, orphan
-// and message-missing findings in VerifyVHost's order (queue order,
-// whatever Jobs is).
-func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, vv *VHostVerify, clean bool) (anoms, orphans, missing []scan.Finding, err error) {
+// dir's entries dropped as soon as it is decided, hands each dir's
+// QueueFate (without entries) to keep in queue order, and returns the
+// anomaly, orphan and message-missing findings in VerifyVHost's order
+// (queue order, whatever Jobs is).
+func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, clean bool, keep func(*QueueFate) error) (anoms, orphans, missing []scan.Finding, err error) {
 	vq := v.Queues
 	anoms = anomalyFindings(root, &VHostQueues{Anomalies: vq.Anomalies}, nil)
-	out := make([]chan queueResult, len(vq.Queues))
+	window := min(len(vq.Queues), queueWindow)
+	out := make([]chan queueResult, window) // queue i's result is in out[i%window]
 	for i := range out {
 		out[i] = make(chan queueResult, 1)
 	}
-	next := make(chan int, len(vq.Queues))
-	for i := range vq.Queues {
-		next <- i
-	}
-	close(next)
+	// At most window queues are handed out and not yet taken (sem), so
+	// queue i's slot is empty when it is handed out: queue i-window was
+	// taken already.
+	sem := make(chan struct{}, window)
+	next := make(chan int)
 	ctx, cancel := context.WithCancel(ctx)
 	// On an error the workers are cancelled and waited for: they read the
 	// scanner's off-heap id table, which the caller frees on return.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(next)
+		for i := range vq.Queues {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for range min(max(lp.s.opts.Jobs, 1), max(len(vq.Queues), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] <- lp.queue(ctx, root, v, vq.Queues[i].Dir, vq.SegmentEntryCount, clean)
+				out[i%window] <- lp.queue(ctx, root, v, vq.Queues[i].Dir, vq.SegmentEntryCount, clean)
 			}
 		}()
 	}
 	for i := range vq.Queues {
-		r := <-out[i]
+		var r queueResult
+		select {
+		case r = <-out[i%window]:
+		case <-ctx.Done(): // the feeder may stop before handing out queue i
+			return nil, nil, nil, ctx.Err()
+		}
+		<-sem
 		if r.err != nil {
 			return nil, nil, nil, r.err
 		}
 		anoms = append(anoms, r.anoms...)
 		orphans = append(orphans, r.orphans...)
 		missing = append(missing, r.missing...)
-		vv.Queues = append(vv.Queues, r.qf)
+		if err := keep(r.qf); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	return anoms, orphans, missing, nil
 }
@@ -246,7 +283,6 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	qd, err := ReadQueueDirSegmentsIDs(dir, segEntries, func(q *QueueDir, es []QueueEntry) error {
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
-			qf.spool = lp.spool
 		}
 		qf.add(es, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(q))
 		n += len(es)

@@ -78,6 +78,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, hasQueues))
 	if err != nil {
 		<-qdone
+		s.free()
 		return nil, nil, err
 	}
 	s.clean = v.Clean
@@ -85,6 +86,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	files, err := s.scanStore(ctx, store, false)
 	<-qdone
 	if qerr != nil {
+		s.free()
 		return nil, nil, qerr
 	}
 	if s.eachErr != nil {
@@ -106,6 +108,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if err == nil {
 		v.Files = files
 	} else if !errors.Is(err, fs.ErrNotExist) {
+		s.free()
 		return nil, nil, err
 	}
 	for _, f := range v.Files {

@@ -104,6 +104,13 @@ func startQueueFate(qd *QueueDir, vhost string, all bool, n int) *QueueFate {
 	return qf
 }
 
+// InlineQueueIDs is how many ids a queue line's drop_msg_ids and each of
+// its at_risk_msg_ids lists name (the first ones, in seq order); drop and
+// at_risk count them all. The dropped messages whose record is missing
+// are message-missing findings, the at-risk ones record lines (--records)
+// with a lost_by, so a line's size does not grow with its queue.
+const InlineQueueIDs = 3
+
 // add decides entries (the next ones of the queue, in seq order).
 func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte) *Record, vic *victimIDs,
 	keep func(EntryFate) bool) {
@@ -129,8 +136,8 @@ func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte)
 			if ef.Reason == DropMissing {
 				qf.pending++ // only an unclean start drops for a missing record
 			}
-			if idOK {
-				qf.DropMsgIDs.AppendTo(qf.spool, id)
+			if idOK && qf.DropMsgIDs.Len() < InlineQueueIDs {
+				qf.DropMsgIDs.Append(id)
 			}
 			continue
 		}
@@ -142,9 +149,10 @@ func (qf *QueueFate) add(entries []QueueEntry, clean bool, lookup func([16]byte)
 		for i, k := range atRiskKeys {
 			if risk&(1<<i) != 0 {
 				qf.AtRisk[k]++
-				ids := qf.AtRiskMsgIDs[k]
-				ids.AppendTo(qf.spool, id)
-				qf.AtRiskMsgIDs[k] = ids
+				if ids := qf.AtRiskMsgIDs[k]; ids.Len() < InlineQueueIDs {
+					ids.Append(id)
+					qf.AtRiskMsgIDs[k] = ids
+				}
 			}
 		}
 	}

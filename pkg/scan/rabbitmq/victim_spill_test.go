@@ -6,13 +6,12 @@ import (
 	"testing"
 )
 
-// spillAll makes lean mode spill every victim list and every queue id
-// list longer than two (the lean-vs-detailed tests then compare spilled
-// lists read back); it returns the undo.
+// spillAll makes lean mode spill every victim list (the lean-vs-detailed
+// tests then compare spilled lists read back); it returns the undo.
 func spillAll() func() {
-	oldV, oldC := spillMinVictims, msgIDChunk
-	spillMinVictims, msgIDChunk = 1, 2
-	return func() { spillMinVictims, msgIDChunk = oldV, oldC }
+	old := spillMinVictims
+	spillMinVictims = 1
+	return func() { spillMinVictims = old }
 }
 
 // TestVictimSpillRoundTrip: lists written to the spill come back

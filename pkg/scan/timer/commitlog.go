@@ -125,7 +125,7 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 	if err != nil {
 		return rmq.Message{}, err
 	}
-	if phy >= c.winAt { // forward: move the window
+	if phy >= c.winAt && (c.winAt < 0 || phy-c.winAt < 2*windowSize) { // forward, near: move the window
 		n := min(int64(windowSize), fl.base+fl.size-phy)
 		if cap(c.win) < int(n) {
 			c.win = make([]byte, n)
@@ -144,7 +144,8 @@ func (c *FileCommitLog) RecordAt(phy int64) (rmq.Message, error) {
 			}
 		}
 	}
-	// Backwards, or a record larger than the window: one read of its own.
+	// Backwards, a jump (the dequeue's scattered lookups), or a record
+	// larger than the window: one read of its own.
 	var hdr [8]byte
 	if n, _ := f.ReadAt(hdr[:], phy-fl.base); n < 8 {
 		m, err := rmq.DecodeMessage(hdr[:n], phy, c.cfg.MaxMessageSize)

@@ -327,8 +327,8 @@ func (s *scanner) dequeueSlot(sl ftimer.Slot, msgs map[string]*msgState,
 	}
 }
 
-// unitAt returns the unit at timerlog offset off: from the pending units,
-// or read from its file.
+// unitAt returns the unit at timerlog offset off: from the pending units
+// kept (Config.PendingCache), or read from its file with its target.
 func (s *scanner) unitAt(off int64) *pendingUnit {
 	if pu, ok := s.pending[off]; ok {
 		return pu
@@ -352,7 +352,9 @@ func (s *scanner) unitAt(off int64) *pendingUnit {
 	}
 	pu := &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
 		hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: s.target(&u, true)}
-	s.pending[off] = pu
+	if len(s.pending) < s.cfg.PendingCache {
+		s.pending[off] = pu
+	}
 	return pu
 }
 

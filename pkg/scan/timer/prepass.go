@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync/atomic"
@@ -154,7 +153,7 @@ func (p *Prepass) Tap(i int, base int64) func(m *rmq.Message, phy int64) {
 	if ci == len(p.chunks) {
 		return nil
 	}
-	c := &preCursor{p: p, ci: ci - 1, rv: newResolver(), fi: -1}
+	c := &preCursor{p: p, ci: ci - 1, rv: newResolver()}
 	c.advance()
 	return c.record
 }
@@ -167,8 +166,6 @@ type preCursor struct {
 	ci  int // current chunk
 	buf []byte
 	k   int // next unit in buf
-	fi  int
-	fh  *os.File
 	u   ftimer.Unit
 	k64 int64 // u's step index
 	ok  bool  // u is a unit to match
@@ -190,7 +187,7 @@ func (c *preCursor) record(m *rmq.Message, phy int64) {
 		c.advance()
 	}
 	if !c.ok {
-		c.close()
+		c.buf = nil
 	}
 }
 
@@ -221,34 +218,26 @@ func (c *preCursor) advance() {
 	}
 }
 
-// load reads chunk c.ci into the buffer.
+// load reads chunk c.ci into the buffer. The file is opened for the one
+// read: a commitlog file's walk can end anywhere in the units, with no
+// call to say so, so the cursor holds no descriptor between records.
 func (c *preCursor) load() bool {
 	ch := c.p.chunks[c.ci]
-	if ch.file != c.fi {
-		c.close()
-		fh, err := storefile.Open(c.p.files[ch.file].path)
-		if err != nil {
-			return false
-		}
-		c.fh, c.fi = fh, ch.file
+	fh, err := storefile.Open(c.p.files[ch.file].path)
+	if err != nil {
+		return false
 	}
+	defer fh.Close()
 	n := int(ch.end - ch.pos)
 	if cap(c.buf) < n {
 		c.buf = make([]byte, n)
 	}
 	c.buf = c.buf[:n]
-	if k, _ := c.fh.ReadAt(c.buf, ch.pos); k < n {
+	if k, _ := fh.ReadAt(c.buf, ch.pos); k < n {
 		c.buf = c.buf[:k/ftimer.UnitSize*ftimer.UnitSize]
 	}
 	c.k = 0
 	return true
-}
-
-func (c *preCursor) close() {
-	if c.fh != nil {
-		c.fh.Close()
-		c.fh, c.fi = nil, -1
-	}
 }
 
 // step is the step index of timerlog offset off, -1 when no file holds a

@@ -35,6 +35,7 @@ func scanTapped(t *testing.T, store string, now time.Time) *Prepass {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fds := openFiles(t)
 	pre, err := Prepare(ctx, store)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +43,9 @@ func scanTapped(t *testing.T, store string, now time.Time) *Prepass {
 	tappedCL, err := rmqscan.ScanCommitLog(ctx, rmqscan.Config{Root: store, Tap: pre.Tap}, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := openFiles(t); n != fds {
+		t.Errorf("%d files open after the tapped commitlog scan, %d before: the taps keep descriptors", n, fds)
 	}
 	tapped, err := Scan(ctx, Config{Root: store, RecoveryEnd: end, Now: now, Prepass: pre}, scan.Options{})
 	if err != nil {
@@ -182,4 +186,13 @@ func readAt(t *testing.T, path string, off int64, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// openFiles counts this process's open descriptors (-1 without /proc).
+func openFiles(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
 }

@@ -73,12 +73,23 @@ type Config struct {
 	// MaxFindings caps the findings per code (0 = 200); the rest are
 	// counted in one CodeTooMany finding.
 	MaxFindings int
+	// PendingCache bounds how many pending units (due at or after the
+	// read time: the dequeue simulation follows their chains) the scan
+	// keeps decoded with their targets; past it, a unit is read again
+	// from the timerlog and its record from the commitlog when the
+	// dequeue reaches it, so memory stays flat whatever the store holds
+	// pending (a store of long delays). 0 is DefaultPendingCache.
+	PendingCache int
 	// Prepass, when set, is what the scan of the plain commitlog found of
 	// the units' targets (Prepare, then its Tap in that scan's
 	// rocketmq.Config): Scan does not look up the records it vouches for.
 	// It is used only with the plain commitlog (CommitLog nil).
 	Prepass *Prepass
 }
+
+// DefaultPendingCache is Config.PendingCache's default: 65,536 units,
+// about 25 MiB with their ids and topics.
+const DefaultPendingCache = 1 << 16
 
 // Present reports whether root holds any timer store file.
 func Present(root string) bool {
@@ -103,6 +114,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}
 	if cfg.MaxFindings <= 0 {
 		cfg.MaxFindings = 200
+	}
+	if cfg.PendingCache <= 0 {
+		cfg.PendingCache = DefaultPendingCache
 	}
 	res := &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{"timer_store": Present(cfg.Root)}}
 	if !Present(cfg.Root) {

@@ -303,7 +303,7 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
 			uniqKey: t.uniqKey, msgID: t.msgID, realTopic: t.realTopic})
 	}
-	if st >= s.readFrom {
+	if st >= s.readFrom && len(s.pending) < s.cfg.PendingCache {
 		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
 			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: t}
 	}
@@ -338,31 +338,27 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 // reviseSlot is TimerWheel.reviseSlot(timeMs, IGNORE, lastPos, force=true).
 func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 	idx := ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs)
-	sl := s.revisedSlot(idx)
+	sl, revised := s.revised[idx]
+	w, inWheel := s.wheel[idx]
+	if !revised {
+		sl = w
+	}
 	if sl.Time != timeMs/s.cfg.PrecisionMs {
 		sl.Time, sl.FirstPos, sl.LastPos = timeMs/s.cfg.PrecisionMs, lastPos, lastPos
 	} else {
 		sl.LastPos = lastPos
 	}
-	if w, ok := s.wheel[idx]; ok && w == sl {
+	if inWheel && w == sl {
 		delete(s.revised, idx) // back to what the wheel says
 	} else {
 		s.revised[idx] = sl
 	}
 }
 
-// revisedSlot is slot idx of the wheel after recovery's revisions: the
-// wheel's own slots, except those revised holds (it keeps only the slots
-// that differ, so a healthy store does not hold the wheel twice).
-func (s *scanner) revisedSlot(idx int) ftimer.Slot {
-	if sl, ok := s.revised[idx]; ok {
-		return sl
-	}
-	return s.wheel[idx]
-}
-
-// eachRevised calls fn for every non-zero slot of the revised wheel, in
-// no order.
+// eachRevised calls fn for every non-zero slot of the wheel after
+// recovery's revisions, in no order: the wheel's own slots, except those
+// revised holds (it keeps only the slots that differ, so a healthy store
+// does not hold the wheel twice).
 func (s *scanner) eachRevised(fn func(idx int, sl ftimer.Slot)) {
 	for i, sl := range s.wheel {
 		if _, ok := s.revised[i]; !ok {
