@@ -12,7 +12,6 @@ package rabbitmq
 // mapped outside the Go heap (internal/offheap).
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/storectl/storectl/internal/offheap"
@@ -76,22 +75,64 @@ func (f *fixedIDs) setVal(i int, v uint64) {
 }
 
 // find returns the slot of id, or -1: a binary search of id's bucket (a
-// few ids) on the bytes the bucket does not imply.
+// few ids) on the bytes the bucket does not imply, compared as two
+// big-endian words (the first 8 of them and the last 8, which overlap
+// when fewer than 16 are left: where the first word is equal, so are the
+// shared bytes).
 func (f *fixedIDs) find(id *[16]byte) int {
 	lo, hi := f.idx.span(id)
-	tail := id[f.skip:]
+	if lo >= hi {
+		return -1
+	}
+	last := 16 - f.skip - 8 // where the second word starts in a slot
+	k0, k1 := binary.BigEndian.Uint64(id[f.skip:]), binary.BigEndian.Uint64(id[8:])
+	b := f.b
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		switch c := bytes.Compare(f.b[m*f.stride:m*f.stride+16-f.skip], tail); {
-		case c == 0:
-			return m
-		case c < 0:
+		o := m * f.stride
+		s, k := binary.BigEndian.Uint64(b[o:]), k0
+		if s == k {
+			if s, k = binary.BigEndian.Uint64(b[o+last:]), k1; s == k { // decide by the second word
+				return m
+			}
+		}
+		if s < k {
 			lo = m + 1
-		default:
+		} else {
 			hi = m
 		}
 	}
 	return -1
+}
+
+// warmBatch is how many ids warm takes at a time.
+const warmBatch = 32
+
+// warmSink keeps warm's loads from being dropped as dead code.
+var warmSink byte
+
+// warm loads the bucket index entries and the first slots that finding
+// id(0) ... id(n-1) (n <= warmBatch) will read, before they are found one
+// after another. In a table larger than the caches each find misses
+// twice (the index, then the slot), and one miss waits for the other;
+// loads of different ids do not depend on each other, so here the CPU
+// has many in flight at once, and the finds that follow hit the cache.
+func (f *fixedIDs) warm(n int, id func(i int) *[16]byte) {
+	ix := f.idx.index
+	if len(ix) == 0 || n > warmBatch {
+		return
+	}
+	var at [warmBatch]int32
+	for i := range n {
+		at[i] = ix[f.idx.of(id(i))]
+	}
+	var sink byte
+	for i := range n {
+		if o := int(at[i]) * f.stride; o < len(f.b) {
+			sink ^= f.b[o]
+		}
+	}
+	warmSink = sink
 }
 
 // idOf returns slot i's id, bucket k holding it.

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -15,25 +16,26 @@ type idSlot struct {
 
 // TestIDTableMatchesMap drives idTable and a plain map with the same
 // operations (fixed ids installed after some puts, then puts and gets of
-// fixed and other ids) for random ids and for ids sharing their leading
-// bytes (one bucket: the binary search path), and compares every answer.
+// fixed and other ids) for random ids, for ids sharing their leading
+// bytes (one bucket: the binary search path; the first word of find's
+// comparison, or more) and for ids one byte away from a fixed one, and
+// compares every answer.
 func TestIDTableMatchesMap(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		n      int
-		prefix bool
+		prefix int // leading bytes all ids share
 		skip   int // leading bytes the buckets imply (-1: any)
-	}{{"empty", 0, false, 0}, {"few", 5, false, 0}, {"random", 5000, false, 1}, {"one-bucket", 3000, true, 1},
-		{"two implied bytes", 270000, false, 2}} {
+	}{{"empty", 0, 0, 0}, {"few", 5, 0, 0}, {"random", 5000, 0, 1}, {"one-bucket", 3000, 4, 1},
+		{"one first word", 3000, 8, 1}, {"first word and a byte", 3000, 9, 1},
+		{"two implied bytes", 270000, 0, 2}, {"two implied bytes, one first word", 270000, 8, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.n), 7))
 			mk := func() (id [16]byte) {
 				for i := range id {
 					id[i] = byte(rng.UintN(256))
 				}
-				if tc.prefix {
-					id[0], id[1], id[2], id[3] = 0xAB, 0xCD, 0, 1
-				}
+				copy(id[:tc.prefix], []byte{0xAB, 0xCD, 0, 1, 0x80, 0, 0xFF, 7, 9})
 				return id
 			}
 			model := map[[16]byte]idEntry{}
@@ -82,6 +84,12 @@ func TestIDTableMatchesMap(t *testing.T) {
 			others := make([][16]byte, 0, 100)
 			for i := 0; i < 100; i++ {
 				others = append(others, mk())
+				if len(fixed) > 0 {
+					// A fixed id but for one byte: found only if compared whole.
+					id := fixed[rng.IntN(len(fixed))].id
+					id[rng.IntN(16)] ^= byte(1 + rng.UintN(255))
+					others = append(others, id)
+				}
 			}
 			for step := 0; step < 20000; step++ {
 				var id [16]byte
@@ -206,12 +214,20 @@ func TestIDPack(t *testing.T) {
 	}
 }
 
-// BenchmarkIDTableLookup looks up ids of a 332,368-id fixed part (the 4 GiB
-// bench store's referenced ids), half present, half not, as classify does
-// once a record.
+// BenchmarkIDTableLookup looks up ids of a fixed part of 332,368 ids (the
+// 4 GiB default-mix bench store's referenced ids) and of 2,850,000 (the
+// 1 GiB store of 100-200-byte bodies: a table past the L3 cache), half
+// present, half not, as classify does once a record.
 func BenchmarkIDTableLookup(b *testing.B) {
+	for _, n := range []int{332368, 2850000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchIDTableLookup(b, n, false) })
+		b.Run(fmt.Sprint(n, "-warm"), func(b *testing.B) { benchIDTableLookup(b, n, true) })
+	}
+}
+
+func benchIDTableLookup(b *testing.B, n int, warm bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	ids := make([][16]byte, 332368)
+	ids := make([][16]byte, n)
 	for i := range ids {
 		for k := range ids[i] {
 			ids[i][k] = byte(rng.UintN(256))
@@ -229,7 +245,7 @@ func BenchmarkIDTableLookup(b *testing.B) {
 	tab := newIDTable()
 	tab.setFixed(fx, pack)
 	defer tab.free()
-	probes := make([][16]byte, 1<<16)
+	probes := make([][16]byte, 1<<20)
 	for i := range probes {
 		if i%2 == 0 {
 			probes[i] = ids[rng.IntN(len(ids))]
@@ -242,7 +258,11 @@ func BenchmarkIDTableLookup(b *testing.B) {
 	b.ResetTimer()
 	found := 0
 	for i := range b.N {
-		if slot, _ := tab.lookup(probes[i&(len(probes)-1)]); slot >= 0 {
+		j := i & (len(probes) - 1)
+		if warm && j%warmBatch == 0 {
+			tab.warm(warmBatch, func(k int) *[16]byte { return &probes[j+k] })
+		}
+		if slot, _ := tab.lookup(probes[j]); slot >= 0 {
 			found++
 		}
 	}

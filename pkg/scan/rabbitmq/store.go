@@ -227,7 +227,11 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	}
 	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
-	for _, r := range fs.Records {
+	for i, r := range fs.Records {
+		if i%warmBatch == 0 && !transient {
+			recs := fs.Records[i:min(i+warmBatch, len(fs.Records))]
+			s.seen.warm(len(recs), func(k int) *[16]byte { return &recs[k].MsgID })
+		}
 		s.classify(fs, r, transient, pi)
 		s.termCnt[r.Term]++
 		if r.Status == StatusReferenced {

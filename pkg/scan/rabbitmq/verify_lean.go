@@ -284,7 +284,14 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
 		}
-		qf.add(es, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(q))
+		lookup, keep := unreadLookup(lp.lookup, v.Unread()), findingEntries(q)
+		for from := 0; from < len(es); from += warmBatch {
+			// The ids warmed a batch at a time, just before their lookups
+			// (idTable.warm): the same fates as one add of the whole segment.
+			part := es[from:min(from+warmBatch, len(es))]
+			lp.s.seen.warm(len(part), func(k int) *[16]byte { return &part[k].ID })
+			qf.add(part, clean, lookup, lp.vic, keep)
+		}
 		n += len(es)
 		return ctx.Err()
 	})

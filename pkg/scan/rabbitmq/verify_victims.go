@@ -41,17 +41,32 @@ func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs,
 			if bit == 0 && !lose {
 				continue
 			}
+			// The at-risk ids are marked a batch at a time, the table
+			// warmed for each batch first (idTable.warm).
+			var batch [warmBatch][16]byte
+			n := 0
+			flush := func() {
+				seen.warm(n, func(k int) *[16]byte { return &batch[k] })
+				for _, id := range batch[:n] {
+					slot, e := seen.lookup(id) // one search for the read and the store
+					e.addRisk(bit)
+					seen.store(slot, id, e)
+				}
+				n = 0
+			}
 			err := h.EachVictim(func(vic Victim) {
 				if bit != 0 {
-					e := seen.get(vic.ID)
-					e.addRisk(bit)
-					seen.put(vic.ID, e)
+					batch[n] = vic.ID
+					if n++; n == warmBatch {
+						flush()
+					}
 					out.any = true
 				}
 				if lose {
 					out.lost[vic.ID] = h.Code
 				}
 			})
+			flush()
 			if err != nil {
 				return nil, err
 			}
