@@ -139,13 +139,6 @@ func SkipTerm(b []byte) (n int, err error) {
 	return n, err
 }
 
-// IsExactTerm reports whether b is exactly one complete, valid term.
-func IsExactTerm(b []byte) bool {
-	d := decoder{Cursor: format.Cursor{B: b}}
-	n, ok := d.run(false)
-	return ok && n == len(b)
-}
-
 // DecodeExactTerm decodes b, which must be exactly one term: trailing bytes
 // are an ErrInvalid at field "trailing".
 func DecodeExactTerm(b []byte) (Term, error) {
@@ -200,17 +193,6 @@ func decodeAt(b []byte, base int64, build bool) (Term, int, error) {
 type decoder struct {
 	format.Cursor
 	build bool
-}
-
-// run walks a whole term after the version byte, for the bool-only API.
-func (d *decoder) run(build bool) (int, bool) {
-	d.build = build
-	if len(d.B) < 2 || d.B[0] != Version || d.B[1] == TagCompressed {
-		return 0, false
-	}
-	d.Off = 1
-	d.term(0)
-	return d.Off, !d.Failed()
 }
 
 // count reads a 32-bit element count and checks that count elements of at

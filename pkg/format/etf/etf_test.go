@@ -1,11 +1,13 @@
 package etf
 
 import (
+	"bytes"
 	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -183,6 +185,9 @@ func FuzzETF(f *testing.F) {
 		if (err == nil) != (err2 == nil) || n != n2 {
 			t.Fatalf("DecodeTerm n=%d err=%v; SkipTerm n=%d err=%v", n, err, n2, err2)
 		}
+		if IsExactTerm(b) != (err == nil && n == len(b)) {
+			t.Fatalf("IsExactTerm = %v, DecodeTerm n=%d of %d, err=%v", IsExactTerm(b), n, len(b), err)
+		}
 		if err != nil {
 			var ce *format.CorruptError
 			if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > int64(len(b)) {
@@ -199,6 +204,54 @@ func FuzzETF(f *testing.F) {
 	})
 }
 
+// exactBySkip is IsExactTerm's definition: SkipTerm accepts b, using all
+// of it.
+func exactBySkip(b []byte) bool {
+	n, err := SkipTerm(b)
+	return err == nil && n == len(b)
+}
+
+// TestIsExactTermMatchesSkip: IsExactTerm's own walk of the common tags
+// gives SkipTerm's answer on every fixture blob, every prefix of each, each
+// with one byte changed at every position (to a few values that make
+// lengths, tags and atom bytes wrong), and each with a trailing byte.
+func TestIsExactTermMatchesSkip(t *testing.T) {
+	check := func(name string, b []byte) {
+		t.Helper()
+		if got, want := IsExactTerm(b), exactBySkip(b); got != want {
+			t.Fatalf("%s: IsExactTerm = %v, SkipTerm says %v (% x)", name, got, want, b)
+		}
+	}
+	n := 0
+	for name, blob := range testBlobs(t) {
+		if len(blob) > 2048 {
+			blob = blob[:2048] // the prefixes and mutations of the start
+		}
+		check(name, blob)
+		check(name+" + 1 byte", append(slices.Clone(blob), 0))
+		for k := range len(blob) {
+			check(name+" prefix", blob[:k])
+			b := slices.Clone(blob)
+			for _, v := range []byte{0, 0x7F, 0xC3, 0xFF, b[k] ^ 1, TagList, TagAtomUTF8} {
+				b[k] = v
+				check(name+" changed", b)
+				n++
+			}
+		}
+	}
+	deep := []byte{Version}
+	for range MaxTermDepth + 2 {
+		deep = append(deep, TagSmallTuple, 1)
+	}
+	check("too deep", append(deep, TagNil))
+	check("deep enough", append(deep[:1+2*MaxTermDepth], TagNil))
+	long := append([]byte{Version, TagAtomUTF8, 1, 0}, bytes.Repeat([]byte("é"), 128)...) // 256 bytes, 128 runes
+	check("long utf8 atom", long)
+	check("too long utf8 atom", append([]byte{Version, TagAtomUTF8, 1, 0}, bytes.Repeat([]byte("a"), 256)...))
+	check("long latin1 atom", append([]byte{Version, TagAtom, 1, 0}, bytes.Repeat([]byte("a"), 256)...))
+	t.Logf("%d changed blobs", n)
+}
+
 func BenchmarkSkipTerm(b *testing.B) {
 	blob, err := os.ReadFile(testutil.Testdata("rabbitmq-mc", "blobs/4.1.8/06-headers-nested.bin"))
 	if err != nil {
@@ -210,5 +263,29 @@ func BenchmarkSkipTerm(b *testing.B) {
 		if _, err := SkipTerm(blob); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkIsExactTerm asks IsExactTerm of a 3.13.7 message term, as the
+// .rdq walk does of every framed candidate; decoder: the same question put
+// to SkipTerm, as IsExactTerm did before its own walk.
+func BenchmarkIsExactTerm(b *testing.B) {
+	blob, err := os.ReadFile(testutil.Testdata("rabbitmq-mc", "blobs/3.13.7/06-headers-nested.bin"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		fn   func([]byte) bool
+	}{{"walk", IsExactTerm}, {"decoder", exactBySkip}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(blob)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !c.fn(blob) {
+					b.Fatal("not a term")
+				}
+			}
+		})
 	}
 }
