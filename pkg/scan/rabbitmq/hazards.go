@@ -327,6 +327,29 @@ func offByNine(b []byte, recs []HazardRecord, gaps []Gap, out []Hazard) []Hazard
 	return out
 }
 
+// modelFound returns whether the model found a record at an offset,
+// asked for recs' offsets in their order.
+func modelFound(model []rfmt.ScanRecord, recs []HazardRecord) func(off int64) bool {
+	ascending := true
+	for i := 1; i < len(recs) && ascending; i++ {
+		ascending = recs[i-1].Offset < recs[i].Offset
+	}
+	if !ascending {
+		m := make(map[int64]bool, len(model))
+		for _, r := range model {
+			m[r.Offset] = true
+		}
+		return func(off int64) bool { return m[off] }
+	}
+	j := 0
+	return func(off int64) bool {
+		for j < len(model) && model[j].Offset < off {
+			j++
+		}
+		return j < len(model) && model[j].Offset == off
+	}
+}
+
 // gen1 runs the generation-1 model and appends its hazard to out: a
 // crash (Size < 16 frame with marker 0xFF) or records it never reaches
 // (zero word, oversize length).
@@ -343,15 +366,16 @@ func gen1(b []byte, recs []HazardRecord, out []Hazard) []Hazard {
 		}
 		return append(out, h)
 	}
-	found := map[int64]bool{}
-	for _, r := range res.Records {
-		found[r.Offset] = true
-	}
+	// The model's offsets ascend strictly (each is the sum of the frames
+	// before it), and so do a scanned file's records: whether the model
+	// found a record is then a merge of the two lists. Records in another
+	// order (a caller's own) are looked up in a map of the model's.
+	found := modelFound(res.Records, recs)
 	stop := int64(0)
 	var vs Victims
 	for i := range recs {
 		r := &recs[i]
-		if found[r.Offset] {
+		if found(r.Offset) {
 			if len(vs) == 0 {
 				stop = r.end()
 			}

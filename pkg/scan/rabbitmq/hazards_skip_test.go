@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
+	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
 // TestGapCandidatesExact: misread is skipped when gapCandidates finds no
@@ -85,4 +86,26 @@ func FuzzGapCandidates(f *testing.F) {
 			t.Fatalf("pre-check skips the model, but misread reports %+v", hs[0])
 		}
 	})
+}
+
+// TestModelFound: the merge of ascending records with the model's and the
+// map for records in any other order answer alike.
+func TestModelFound(t *testing.T) {
+	model := []rfmt.ScanRecord{{Offset: 0}, {Offset: 40}, {Offset: 90}, {Offset: 200}}
+	asc := []HazardRecord{{Offset: 0}, {Offset: 10}, {Offset: 40}, {Offset: 91}, {Offset: 200}, {Offset: 300}}
+	want := []bool{true, false, true, false, true, false}
+	found := modelFound(model, asc)
+	for i, r := range asc {
+		if got := found(r.Offset); got != want[i] {
+			t.Errorf("ascending: %d: %v, want %v", r.Offset, got, want[i])
+		}
+	}
+	other := []HazardRecord{{Offset: 200}, {Offset: 10}, {Offset: 0}, {Offset: 0}, {Offset: 91}, {Offset: 40}}
+	wantOther := []bool{true, false, true, true, false, true}
+	found = modelFound(model, other)
+	for i, r := range other {
+		if got := found(r.Offset); got != wantOther[i] {
+			t.Errorf("other order: %d: %v, want %v", r.Offset, got, wantOther[i])
+		}
+	}
 }
