@@ -70,10 +70,21 @@ type IndexKeyHasher struct {
 func (h *IndexKeyHasher) Hash(topic, key []byte) int32 {
 	if !h.ok || !bytes.Equal(h.topic, topic) {
 		h.topic = append(h.topic[:0], topic...)
-		h.prefix = JavaHashCodeFrom(JavaHashCode(topic), []byte{'#'})
+		h.prefix = IndexKeyPrefix(topic)
 		h.ok = true
 	}
-	return IndexHashOf(JavaHashCodeFrom(h.prefix, key))
+	return IndexKeyHashAfter(h.prefix, key)
+}
+
+// IndexKeyPrefix is the hash code of topic + "#" (IndexService.buildKey's
+// prefix), for IndexKeyHashAfter: a caller that knows a record's topic by
+// a number keeps one per topic.
+func IndexKeyPrefix(topic []byte) int32 { return JavaHashCodeFrom(JavaHashCode(topic), []byte{'#'}) }
+
+// IndexKeyHashAfter is IndexKeyHash(topic + "#" + key) from prefix =
+// IndexKeyPrefix(topic).
+func IndexKeyHashAfter(prefix int32, key []byte) int32 {
+	return IndexHashOf(JavaHashCodeFrom(prefix, key))
 }
 
 // IndexHashOf is IndexFile.indexKeyHashMethod applied to a key's hash code

@@ -91,6 +91,15 @@ func DecodeIndexEntry(b []byte, off int64) (IndexEntry, error) {
 	return e, c.Err(off)
 }
 
+// IndexEntryOf decodes the entry in b, which holds IndexEntrySize bytes
+// (DecodeIndexEntry without the length check, for walks over whole
+// entries).
+func IndexEntryOf(b *[IndexEntrySize]byte) IndexEntry {
+	be := binary.BigEndian
+	return IndexEntry{KeyHash: int32(be.Uint32(b[0:])), PhyOffset: int64(be.Uint64(b[4:])),
+		TimeDiff: int32(be.Uint32(b[12:])), PrevIndex: int32(be.Uint32(b[16:]))}
+}
+
 // AppendIndexEntry appends the IndexEntrySize bytes of e.
 func AppendIndexEntry(dst []byte, e IndexEntry) []byte {
 	be := binary.BigEndian

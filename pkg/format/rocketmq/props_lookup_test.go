@@ -15,7 +15,9 @@ func FuzzLookupProperties(f *testing.F) {
 	f.Add([]byte("TAGS\x01a\x02TAGS\x01b\x02\x02\x01x\x02KEYS\x01\x02"))
 	f.Add([]byte("__CRC32#\x010123456789\x02"))
 	f.Add([]byte{})
-	keys := []string{PropTags, PropKeys, PropUniqKey, "INNER_MULTI_DISPATCH", PropCRC32}
+	f.Add([]byte("K\x01X\x01v\x02T\x01\x01\x02"))
+	// The empty key and one holding 0x01 are no segment's key.
+	keys := []string{PropTags, PropKeys, PropUniqKey, "INNER_MULTI_DISPATCH", PropCRC32, "", "K\x01X", "T"}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		vals := make([][]byte, len(keys))
 		found := make([]bool, len(keys))

@@ -114,7 +114,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	var mu sync.Mutex
 	hashes := hasIndexFiles(cfg.Root)
 	inner.OnFile = func(i int, _ int64) FileHook {
-		c := &collector{topicID: map[string]int32{}, userHook: cfg.OnMessage, wantHashes: hashes,
+		c := &collector{intern: topicIDs{ids: map[string]int32{}}, userHook: cfg.OnMessage, wantHashes: hashes,
 			w: blockWriter{t: v.tab}}
 		mu.Lock()
 		files = append(files, c)
@@ -203,10 +203,9 @@ type collector struct {
 	w                     blockWriter
 	first                 vrec // the file's first record (local topic id and hash offset)
 	n                     int
-	topics                []string
-	topicID               map[string]int32
-	keyHash               rmq.IndexKeyHasher // topic + "#" prefix hashed once per run of one topic
-	wantHashes            bool               // compute index key hashes (there are index files to check)
+	intern                topicIDs // the file's topics by local id (names: id -> topic)
+	keyPrefix             []int32  // per local topic id: rmq.IndexKeyPrefix of the topic
+	wantHashes            bool     // compute index key hashes (there are index files to check)
 	v2, propCRC, trailing int
 	userHook              func(m *rmq.Message, phy int64) error
 }
@@ -215,11 +214,9 @@ type collector struct {
 // offsets local to the file and its block until absorb and the table's
 // decoding map them).
 func (c *collector) collect(m *rmq.Message, phy int64) error {
-	id, ok := c.topicID[string(m.Topic)]
-	if !ok {
-		id = int32(len(c.topics))
-		c.topics = append(c.topics, string(m.Topic))
-		c.topicID[string(m.Topic)] = id
+	id, added := c.intern.id(m.Topic)
+	if added {
+		c.keyPrefix = append(c.keyPrefix, rmq.IndexKeyPrefix(m.Topic))
 	}
 	// One walk of the properties for the four keys (LookupProperty each
 	// would walk them four times).
@@ -236,9 +233,10 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 		r.flags |= vfLMQ
 	}
 	if c.wantHashes {
+		prefix := c.keyPrefix[id]
 		rmq.ForEachIndexKey(m, vals[:], found[:], func(k []byte) {
 			if r.nhash < 1<<16-1 {
-				c.w.hashes = append(c.w.hashes, c.keyHash.Hash(m.Topic, k))
+				c.w.hashes = append(c.w.hashes, rmq.IndexKeyHashAfter(prefix, k))
 				r.nhash++
 			}
 		})
@@ -266,8 +264,8 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 // absorb hands a file's records to the verifier's table, after every
 // earlier file's, mapping its topic ids to the verifier's.
 func (v *verifier) absorb(c *collector) {
-	ids := make([]int32, len(c.topics))
-	for i, t := range c.topics {
+	ids := make([]int32, len(c.intern.names))
+	for i, t := range c.intern.names {
 		id, ok := v.topicID[t]
 		if !ok {
 			id = int32(len(v.topics))
@@ -283,7 +281,7 @@ func (v *verifier) absorb(c *collector) {
 		v.fileFirst[r.phy] = r
 	}
 	c.w = blockWriter{}
-	c.topics, c.topicID = nil, nil
+	c.intern, c.keyPrefix = topicIDs{}, nil
 }
 
 // hasIndexFiles reports whether root/index may hold index files: only

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/storectl/storectl/internal/offheap"
 	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -34,6 +35,7 @@ type indexWalk struct {
 	// chain checks judged from it as they come, for comparison.
 	keyHash        []int32
 	maxPhy, maxTS  int64
+	touch          uint64 // the sum of the prefetching loads (kept so they are not dropped)
 	beyond         int
 	unknown        int // entries past an unread commitlog file (verifier.unread)
 	beyondSev      scan.Severity
@@ -104,7 +106,12 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 	if indexInMemory {
 		w.keyHash = make([]int32, w.used)
 	} else {
-		w.last = make([]int32, lay.Slots)
+		// The slot table is written and read at random, entry after
+		// entry: outside the heap, in huge pages where the kernel has them.
+		last := offheap.New[int32]()
+		defer last.Free()
+		w.last = last.Extend(int(lay.Slots))
+		last.AdviseHugePages()
 		w.join = newChainJoin()
 		defer w.join.close()
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
+// indexPrefetch is how many entries' random loads are issued together.
+const indexPrefetch = 16
+
 // indexEntries reads entries 1..used-1 in order and checks each against
 // its chain predecessor, the header ranges and the record it points at.
 func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
@@ -20,10 +23,33 @@ func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
 		if err := readFull(fh, buf[:k*rmq.IndexEntrySize], off); err != nil {
 			return err
 		}
-		for i := int64(0); i < k; i++ {
-			b := buf[i*rmq.IndexEntrySize : (i+1)*rmq.IndexEntrySize]
-			e, _ := rmq.DecodeIndexEntry(b, off+i*rmq.IndexEntrySize) // 20 bytes: never fails
-			v.indexEntry(w, n0+i, e)
+		for i0 := int64(0); i0 < k; i0 += indexPrefetch {
+			// The slots' newest entries (20 MB at the defaults) and the
+			// predecessors' bits are read at random: loading a group's
+			// first, loads that do not wait on each other, lets their
+			// cache misses overlap instead of stalling one entry after
+			// another.
+			g := min(indexPrefetch, k-i0)
+			var ents [indexPrefetch]rmq.IndexEntry
+			var slots [indexPrefetch]int64
+			var touch uint64
+			for j := range g {
+				e := rmq.IndexEntryOf((*[rmq.IndexEntrySize]byte)(buf[(i0+j)*rmq.IndexEntrySize:]))
+				ents[j] = e
+				if e.KeyHash >= 0 {
+					slots[j] = slotOf(e.KeyHash, lay.Slots)
+					if w.last != nil {
+						touch += uint64(w.last[slots[j]])
+					}
+				}
+				if p := int64(e.PrevIndex); p > 0 && p < w.used {
+					touch += w.referenced[p/64]
+				}
+			}
+			w.touch += touch
+			for j := range g {
+				v.indexEntry(w, n0+i0+j, ents[j], slots[j])
+			}
 		}
 		n0 += k
 	}
@@ -49,8 +75,17 @@ func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
 	return nil
 }
 
-// indexEntry checks entry n.
-func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
+// slotOf is the slot of key hash h >= 0 among slots: h % slots, in 32
+// bits where they suffice (a shorter division).
+func slotOf(h int32, slots int64) int64 {
+	if slots > 0 && slots <= 1<<32-1 {
+		return int64(uint32(h) % uint32(slots))
+	}
+	return int64(h) % slots
+}
+
+// indexEntry checks entry n, whose slot (when e.KeyHash >= 0) is slot.
+func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry, slot int64) {
 	lay, h := w.lay, w.f.hdr
 	sub := 0
 	bad := func(code, msg string, ev map[string]string, exp, act string) {
@@ -68,7 +103,6 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 		bad(CodeIndexBadChain, "previous entry number is not below this one (chains must strictly decrease)",
 			map[string]string{"decreasing": "fail"}, "< "+fmtInt(n), fmtInt(p))
 	case p > 0:
-		slot := int64(e.KeyHash) % lay.Slots
 		switch {
 		case w.keyHash != nil:
 			if w.keyHash[p] >= 0 && int64(w.keyHash[p])%lay.Slots != slot {
@@ -89,7 +123,7 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry) {
 		w.referenced.set(p)
 	}
 	if w.last != nil && e.KeyHash >= 0 {
-		w.last[int64(e.KeyHash)%lay.Slots] = int32(n)
+		w.last[slot] = int32(n)
 	}
 	if n == 1 {
 		w.firstPhy = e.PhyOffset
