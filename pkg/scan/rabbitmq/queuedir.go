@@ -108,6 +108,15 @@ type QueueDir struct {
 	Entries   []QueueEntry // unacked entries in seq order, dropped ones included
 	Refs      []QueueRef
 	Anomalies []IndexAnomaly
+	// handed counts the references handed to refFn.
+	handed int
+	// dirReader is the reader's state while the dir is read; nil once it
+	// is (a vhost's thousands of QueueDirs are kept: none of them holds it).
+	*dirReader
+}
+
+// dirReader is what readQueueDirWith needs while it reads one queue dir.
+type dirReader struct {
 	// refsOnly (ReadVHostQueuesRefs) skips collecting Entries: the .qs
 	// entries are still checked, for their anomalies.
 	refsOnly bool
@@ -126,8 +135,6 @@ type QueueDir struct {
 	// refFn, when set (ReadVHostQueuesRefsFunc), is handed the references
 	// instead of Refs keeping them.
 	refFn func(*QueueDir, []QueueRef)
-	// handed counts the references handed to refFn.
-	handed int
 }
 
 // HasRefs reports whether the queue holds a reference to the shared
@@ -185,7 +192,8 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	if err != nil {
 		return nil, err
 	}
-	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir), refsOnly: refsOnly, seg: seg, refFn: refFn, binaryIDs: binaryIDs}
+	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir),
+		dirReader: &dirReader{refsOnly: refsOnly, seg: seg, refFn: refFn, binaryIDs: binaryIDs}}
 	var sc *dirScratch
 	if refFn != nil {
 		// A segment's decoded entries and references are handed over and
@@ -250,8 +258,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		dirScratches.Put(sc)
 		q.Refs, q.refFn = nil, nil
 	}
-	q.seg = nil
-	q.qiScratch = rfmt.QIFile{} // a vhost can have thousands of queue dirs: keep none of it
+	q.dirReader = nil // a vhost can have thousands of queue dirs: keep none of it
 	return q, nil
 }
 
