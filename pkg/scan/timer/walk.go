@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -409,9 +410,12 @@ type resolver struct {
 	pvals  [5][]byte // property values (targetKeys)
 	pfound [5]bool
 	hashes map[string]int32 // REAL_TOPIC -> Java hash
+	recent []topicHashed    // topicHash's first topics (cap 8)
 }
 
-func newResolver() *resolver { return &resolver{hashes: map[string]int32{}} }
+func newResolver() *resolver {
+	return &resolver{hashes: map[string]int32{}, recent: make([]topicHashed, 0, 8)}
+}
 
 // resolve is the target of u given what RecordAt returned for its offset.
 func (r *resolver) resolve(u *ftimer.Unit, m *rmq.Message, err error, full bool) target {
@@ -434,12 +438,7 @@ func (r *resolver) resolve(u *ftimer.Unit, m *rmq.Message, err error, full bool)
 	}
 	t.hasDelKey = r.pfound[3]
 	if r.pfound[0] {
-		h, ok := r.hashes[string(r.pvals[0])]
-		if !ok {
-			h = rmq.JavaHashCode(r.pvals[0])
-			r.hashes[string(r.pvals[0])] = h
-		}
-		t.hashOK = h == u.HashTopic
+		t.hashOK = r.topicHash(r.pvals[0]) == u.HashTopic
 	}
 	// getMessageByCommitOffset: getData(offsetPy, sizePy) then
 	// MessageDecoder.decode, which needs the whole record in the buffer.
@@ -471,6 +470,117 @@ func (r *resolver) resolve(u *ftimer.Unit, m *rmq.Message, err error, full bool)
 		}
 	}
 	return t
+}
+
+// tapKeys are the properties checksOut looks up: what unitClean reads of
+// a target (REAL_TOPIC's hash, TIMER_OUT_MS, whether TIMER_DEL_UNIQKEY is
+// there), not the ids and queue that only a finding or a pending unit
+// keeps.
+var tapKeys = []string{PropRealTopic, PropOutMs, PropDelUniqKey}
+
+// checksOut is unitClean(u, r.resolve(u, m, nil, false)) for a record the
+// commitlog walk accepted (m decoded with no error), without building the
+// target: the prepass tap's test, once per timer record of the log.
+func (r *resolver) checksOut(u *ftimer.Unit, m *rmq.Message) bool {
+	if m.Raw == nil || m.TotalSize != u.SizePy || string(m.Topic) != Topic {
+		return false
+	}
+	lookupTapKeys(m.Properties, r.pvals[:3], r.pfound[:3])
+	if !r.pfound[1] {
+		return false
+	}
+	outMs, ok := parseMs(r.pvals[1])
+	if !ok || outMs < 0 {
+		return false
+	}
+	if u.Delete() && !r.pfound[2] {
+		return false
+	}
+	if r.pfound[0] && r.topicHash(r.pvals[0]) != u.HashTopic {
+		return false
+	}
+	d := u.DeliverMs()
+	return !u.Roll() && d == outMs || u.Roll() && d <= outMs
+}
+
+// lookupTapKeys is rmq.LookupProperties(raw, tapKeys, vals, found): a
+// segment's first bytes pick the one key it can be (R: REAL_TOPIC, T and
+// O at 6: TIMER_OUT_MS, other T: TIMER_DEL_UNIQKEY), so a segment costs
+// one comparison, not one per key (FuzzLookupTapKeys keeps the two
+// equal).
+func lookupTapKeys(raw []byte, vals [][]byte, found []bool) {
+	found[0], found[1], found[2] = false, false, false
+	for len(raw) > 0 {
+		seg := raw
+		if i := bytes.IndexByte(raw, rmq.PropertySeparator); i >= 0 {
+			seg, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(seg) < 3 {
+			continue
+		}
+		var k int
+		switch {
+		case seg[0] == 'R':
+			k = 0
+		case seg[0] != 'T':
+			continue
+		case len(seg) > 6 && seg[6] == 'O':
+			k = 1
+		default:
+			k = 2
+		}
+		key := tapKeys[k]
+		n := len(key)
+		if n >= len(seg)-1 || seg[n] != rmq.NameValueSeparator || string(seg[:n]) != key {
+			continue
+		}
+		vals[k], found[k] = seg[n+1:], true
+	}
+}
+
+// topicHash is the Java hash of a REAL_TOPIC, remembered per topic: the
+// first few topics in a small table searched without a map lookup or a
+// string (a log's timer records have few topics), the rest in a map.
+func (r *resolver) topicHash(topic []byte) int32 {
+	for i := range r.recent {
+		if string(topic) == r.recent[i].name {
+			return r.recent[i].hash
+		}
+	}
+	h, ok := r.hashes[string(topic)]
+	if !ok {
+		h = rmq.JavaHashCode(topic)
+		r.hashes[string(topic)] = h
+		if len(r.recent) < cap(r.recent) {
+			r.recent = append(r.recent, topicHashed{name: string(topic), hash: h})
+		}
+	}
+	return h
+}
+
+type topicHashed struct {
+	name string
+	hash int32
+}
+
+// parseMs is strconv.ParseInt(string(b), 10, 64) without the string: a
+// run of up to 18 digits directly, anything else through ParseInt.
+func parseMs(b []byte) (int64, bool) {
+	if n := len(b); n > 0 && n <= 18 {
+		v := int64(0)
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				goto slow
+			}
+			v = v*10 + int64(c-'0')
+		}
+		return v, true
+	}
+slow:
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
 }
 
 // clean reports whether a unit whose target is t needs no finding.
