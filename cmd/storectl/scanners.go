@@ -93,6 +93,8 @@ func rabbitTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options,
 		// verify replays each quorum queue's log to predict its next start
 		qc.Replay = verifies(classic)
 		qr, err := quorumscan.Scan(ctx, qc, so)
+		// only the queue lines are kept: the replay's temp file goes back
+		qr.Close()
 		if err != nil {
 			return res, err
 		}

@@ -100,6 +100,22 @@ func (s *Spill) Put(b []byte) (off int64, ok bool) {
 	return off, true
 }
 
+// WriteAt writes b over bytes put before at off (b no longer than what
+// was put there: a block rewritten in place), or says no when the file
+// cannot be used.
+func (s *Spill) WriteAt(b []byte, off int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken.Load() || s.f == nil || off+int64(len(b)) > s.end {
+		return false
+	}
+	if _, err := s.f.WriteAt(b, off); err != nil {
+		s.broken.Store(true)
+		return false
+	}
+	return true
+}
+
 // Close closes the file, if one was made: its space goes back at once
 // rather than when the collector finds the Spill unreachable. Every later
 // Put says no and ReadAt fails. It is safe to call more than once.

@@ -79,9 +79,9 @@ type FifoConfig struct {
 type FifoState struct {
 	Cfg FifoConfig
 	// Hi and No are the ready messages in order (v2 keeps all in No).
-	Hi, No         []FifoMsg
+	Hi, No         MsgQueue
 	DequeueCounter int64
-	Returns        []FifoMsg
+	Returns        MsgQueue
 	MessagesTotal  int64
 	EnqueueCount   int64
 	Enqueuers      map[string]*FifoEnqueuer
@@ -158,7 +158,7 @@ func DecodeFifoState(t etf.Term, off int64) (st *FifoState, err error) {
 	st.Cfg = fifoConfig(tup[1])
 	st.decodeMessages(tup[2])
 	st.MessagesTotal = mustInt(tup[3], "messages_total")
-	st.Returns = lqueueMsgs(tup[4], "returns")
+	st.Returns = NewMsgQueue(lqueueMsgs(tup[4], "returns"))
 	st.EnqueueCount, _ = tup[5].(int64)
 	enqs, ok := tup[6].(etf.Map)
 	if !ok {
@@ -247,12 +247,12 @@ func fifoConfig(t etf.Term) FifoConfig {
 
 func (st *FifoState) decodeMessages(t etf.Term) {
 	if q, ok := t.(etf.Tuple); ok && len(q) == 5 && q[0] == etf.Atom("rabbit_fifo_q") {
-		st.Hi = queueMsgs(q[1], "messages.hi")
-		st.No = queueMsgs(q[2], "messages.no")
+		st.Hi = NewMsgQueue(queueMsgs(q[1], "messages.hi"))
+		st.No = NewMsgQueue(queueMsgs(q[2], "messages.no"))
 		st.DequeueCounter, _ = q[4].(int64)
 		return
 	}
-	st.No = lqueueMsgs(t, "messages")
+	st.No = NewMsgQueue(lqueueMsgs(t, "messages"))
 }
 
 // queueMsgs reads a {In, Out} pair (an Erlang queue): order = Out ++
@@ -489,7 +489,7 @@ func (st *FifoState) decodeDLX(t etf.Term) {
 }
 
 // Ready is the number of ready messages.
-func (st *FifoState) Ready() int { return len(st.Hi) + len(st.No) + len(st.Returns) }
+func (st *FifoState) Ready() int { return st.Hi.Len() + st.No.Len() + st.Returns.Len() }
 
 // CheckedOut is the number of messages checked out to consumers.
 func (st *FifoState) CheckedOut() int {

@@ -12,7 +12,7 @@ func TestLogTable(t *testing.T) {
 	if nilT.Get(1) != nil || nilT.Len() != 0 {
 		t.Fatal("a nil table holds entries")
 	}
-	lt := newLogTable()
+	lt := newLogTable(nil)
 	wal := lt.file("/d/00000001.wal", "00000001.wal")
 	s1 := lt.file("/d/q/00000001.segment", "q/00000001.segment")
 	s2 := lt.file("/d/q/00000002.segment", "q/00000002.segment")

@@ -150,18 +150,14 @@ func (m *machine) ready() int { return m.st.Ready() }
 // (rabbit_fifo_q's weighted hi/no choice at v4).
 func (m *machine) takeNext() (ra.FifoMsg, bool) {
 	st := m.st
-	if len(st.Returns) > 0 {
-		msg := st.Returns[0]
-		st.Returns = st.Returns[1:]
-		return msg, true
+	if st.Returns.Len() > 0 {
+		return st.Returns.PopFront()
 	}
-	if len(st.Hi)+len(st.No) == 0 {
+	if st.Hi.Len()+st.No.Len() == 0 {
 		return ra.FifoMsg{}, false
 	}
 	if !m.v4() {
-		msg := st.No[0]
-		st.No = st.No[1:]
-		return msg, true
+		return st.No.PopFront()
 	}
 	hi := m.nextIsHi()
 	if st.DequeueCounter == 2 {
@@ -170,22 +166,20 @@ func (m *machine) takeNext() (ra.FifoMsg, bool) {
 		st.DequeueCounter++
 	}
 	if hi {
-		msg := st.Hi[0]
-		st.Hi = st.Hi[1:]
-		return msg, true
+		return st.Hi.PopFront()
 	}
-	msg := st.No[0]
-	st.No = st.No[1:]
-	return msg, true
+	return st.No.PopFront()
 }
 
 // nextIsHi is rabbit_fifo_q:next/1.
 func (m *machine) nextIsHi() bool {
 	st := m.st
 	switch {
-	case len(st.Hi) > 0 && len(st.No) > 0 && st.DequeueCounter == 2:
-		return st.Hi[0].Index < st.No[0].Index
-	case len(st.Hi) > 0:
+	case st.Hi.Len() > 0 && st.No.Len() > 0 && st.DequeueCounter == 2:
+		h, _ := st.Hi.Front()
+		n, _ := st.No.Front()
+		return h.Index < n.Index
+	case st.Hi.Len() > 0:
 		return true
 	}
 	return false
@@ -194,16 +188,16 @@ func (m *machine) nextIsHi() bool {
 // peekNext is get_next_msg.
 func (m *machine) peekNext() (ra.FifoMsg, bool) {
 	st := m.st
-	if len(st.Returns) > 0 {
-		return st.Returns[0], true
+	if st.Returns.Len() > 0 {
+		return st.Returns.Front()
 	}
-	if len(st.Hi)+len(st.No) == 0 {
+	if st.Hi.Len()+st.No.Len() == 0 {
 		return ra.FifoMsg{}, false
 	}
 	if m.v4() && m.nextIsHi() {
-		return st.Hi[0], true
+		return st.Hi.Front()
 	}
-	return st.No[0], true
+	return st.No.Front()
 }
 
 // --- service queue (priority_queue) ---
@@ -416,7 +410,7 @@ func (m *machine) damagedEntry(idx int64, b []byte, loc *EntryLoc) {
 		m.st.MsgBytesEnqueue += fm.Header.Size
 		m.st.EnqueueCount++
 		m.st.MessagesTotal++
-		m.st.No = append(m.st.No, fm)
+		m.st.No.PushBack(fm)
 		m.checkout()
 		return
 	}
@@ -573,9 +567,9 @@ func (m *machine) enqueue(c ra.FifoCommand) {
 	st.EnqueueCount++
 	st.MessagesTotal++
 	if m.v4() && msg.Priority > 4 {
-		st.Hi = append(st.Hi, fm)
+		st.Hi.PushBack(fm)
 	} else {
-		st.No = append(st.No, fm)
+		st.No.PushBack(fm)
 	}
 	m.checkout()
 }
@@ -636,7 +630,7 @@ func (m *machine) returnOne(key string, con *ra.FifoConsumer, id int64, delFaile
 		con.Credit = m.increaseCredit(con, 1)
 	}
 	m.st.Consumers[key] = con
-	m.st.Returns = append(m.st.Returns, msg)
+	m.st.Returns.PushBack(msg)
 	m.bytesReturn(msg.Header)
 }
 
@@ -717,7 +711,7 @@ func (m *machine) requeue(c ra.FifoCommand) {
 	delete(con.Checked, c.MsgID)
 	con.Credit = m.increaseCredit(con, 1)
 	m.gone(old.Index, "requeued at a new index")
-	m.st.No = append(m.st.No, ra.FifoMsg{Index: m.idx, Header: h})
+	m.st.No.PushBack(ra.FifoMsg{Index: m.idx, Header: h})
 	m.st.EnqueueCount++
 	m.updateOrRemove(key, con)
 	m.checkout()
@@ -998,12 +992,12 @@ func (m *machine) cancelConsumer(key, reason string) {
 func (m *machine) purge() {
 	st := m.st
 	n := int64(m.ready())
-	for _, q := range [][]ra.FifoMsg{st.Returns, st.Hi, st.No} {
-		for _, msg := range q {
+	for _, q := range []*ra.MsgQueue{&st.Returns, &st.Hi, &st.No} {
+		for msg := range q.All() {
 			m.gone(msg.Index, "purged")
 		}
+		q.Reset()
 	}
-	st.Returns, st.Hi, st.No = nil, nil, nil
 	st.MessagesTotal -= n
 	st.MsgBytesEnqueue = 0
 	m.evaluateLimit()
@@ -1381,21 +1375,21 @@ func (m *machine) restart(localNode string) (remote int) {
 	return remote
 }
 
-// live returns the Raft indexes of the messages in the queue: ready ones
-// in delivery order, then the checked-out ones by consumer and msg id.
-func (m *machine) live() []int64 {
+// eachLive calls fn with the Raft index of every message in the queue:
+// ready ones in delivery order, then the checked-out ones by consumer and
+// msg id.
+func (m *machine) eachLive(fn func(int64)) {
 	st := m.st
-	var out []int64
-	for _, msg := range st.Returns {
-		out = append(out, msg.Index)
+	for msg := range st.Returns.All() {
+		fn(msg.Index)
 	}
 	// the delivery order of hi/no at v4 depends on later dequeues; list
 	// hi then no
-	for _, msg := range st.Hi {
-		out = append(out, msg.Index)
+	for msg := range st.Hi.All() {
+		fn(msg.Index)
 	}
-	for _, msg := range st.No {
-		out = append(out, msg.Index)
+	for msg := range st.No.All() {
+		fn(msg.Index)
 	}
 	for _, key := range m.sortedKeys() {
 		c := st.Consumers[key]
@@ -1405,26 +1399,25 @@ func (m *machine) live() []int64 {
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
-			out = append(out, c.Checked[id].Index)
+			fn(c.Checked[id].Index)
 		}
 	}
-	return out
 }
 
 // expiring counts live messages with an expiry (they may be gone by the
 // time the node starts: wall-clock TTL).
 func (m *machine) expiring() int {
 	n := 0
-	count := func(msgs []ra.FifoMsg) {
-		for _, msg := range msgs {
+	count := func(q *ra.MsgQueue) {
+		for msg := range q.All() {
 			if msg.Header.Expiry >= 0 {
 				n++
 			}
 		}
 	}
-	count(m.st.Returns)
-	count(m.st.Hi)
-	count(m.st.No)
+	count(&m.st.Returns)
+	count(&m.st.Hi)
+	count(&m.st.No)
 	for _, c := range m.st.Consumers {
 		for _, msg := range c.Checked {
 			if msg.Header.Expiry >= 0 {

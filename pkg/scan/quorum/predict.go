@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"sort"
+	"unsafe"
 
 	"github.com/storectl/storectl/pkg/format/etf"
 	"github.com/storectl/storectl/pkg/format/ra"
@@ -127,8 +128,9 @@ type LiveMsg struct {
 type Prediction struct {
 	Queue Queue
 	// live: the messages the next start holds, in queue order, 16 bytes
-	// each; Live reads their entries as it hands them out.
-	live []liveRec
+	// each (in the scan's spill file past the first liveChunk); Live reads
+	// their entries as it hands them out.
+	live liveList
 	log  *logTable
 }
 
@@ -142,8 +144,89 @@ const (
 	liveReturned uint8 = 1 << iota
 )
 
+// liveChunk is how many liveRecs (64 KiB) a liveList writes to its spill
+// file at a time.
+const liveChunk = 4096
+
+// liveList is a list of liveRecs whose full chunks are in a spill file:
+// what stays in memory is the last chunk, however many messages a queue
+// holds. Without a usable spill file it keeps them all.
+type liveList struct {
+	spill  *scan.Spill
+	chunks []int64 // offsets of the spilled chunks, in list order
+	tail   []liveRec
+	n      int
+	chunk  int // <= 0: liveChunk
+}
+
+func (l *liveList) size() int {
+	if l.chunk > 0 {
+		return l.chunk
+	}
+	return liveChunk
+}
+
+func liveBytes(recs []liveRec) []byte {
+	if len(recs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&recs[0])), len(recs)*int(unsafe.Sizeof(liveRec{})))
+}
+
+func (l *liveList) add(r liveRec) {
+	l.tail = append(l.tail, r)
+	l.n++
+	if len(l.tail) == l.size() && l.spill != nil {
+		if off, ok := l.spill.Put(liveBytes(l.tail)); ok {
+			l.chunks = append(l.chunks, off)
+			l.tail = l.tail[:0]
+		}
+	}
+}
+
+// each calls fn for every rec in order until it returns false; err is a
+// failure reading a chunk back.
+func (l *liveList) each(fn func(liveRec) bool) error {
+	if len(l.chunks) > 0 {
+		buf := make([]liveRec, l.size())
+		for _, off := range l.chunks {
+			if err := l.spill.ReadAt(liveBytes(buf), off, "a quorum queue's live messages"); err != nil {
+				return err
+			}
+			for _, r := range buf {
+				if !fn(r) {
+					return nil
+				}
+			}
+		}
+	}
+	for _, r := range l.tail {
+		if !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// msgSpiller keeps the replay's message queue chunks (ra.MsgQueue) in
+// the scan's spill file.
+type msgSpiller struct{ sp *scan.Spill }
+
+func fifoBytes(msgs []ra.FifoMsg) []byte {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&msgs[0])), len(msgs)*int(unsafe.Sizeof(ra.FifoMsg{})))
+}
+
+func (s msgSpiller) Spill(msgs []ra.FifoMsg) (int64, bool) { return s.sp.Put(fifoBytes(msgs)) }
+
+func (s msgSpiller) Load(dst []ra.FifoMsg, at int64) error {
+	return s.sp.ReadAt(fifoBytes(dst), at, "a quorum queue's messages")
+}
+
 // LiveCount is the number of messages the next start holds.
-func (p *Prediction) LiveCount() int { return len(p.live) }
+func (p *Prediction) LiveCount() int { return p.live.n }
 
 // Live yields the messages the next start holds, in queue order, each
 // with its enqueue entry's location, AMQP message-id, payload size and
@@ -155,7 +238,8 @@ func (p *Prediction) Live() iter.Seq[LiveMsg] {
 	return func(yield func(LiveMsg) bool) {
 		ef := &entryFiles{}
 		defer ef.close()
-		for _, lr := range p.live {
+		defer p.log.release()
+		err := p.live.each(func(lr liveRec) bool {
 			lm := LiveMsg{Index: lr.index, Returned: lr.flags&liveReturned != 0}
 			if loc := p.log.Get(lr.index); loc != nil {
 				lm.Loc, lm.Damaged = loc, !loc.OK
@@ -163,9 +247,12 @@ func (p *Prediction) Live() iter.Seq[LiveMsg] {
 					lm.MessageID, lm.Size, lm.SHA256, _ = enqueueSummary(b)
 				}
 			}
-			if !yield(lm) {
-				return
-			}
+			return yield(lm)
+		})
+		if err != nil {
+			// the temp file failed under us: what follows cannot be
+			// named, so say so rather than end the list quietly
+			panic(err)
 		}
 	}
 }
@@ -272,10 +359,11 @@ func predict(r *Replica) *Prediction {
 			break
 		}
 	}
-	p := &Prediction{Queue: q, log: r.Log}
+	p := &Prediction{Queue: q, log: r.Log, live: liveList{spill: r.System.spill, chunk: r.System.liveChunk}}
 	f := &p.Queue.NextStart
 	ef := &entryFiles{}
 	defer ef.close()
+	defer r.Log.release()
 	for _, d := range r.CrashEntries {
 		dm := Damaged{Index: d.Index, Path: d.Rel, Offset: d.Offset, Length: d.Length}
 		if b, err := ef.read(d); err == nil {
@@ -327,6 +415,17 @@ func predict(r *Replica) *Prediction {
 		}
 	}
 	p.Queue.Commit = r.commit(from)
+	if sp := r.System.spill; sp != nil {
+		// the queues' full middle chunks go to the temp file: a queue of
+		// millions of messages keeps two chunks of each in memory
+		ms := msgSpiller{sp}
+		for _, q := range []*ra.MsgQueue{&st.Returns, &st.Hi, &st.No} {
+			q.Spiller = ms
+			if q.Len() == 0 {
+				q.Chunk = r.System.queueChunk
+			}
+		}
+	}
 	m := newMachine(st, version)
 	p.Queue.MachineVersion = version
 	// replay the log after the base
@@ -374,14 +473,10 @@ func predict(r *Replica) *Prediction {
 	}
 	goneBefore := m.Gone
 	m.restart(r.System.Node)
-	live := m.live()
-	f.Messages = len(live)
-	p.Queue.Keep = f.Messages
 	p.Queue.Drop = m.Gone - goneBefore
 	// the bodies are read when Live hands them out; only the returned
 	// messages' names are read here
-	p.live = make([]liveRec, 0, len(live))
-	for _, idx := range live {
+	m.eachLive(func(idx int64) {
 		lr := liveRec{index: uint64(idx)}
 		if returned[idx] {
 			lr.flags |= liveReturned
@@ -402,8 +497,10 @@ func predict(r *Replica) *Prediction {
 			}
 			p.Queue.Returned = append(p.Queue.Returned, name)
 		}
-		p.live = append(p.live, lr)
-	}
+		p.live.add(lr)
+	})
+	f.Messages = p.live.n
+	p.Queue.Keep = f.Messages
 	sort.Strings(p.Queue.Returned)
 	if r.MovedFrom != "" {
 		// ra < 2.4.2 reads this member's log from the pinned dir

@@ -39,6 +39,14 @@ type Config struct {
 	// WALEnds, when set, makes the scan read a WAL (by absolute path) as if
 	// it ended at the given size: the prediction after a planned cut.
 	WALEnds map[string]int64
+	// LogPages bounds the replay's log-table pages (40 KiB each) in memory,
+	// all replicas together; the others go to an unlinked temp file. <= 0
+	// is DefaultLogPages (tests force a small one).
+	LogPages int
+	// QueueChunk is the replay's message queue chunk size (ra.MsgQueue);
+	// <= 0 is ra.MsgChunk (tests force a small one), and LiveChunk the
+	// live lists' (<= 0: liveChunk).
+	QueueChunk, LiveChunk int
 }
 
 // Result is a scan's result with the model the other commands use.
@@ -47,6 +55,21 @@ type Result struct {
 	Systems []*System
 	// Queues are verify's queue lines, one per quorum queue replica.
 	Queues []Queue
+	// spill holds the replay's log-table pages and live lists past their
+	// memory bounds, for as long as the predictions are read.
+	spill *scan.Spill
+	pool  *logPool
+}
+
+// Close gives back the temp file the replay spilled to (the predictions'
+// Live cannot be read after it). It is safe to call more than once; a
+// Result not closed gives it back when the collector finds it
+// unreachable.
+func (r *Result) Close() error {
+	if r == nil || r.spill == nil {
+		return nil
+	}
+	return r.spill.Close()
 }
 
 // System is one scanned ra system dir.
@@ -61,6 +84,10 @@ type System struct {
 	names []byte
 	// meta holds what meta.dets says per UId.
 	meta map[string]MetaDETS
+	// spill is the scan's temp file (Result.spill) for the live lists and
+	// message queues, in chunks of the Config's sizes.
+	spill                 *scan.Spill
+	queueChunk, liveChunk int
 	// Refused is set when ra will not start this system's WAL at the next
 	// start (every queue of the system is then down): the finding code.
 	Refused      string
@@ -193,6 +220,10 @@ func (s *SnapshotFile) Valid() bool { return s.Err == nil && s.CRCOK }
 // Scan scans the ra systems of cfg.
 func Scan(ctx context.Context, cfg Config, opts scan.Options) (*Result, error) {
 	res := &Result{Result: &scan.Result{Store: scan.RabbitMQ, Layout: map[string]any{}}}
+	if cfg.Replay {
+		res.spill = &scan.Spill{Pattern: "storectl-quorum-*"}
+		res.pool = newLogPool(cfg.LogPages, res.spill)
+	}
 	root := cfg.Root
 	path := cfg.Path
 	if path == "" {
@@ -210,7 +241,8 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		s := &System{SystemDir: sd, Rel: rel(root, sd.Path), byUID: map[string]*Replica{}}
+		s := &System{SystemDir: sd, Rel: rel(root, sd.Path), byUID: map[string]*Replica{}, spill: res.spill,
+			queueChunk: cfg.QueueChunk, liveChunk: cfg.LiveChunk}
 		rels = append(rels, s.Rel)
 		res.Systems = append(res.Systems, s)
 		sc := &scanner{ctx: ctx, cfg: cfg, opts: opts, res: res, sys: s, root: root}
@@ -234,6 +266,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*Result, error) {
 				q := predictReplica(res, r)
 				res.Queues = append(res.Queues, q)
 			}
+		}
+		if err := res.pool.Err(); err != nil {
+			res.Fail(err)
 		}
 	}
 	res.SortFindings()
@@ -306,6 +341,9 @@ func (sc *scanner) scanSystem() error {
 			return err
 		}
 		sc.scanWAL(n)
+	}
+	for _, r := range s.Replicas {
+		r.Log.release()
 	}
 	if err := sc.scanReplicas(); err != nil {
 		return err
@@ -395,7 +433,7 @@ func (sc *scanner) openReplica(name string) {
 			Message: fmt.Sprintf("replica %s: config %v: the queue's name is not known, and ra cannot start this member", name, err)})
 	}
 	if sc.cfg.Replay {
-		r.Log = newLogTable()
+		r.Log = newLogTable(sc.res.pool)
 	}
 }
 
@@ -682,6 +720,7 @@ func (sc *scanner) scanReplicaFiles(r *Replica) {
 		}
 		sc.scanSegment(r, n)
 	}
+	r.Log.release()
 	snap := r.snapshotIndex()
 	for _, sf := range r.Segments {
 		if sf.HasLive && snap >= 0 && sf.Last <= uint64(snap) && sf.Live > 0 {
