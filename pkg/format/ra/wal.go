@@ -15,8 +15,8 @@ package ra
 
 import (
 	"encoding/binary"
-	"hash/adler32"
 
+	"github.com/storectl/storectl/internal/adler32x"
 	"github.com/storectl/storectl/pkg/format"
 )
 
@@ -74,10 +74,7 @@ func WALChecksum(index, term uint64, data []byte) uint32 {
 	var it [16]byte
 	binary.BigEndian.PutUint64(it[:8], index)
 	binary.BigEndian.PutUint64(it[8:], term)
-	h := adler32.New()
-	h.Write(it[:])
-	h.Write(data)
-	return h.Sum32()
+	return adler32x.Update(adler32x.Checksum(it[:]), data)
 }
 
 // DecodeWALHeader checks the 5-byte file header. Like ra's
