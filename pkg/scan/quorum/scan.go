@@ -145,6 +145,7 @@ type Replica struct {
 	// is short: reading them crashes the member.
 	CrashEntries []*EntryLoc
 	walEntries   int
+	segNotes     segNote
 	prediction   *Prediction
 	// MovedFrom is the data dir the config pins when the replica is not
 	// there (ra < 2.4.2 reads the log from it).
@@ -336,6 +337,47 @@ func (sc *scanner) scanSystem() error {
 		sc.add(scan.Finding{Code: sc.code(CodeUnexpectedFile), Severity: scan.Info, Path: rel(sc.root, p),
 			Message: fmt.Sprintf("%s is not a file ra writes here; ra ignores it", n)})
 	}
+	if sc.concurrentWAL() {
+		// the WALs are read beside the replicas' segments: what they
+		// change of a replica (its notes, its truncates) is kept apart
+		// from what the segments note and merged after, in the order the
+		// sequential scan takes (every WAL, then the segments)
+		wsc := &scanner{ctx: sc.ctx, cfg: sc.cfg, opts: sc.opts, res: &Result{Result: &scan.Result{Store: sc.res.Store}}, sys: s, root: sc.root}
+		if p := sc.opts.Progress; p != nil {
+			var mu sync.Mutex
+			wsc.opts.Progress = func(n int64) { mu.Lock(); p(n); mu.Unlock() }
+			sc.opts.Progress = wsc.opts.Progress
+			defer func() { sc.opts.Progress = p }()
+		}
+		done := make(chan error, 1)
+		go func() {
+			for _, n := range l.wals {
+				if err := wsc.ctx.Err(); err != nil {
+					done <- err
+					return
+				}
+				wsc.scanWAL(n)
+			}
+			done <- nil
+		}()
+		subs, rerr := sc.scanReplicaSubs()
+		werr := <-done
+		sc.res.Merge(wsc.res.Result)
+		for _, sub := range subs {
+			sc.res.Merge(sub.res.Result)
+		}
+		for _, r := range s.Replicas {
+			r.mergeSegmentNotes()
+		}
+		if werr != nil {
+			return werr
+		}
+		if rerr != nil {
+			return rerr
+		}
+		sc.checkOrphans()
+		return nil
+	}
 	for _, n := range l.wals {
 		if err := sc.ctx.Err(); err != nil {
 			return err
@@ -348,8 +390,25 @@ func (sc *scanner) scanSystem() error {
 	if err := sc.scanReplicas(); err != nil {
 		return err
 	}
+	for _, r := range s.Replicas {
+		r.mergeSegmentNotes()
+	}
 	sc.checkOrphans()
 	return nil
+}
+
+// concurrentWAL reports whether the WALs are read beside the segments: a
+// plain scan on more than one CPU (the replay's log table and the
+// records want them in order).
+func (sc *scanner) concurrentWAL() bool {
+	return !sc.cfg.Replay && sc.opts.Records == nil && sc.jobs() > 1 && len(sc.sys.Replicas) > 0
+}
+
+func (sc *scanner) jobs() int {
+	if sc.opts.Jobs > 0 {
+		return sc.opts.Jobs
+	}
+	return runtime.NumCPU()
 }
 
 // scanReplicas reads every replica's snapshots and segments: Options.Jobs
@@ -371,6 +430,19 @@ func (sc *scanner) scanReplicas() error {
 		}
 		return nil
 	}
+	subs, err := sc.scanReplicaSubs()
+	for _, sub := range subs {
+		sc.res.Merge(sub.res.Result)
+	}
+	return err
+}
+
+// scanReplicaSubs reads the replicas' files Options.Jobs at a time, each
+// into a scanner of its own (returned in replica order, for the caller to
+// merge).
+func (sc *scanner) scanReplicaSubs() ([]*scanner, error) {
+	s := sc.sys
+	jobs := sc.jobs()
 	opts := sc.opts
 	if p := opts.Progress; p != nil {
 		var mu sync.Mutex
@@ -391,10 +463,7 @@ func (sc *scanner) scanReplicas() error {
 		}()
 	}
 	wg.Wait()
-	for _, sub := range subs {
-		sc.res.Merge(sub.res.Result)
-	}
-	return sc.ctx.Err()
+	return subs, sc.ctx.Err()
 }
 
 // openReplica reads a replica dir's config and registration.
@@ -435,6 +504,42 @@ func (sc *scanner) openReplica(name string) {
 	if sc.cfg.Replay {
 		r.Log = newLogTable(sc.res.pool)
 	}
+}
+
+// segNote is what a replica's segments note (noteSegment), merged into
+// the replica after its WAL records (mergeSegmentNotes): the same First,
+// Last and LastTerm as noting them one by one after the WAL's.
+type segNote struct {
+	first, last, lastTerm uint64
+	has                   bool
+}
+
+func (r *Replica) noteSegment(idx, term uint64) {
+	n := &r.segNotes
+	if !n.has || idx < n.first {
+		n.first = idx
+	}
+	if !n.has || idx >= n.last {
+		n.last, n.lastTerm = idx, term
+	}
+	n.has = true
+}
+
+// mergeSegmentNotes applies the segments' notes after the WAL's: a
+// segment index at or above the WAL's last is the newest (note's >=).
+func (r *Replica) mergeSegmentNotes() {
+	n := r.segNotes
+	r.segNotes = segNote{}
+	if !n.has {
+		return
+	}
+	if !r.HasEntries || n.first < r.First {
+		r.First = n.first
+	}
+	if !r.HasEntries || n.last >= r.Last {
+		r.Last, r.LastTerm = n.last, n.lastTerm
+	}
+	r.HasEntries = true
 }
 
 func (r *Replica) note(idx, term uint64) {
@@ -952,7 +1057,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		if !live {
 			continue
 		}
-		r.note(sl.Index, sl.Term)
+		r.noteSegment(sl.Index, sl.Term)
 		if r.Log != nil {
 			r.Log.put(logFile, loc, true)
 		}
