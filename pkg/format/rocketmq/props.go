@@ -1,6 +1,10 @@
 package rocketmq
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
 
 // Property separators (MessageDecoder.NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR).
 const (
@@ -186,7 +190,7 @@ func LookupProperties(raw []byte, keys []string, vals [][]byte, found []bool) {
 	// (then that 0x01 is the segment's first).
 	for len(raw) > 0 {
 		seg := raw
-		if i := bytes.IndexByte(raw, PropertySeparator); i >= 0 {
+		if i := indexPropSep(raw); i >= 0 {
 			seg, raw = raw[:i], raw[i+1:]
 		} else {
 			raw = nil
@@ -205,4 +209,27 @@ func LookupProperties(raw []byte, keys []string, vals [][]byte, found []bool) {
 			vals[i], found[i] = seg[n+1:], true
 		}
 	}
+}
+
+// indexPropSep is bytes.IndexByte(b, PropertySeparator) for the short
+// segments of a property string: eight bytes at a time in a register,
+// without the call and vector setup that cost more than the search on
+// segments of 10-40 bytes (LookupProperties runs once per record).
+func indexPropSep(b []byte) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:]) ^ (PropertySeparator * lo)
+		// The lowest byte flagged is the first zero byte of x: a borrow
+		// only flags bytes above a zero one.
+		if t := (x - lo) &^ x & hi; t != 0 {
+			return i + bits.TrailingZeros64(t)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == PropertySeparator {
+			return i
+		}
+	}
+	return -1
 }

@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"os"
@@ -142,24 +141,60 @@ func (c *cqCursor) close() {
 }
 
 // cqHeap orders cursors by the commitlog offset of their current unit,
-// then by queue order.
-type cqHeap []*cqCursor
+// then by queue order: a strict order (queue paths differ), so the units
+// come out in the same sequence whatever the heap's shape. Written out
+// for its entries (the offset beside the cursor), not container/heap's
+// interface calls: it takes one sift per unit.
+type cqHeap []cqEntry
 
-func (h cqHeap) Len() int { return len(h) }
-func (h cqHeap) Less(i, j int) bool {
-	a, b := h[i].unit.CommitLogOffset, h[j].unit.CommitLogOffset
-	if a != b {
-		return a < b
-	}
-	return h[i].q.rel < h[j].q.rel
+type cqEntry struct {
+	off int64 // c.unit.CommitLogOffset
+	c   *cqCursor
 }
-func (h cqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *cqHeap) Push(x any)   { *h = append(*h, x.(*cqCursor)) }
-func (h *cqHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (a *cqEntry) less(b *cqEntry) bool {
+	if a.off != b.off {
+		return a.off < b.off
+	}
+	return a.c.q.rel < b.c.q.rel
+}
+
+// down moves entry i down to its place.
+func (h cqHeap) down(i int) {
+	n := len(h)
+	x := h[i]
+	for {
+		l := 2*i + 1
+		if l >= n || l < 0 {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && h[r].less(&h[l]) {
+			j = r
+		}
+		if !h[j].less(&x) {
+			break
+		}
+		h[i] = h[j]
+		i = j
+	}
+	h[i] = x
+}
+
+func (h cqHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// pop drops the top entry.
+func (h *cqHeap) pop() {
+	n := len(*h) - 1
+	(*h)[0] = (*h)[n]
+	*h = (*h)[:n]
+	if n > 0 {
+		h.down(0)
+	}
 }
 
 // scanQueues walks the units of a group of queues merged in commitlog
@@ -177,12 +212,12 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 			q.units = q.minIdx
 		}
 		if c.advance() {
-			h = append(h, c)
+			h = append(h, cqEntry{c.unit.CommitLogOffset, c})
 		}
 	}
-	heap.Init(&h)
+	h.init()
 	for len(h) > 0 {
-		c := h[0]
+		c := h[0].c
 		v.unit(c.us, c.files[c.fi], c.pos, c.unit)
 		c.pos += rmq.CQUnitSize
 		if c.us.ended {
@@ -193,15 +228,16 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 				v.unit(c.us, c.files[c.fi], c.pos, c.unit)
 			}
 			c.close()
-			heap.Pop(&h)
+			h.pop()
 			continue
 		}
 		if !c.advance() {
 			c.close()
-			heap.Pop(&h)
+			h.pop()
 			continue
 		}
-		heap.Fix(&h, 0)
+		h[0].off = c.unit.CommitLogOffset
+		h.down(0)
 	}
 	for _, c := range cursors {
 		c.close()
