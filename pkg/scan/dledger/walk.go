@@ -134,7 +134,7 @@ func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
 		return
 	}
 	defer fh.Close()
-	names := map[string]string{}
+	names := &topicNames{m: map[string]string{}}
 	m := new(rmq.Message) // the inner record, reused (one allocation per file, not per entry)
 	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
 	batch := getBatch()
@@ -320,19 +320,14 @@ func endName(e string) string {
 // decodeInner checks the RocketMQ record in an entry's body (the decode
 // stage: no findings, no shared state but the record callbacks, which run
 // with one decode goroutine).
-func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names map[string]string, m *rmq.Message) (innerFacts, error) {
+func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names *topicNames, m *rmq.Message) (innerFacts, error) {
 	phy := h.Pos + fdl.BodyOffset
 	err := rmq.CheckMessageInto(m, body, phy, s.cfg.MaxMessageSize)
 	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale)),
 		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeTS: m.StoreTimestamp, v1: m.Magic == rmq.MagicMessageV1,
 		storeHost: m.StoreHost, storedPhy: m.PhysicalOffset}
 	if in.decoded {
-		t, ok := names[string(m.Topic)]
-		if !ok {
-			t = string(m.Topic)
-			names[t] = t
-		}
-		in.topic = t
+		in.topic = names.get(m.Topic)
 	}
 	if err == nil && int(m.TotalSize) != len(body) {
 		in.ok = false
@@ -385,3 +380,29 @@ func (s *scanner) indexLoc(idx int64) (string, int64) {
 }
 
 var _ = rmq.CQUnitSize
+
+// topicNames interns a file's topic names: the first few in a small table
+// compared without hashing (a log has few topics), the rest in a map.
+type topicNames struct {
+	recent [8]string
+	n      int
+	m      map[string]string
+}
+
+func (t *topicNames) get(b []byte) string {
+	for _, s := range t.recent[:t.n] {
+		if string(b) == s {
+			return s
+		}
+	}
+	s, ok := t.m[string(b)]
+	if !ok {
+		s = string(b)
+		t.m[s] = s
+		if t.n < len(t.recent) {
+			t.recent[t.n] = s
+			t.n++
+		}
+	}
+	return s
+}

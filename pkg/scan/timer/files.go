@@ -36,10 +36,10 @@ type scanner struct {
 	dropped   int   // units past the stop point
 
 	units      int
-	validPos   []uint64            // bit per 52-byte step of the log: a unit recovery accepts sits here
-	lastInSlot map[int64]int64     // slot time -> offset of the last unit seen with it
-	wheel      map[int]ftimer.Slot // the on-disk wheel's non-zero slots
-	revised    map[int]ftimer.Slot // the slots recovery's reviseSlot left other than the wheel's (eachRevised)
+	validPos   []uint64               // bit per 52-byte step of the log: a unit recovery accepts sits here
+	lastInSlot slotTable[int64]       // slot time -> offset of the last unit seen with it
+	wheel      map[int]ftimer.Slot    // the on-disk wheel's non-zero slots
+	revised    slotTable[ftimer.Slot] // the slots recovery's reviseSlot left other than the wheel's (eachRevised)
 	wheelOK    bool
 	pending    map[int64]*pendingUnit // units whose slot is read again at the next start, by offset
 	readFrom   int64                  // currReadTimeMs the broker will use

@@ -122,7 +122,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	if !Present(cfg.Root) {
 		return res, nil
 	}
-	s := &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{}, lastInSlot: map[int64]int64{},
+	s := &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{},
 		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}, rv: newResolver()}
 	if cfg.CommitLog == nil {
 		fc, err := NewFileCommitLog(rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize})

@@ -64,7 +64,7 @@ type pendingUnit struct {
 // broker's recovery walk.
 func (s *scanner) walkLog(ctx context.Context) error {
 	s.readFrom = s.readTime()
-	s.revised = map[int]ftimer.Slot{}
+	s.revised = slotTable[ftimer.Slot]{}
 	begin := int64(0)
 	if s.cpPresent {
 		begin = s.cp.LastTimerLogFlushPos
@@ -250,7 +250,7 @@ func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last i
 				n++
 				last = pos + k + ftimer.UnitSize
 				s.setValid(e.Unit.Offset)
-				s.lastInSlot[e.Unit.DeliverMs()/s.cfg.PrecisionMs] = e.Unit.Offset
+				s.lastInSlot.put(e.Unit.DeliverMs()/s.cfg.PrecisionMs, e.Unit.Offset)
 			}
 		}
 		pos += chunk
@@ -264,7 +264,7 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	off := u.Offset
 	s.setValid(off)
 	slotT := u.DeliverMs() / s.cfg.PrecisionMs
-	want, seen := s.lastInSlot[slotT]
+	want, seen := s.lastInSlot.get(slotT)
 	switch {
 	case u.PrevPos == -1 && seen:
 		s.add(scan.Finding{Code: CodeLogChainRestart, Severity: scan.Warning, Path: f.rel, Offset: pos, Length: ftimer.UnitSize,
@@ -282,7 +282,7 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 				Message: "prevPos points at a unit of another slot: the dequeue of this slot would fire that slot's messages too"})
 		}
 	}
-	s.lastInSlot[slotT] = off
+	s.lastInSlot.put(slotT, off)
 	if revise {
 		s.reviseSlot(u.DeliverMs(), off)
 	}
@@ -339,7 +339,7 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 // reviseSlot is TimerWheel.reviseSlot(timeMs, IGNORE, lastPos, force=true).
 func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 	idx := ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs)
-	sl, revised := s.revised[idx]
+	sl, revised := s.revised.get(int64(idx))
 	w, inWheel := s.wheel[idx]
 	if !revised {
 		sl = w
@@ -350,9 +350,9 @@ func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 		sl.LastPos = lastPos
 	}
 	if inWheel && w == sl {
-		delete(s.revised, idx) // back to what the wheel says
+		s.revised.del(int64(idx)) // back to what the wheel says
 	} else {
-		s.revised[idx] = sl
+		s.revised.put(int64(idx), sl)
 	}
 }
 
@@ -362,13 +362,11 @@ func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 // does not hold the wheel twice).
 func (s *scanner) eachRevised(fn func(idx int, sl ftimer.Slot)) {
 	for i, sl := range s.wheel {
-		if _, ok := s.revised[i]; !ok {
+		if _, ok := s.revised.get(int64(i)); !ok {
 			fn(i, sl)
 		}
 	}
-	for i, sl := range s.revised {
-		fn(i, sl)
-	}
+	s.revised.each(func(i int64, sl ftimer.Slot) { fn(int(i), sl) })
 }
 
 // Property keys target looks up, in this order.

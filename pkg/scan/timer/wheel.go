@@ -108,7 +108,7 @@ func (s *scanner) checkWheel(context.Context) error {
 					Message: fmt.Sprintf("the slot's %s does not point at a timer unit", p.name)})
 			}
 		}
-		if last, ok := s.lastInSlot[sl.Time]; ok && last > sl.LastPos {
+		if last, ok := s.lastInSlot.get(sl.Time); ok && last > sl.LastPos {
 			behind++
 		}
 	}
