@@ -43,12 +43,16 @@ type Sorter[T any] struct {
 	Codec   Codec[T]
 	RunLen  int // records per run; DefaultRunLen when 0 (tests set it small to force many runs)
 	FanIn   int // runs merged at once; DefaultFanIn when 0
-	buf     []T
-	runs    []*os.File // sorted runs, each holding n records from offset 0
-	counts  []int
-	n       int
-	enc     []byte
-	err     error
+	// Sort, when set, sorts a run in place instead of a stable sort by
+	// Compare; it must give the order Compare does (records equal under
+	// Compare may then come in any order: only for keys that differ).
+	Sort   func([]T)
+	buf    []T
+	runs   []*os.File // sorted runs, each holding n records from offset 0
+	counts []int
+	n      int
+	enc    []byte
+	err    error
 }
 
 // Add appends t.
@@ -67,6 +71,14 @@ func (s *Sorter[T]) Add(t T) error {
 	return s.err
 }
 
+func (s *Sorter[T]) sortRun() {
+	if s.Sort != nil {
+		s.Sort(s.buf)
+		return
+	}
+	slices.SortStableFunc(s.buf, s.Compare)
+}
+
 // Len is the number of records added.
 func (s *Sorter[T]) Len() int { return s.n }
 
@@ -78,7 +90,7 @@ func (s *Sorter[T]) spill() error {
 	if len(s.buf) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(s.buf, s.Compare)
+	s.sortRun()
 	f, err := scan.UnlinkedTemp("storectl-sort-*")
 	if err != nil {
 		return err
@@ -112,7 +124,7 @@ func (s *Sorter[T]) Iter() (*Iter[T], error) {
 	if s.FanIn < 2 {
 		s.FanIn = DefaultFanIn
 	}
-	slices.SortStableFunc(s.buf, s.Compare)
+	s.sortRun()
 	for len(s.runs)+1 > s.FanIn {
 		if err := s.mergePass(); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/offheap"
+	"github.com/storectl/storectl/internal/runsort"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -35,6 +36,10 @@ type leanRefsBuilder struct {
 	// the table's packing (newIDPack); 0 when unknown.
 	files   int
 	maxSize int64
+	// join says whether the references may spill (joinspill.go); sorter
+	// holds them once they have.
+	join   joinSpill
+	sorter *runsort.Sorter[refSlot]
 }
 
 func (b *leanRefsBuilder) take(qd *QueueDir, refs []QueueRef) {
@@ -49,8 +54,19 @@ func (b *leanRefsBuilder) take(qd *QueueDir, refs []QueueRef) {
 		o = int32(len(b.ord))
 		b.ord[qd] = o
 	}
+	if b.sorter != nil {
+		for _, r := range refs {
+			if b.sorter.Add(refSlot{id: r.ID, q: o}) != nil {
+				return // the sorter keeps its error for Iter
+			}
+		}
+		return
+	}
 	for _, r := range refs {
 		b.slots.Append(refSlot{id: r.ID, q: o})
+	}
+	if b.join.allow && b.slots.Len() > b.join.refLimit() {
+		b.takeSpill()
 	}
 }
 
@@ -170,10 +186,21 @@ func decodeID(s string) (id [16]byte, ok bool) {
 func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	l := s.lrefs
 	lost := false
-	s.seen.each(func(_ [16]byte, e idEntry) bool {
-		lost = e.set > 0 && e.path() == 0
-		return !lost
-	})
+	get := s.seen.get
+	if s.sj != nil {
+		lost = len(s.sj.missing) > 0
+		get = func(id [16]byte) idEntry {
+			if set, ok := s.sj.missing[id]; ok {
+				return idEntry{set: set} // referenced, no copy found
+			}
+			return idEntry{first: 1} // found (or not referenced): skipped below
+		}
+	} else {
+		s.seen.each(func(_ [16]byte, e idEntry) bool {
+			lost = e.set > 0 && e.path() == 0
+			return !lost
+		})
+	}
 	if !lost {
 		return nil
 	}
@@ -185,9 +212,9 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	unread := v.Unread()
 	for _, qd := range q.Queues {
 		name := queueName(qd)
-		last, any := lastFoundSeq(qd.Refs, func(r QueueRef) bool { return s.seen.get(r.ID).path() > 0 })
+		last, any := lastFoundSeq(qd.Refs, func(r QueueRef) bool { return get(r.ID).path() > 0 })
 		for _, r := range qd.Refs {
-			e := s.seen.get(r.ID)
+			e := get(r.ID)
 			if e.path() > 0 || e.set == 0 {
 				continue
 			}

@@ -39,6 +39,9 @@ type Config struct {
 	// (ScanVHost, VerifyVHost without a per-file callback) instead of
 	// streaming them: only the tests that compare the two set it.
 	detailed bool
+	// joinBudget and joinRun tune the spilled join (joinSpill.budget and
+	// runLen): tests force it, with many runs.
+	joinBudget, joinRun int
 }
 
 // Scan scans everything cfg names. Result.Store is "rabbitmq"; Files has
@@ -54,7 +57,8 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
-		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: !cfg.detailed, partialQueues: true})
+		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: !cfg.detailed, partialQueues: true,
+			join: joinSpill{allow: true, budget: cfg.joinBudget, runLen: cfg.joinRun}})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue

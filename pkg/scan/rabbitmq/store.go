@@ -56,6 +56,11 @@ type scanner struct {
 	// first error it returned (the files after it are not handed over).
 	each    func(*FileScan) error
 	eachErr error
+	// sj is the spilled join (joinspill.go) when the scan takes its
+	// statuses from it instead of seen; joinErr says a file changed
+	// between its two walks.
+	sj      *spilledJoin
+	joinErr error
 }
 
 // prepare waits for what classify needs (queue references).
@@ -79,6 +84,7 @@ func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 // afterwards.
 func (s *scanner) free() {
 	s.spill.file.Close()
+	s.sj.close()
 	s.seen.free()
 	if s.lidx != nil {
 		s.lidx.ents.Free()
@@ -167,6 +173,7 @@ type fileJob struct {
 	fs   *FileScan
 	view *fileview.File
 	b    []byte
+	idx  int // index in the store's listing
 	// classified: the ordered phase gave the records their statuses (the
 	// record callback gets them then).
 	classified bool
@@ -219,6 +226,10 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 		s.cdig.file(fs.Number)
 	}
 	if fs.Err != nil {
+		if s.sj != nil && !transient && s.sj.count[j.idx] >= 0 && s.joinErr == nil {
+			// The prepass read it: its records are in the join.
+			s.joinErr = fmt.Errorf("%s could be read before and not now: %w", fs.Abs, fs.Err)
+		}
 		return
 	}
 	if len(s.paths) >= maxPaths {
@@ -227,6 +238,22 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 	}
 	s.paths, s.abs, s.nums = append(s.paths, fs.Path), append(s.abs, fs.Abs), append(s.nums, fs.Number)
 	pi := int32(len(s.paths))
+	if s.sj != nil && !transient {
+		if err := s.sj.load(j.idx, len(fs.Records)); err != nil {
+			fs.Err = err
+			s.joinErr = err
+			return
+		}
+		for k, r := range fs.Records {
+			s.classifySpilled(r, s.sj.cur[k])
+			s.termCnt[r.Term]++
+			if r.Status == StatusReferenced {
+				fs.LastReferencedEnd = r.End()
+			}
+		}
+		j.classified = true
+		return
+	}
 	for i, r := range fs.Records {
 		if i%warmBatch == 0 && !transient {
 			recs := fs.Records[i:min(i+warmBatch, len(fs.Records))]
@@ -376,6 +403,24 @@ func (s *scanner) classify(fs *FileScan, r *Record, transient bool, pi int32) {
 	}
 }
 
+// classifySpilled is classify from the spilled join's decision (an
+// unclean store: no index to agree with).
+func (s *scanner) classifySpilled(r *Record, f recFate) {
+	r.ReferencedBy = []string{}
+	if f.set > 0 {
+		r.ReferencedBy = s.lrefs.sets[f.set-1]
+	}
+	if f.first > 0 {
+		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.sj.rel[f.first-1], int64(f.off)
+		return
+	}
+	if len(r.ReferencedBy) > 0 {
+		r.Status = StatusReferenced
+	} else {
+		r.Status = StatusUnreferenced
+	}
+}
+
 // recordsOf walks file p (1 + index in s.paths) again and returns the
 // offset and size of the first copy of each id in it: the id table keeps
 // where a first copy starts, not its size, and only an index entry that
@@ -410,8 +455,14 @@ func (s *scanner) recordsOf(p int32) map[[16]byte][2]int64 {
 // with statuses and record callbacks in numeric file order, so the result
 // is the same whatever Jobs is.
 func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]*FileScan, error) {
-	files, err := listRDQ(dir)
-	if err != nil {
+	var files []rdqFile
+	var err error
+	if s.sj != nil && !transient {
+		if s.sj.listErr != nil {
+			return nil, s.sj.listErr
+		}
+		files = s.sj.files // the prepass's listing: the join's file indexes
+	} else if files, err = listRDQ(dir); err != nil {
 		return nil, err
 	}
 	maxNum := int64(-1)
@@ -435,6 +486,7 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 			for i := range work {
 				f := files[i]
 				j := s.open(ctx, f, f.num == maxNum || f.num < 0, transient)
+				j.idx = i
 				<-turn[i]
 				s.prepare()
 				s.ordered(j, transient)

@@ -31,6 +31,29 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		o.lean, o.exactIndex = true, true
 		s.each = func(f *FileScan) error { return o.EachFile(v, f) }
 	}
+	store := filepath.Join(vhostDir, "msg_store_persistent")
+	// The join may spill (joinspill.go) only for a caller that needs
+	// nothing of the id table afterwards, on an unclean store: the clean
+	// index is read first to know.
+	join := joinSpill{}
+	cleanRead := false
+	if o.lean && o.join.allow {
+		v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, true))
+		if err != nil {
+			s.free()
+			return nil, nil, err
+		}
+		cleanRead = true
+		if v.Clean == nil && s.lidx == nil && s.cdig == nil {
+			join = o.join
+		}
+	}
+	type pendingJoin struct {
+		j     *spilledJoin
+		index []int32
+		names []string
+	}
+	var pending *pendingJoin
 	// The queue indexes are read while the first .rdq files are walked;
 	// statuses wait for them (scanner.prepare).
 	var qerr error
@@ -43,6 +66,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 			read := ReadVHostQueues
 			var refs leanRefsBuilder
 			refs.files, refs.maxSize = rdqShape(filepath.Join(vhostDir, "msg_store_persistent"))
+			refs.join = join
 			if o.lean {
 				// References become id slots as they are read, a .qi
 				// segment at a time: they are never all held as QueueRefs.
@@ -59,7 +83,12 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 				return
 			}
 			v.Queues, v.VHost = q, q.VHost
-			if o.lean {
+			if o.lean && refs.sorter != nil {
+				p := &pendingJoin{}
+				s.lrefs, p.j, p.index, p.names = refs.buildSpill(q)
+				pending = p
+				v.Refs, v.lean = map[string][]string{}, true
+			} else if o.lean {
 				s.lrefs = refs.build(q, s.seen)
 				v.Refs, v.lean = map[string][]string{}, true
 			} else {
@@ -74,20 +103,48 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		}
 	}
 	s.ready = func() { <-qdone }
-	store := filepath.Join(vhostDir, "msg_store_persistent")
-	v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, hasQueues))
-	if err != nil {
-		<-qdone
-		s.free()
-		return nil, nil, err
+	if !cleanRead {
+		v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, hasQueues))
+		if err != nil {
+			<-qdone
+			s.free()
+			return nil, nil, err
+		}
 	}
 	s.clean = v.Clean
 	s.lean = o.lean
+	if join.allow && hasQueues {
+		// A spilled join needs every reference before its prepass.
+		<-qdone
+		if pending != nil {
+			defer func() {
+				if s.sj == nil {
+					pending.j.close() // not handed to the scanner: an error
+				}
+			}()
+		}
+		if qerr == nil && pending != nil {
+			recs, err := s.prepass(ctx, pending.j, store)
+			if err != nil {
+				s.free()
+				return nil, nil, err
+			}
+			s.sj = pending.j
+			if err := s.join(s.sj, recs, pending.index, pending.names); err != nil {
+				s.free()
+				return nil, nil, err
+			}
+		}
+	}
 	files, err := s.scanStore(ctx, store, false)
 	<-qdone
 	if qerr != nil {
 		s.free()
 		return nil, nil, qerr
+	}
+	if s.joinErr != nil && ctx.Err() == nil {
+		s.free()
+		return nil, nil, s.joinErr
 	}
 	if s.eachErr != nil {
 		s.free()

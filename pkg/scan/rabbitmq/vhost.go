@@ -23,6 +23,10 @@ type VHostOptions struct {
 	// reads the queue indexes without their entries (Scan only: the
 	// result then has no Records, Gaps, Queues[].Entries nor Found).
 	lean bool
+	// join lets a lean scan spill its join of the references against the
+	// records (joinspill.go): Scan sets it, verify (which reads the id
+	// table afterwards) does not.
+	join joinSpill
 	// exactIndex makes a lean scan hold and join msg_store_index.ets entry
 	// by entry from the start (clean_digest.go).
 	exactIndex bool

@@ -1,0 +1,542 @@
+package rabbitmq
+
+// The spilled join. A lean scan keeps every referenced id in the id table
+// (idtable.go), 20 bytes an id, so its memory grows with the store. When
+// the queue indexes reference more ids than joinBudget's worth of table,
+// Scan joins the references against the store's records as external sorts
+// do instead, and holds nothing that grows with the records:
+//
+//  1. The references go to a runsort.Sorter (id, queue dir) as the queue
+//     indexes are read: sorted runs in unlinked temp files.
+//  2. A prepass walks every persistent .rdq (--jobs at once) and sorts the
+//     records' keys (id, file, record index, offset) the same way.
+//  3. One merge of the two sorted streams decides every record as
+//     classify does from the table: an id's first record in file order is
+//     its first copy, the others duplicates of it; the referenced ids no
+//     record holds are the missing ones (a map: normally none). Each
+//     record's decision (12 bytes) is written at its place in a temp file
+//     laid out in file order.
+//  4. The scan proper walks the files again in order and reads each
+//     file's decisions back when it classifies it.
+//
+// Memory is then a sort run, the merge's read buffers and the per-file
+// write buffers, whatever the number of records; the cost is a second
+// walk of the files and the sorts (docs/performance.md). Only the scan of
+// an unclean store (no clean-shutdown files) whose caller needs nothing
+// from the table afterwards (Scan; not verify) spills.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/runsort"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// joinHook, when set (tests), is called once a spilled join's sorts are
+// ready to merge, with the number of record runs.
+var joinHook func(recRuns int)
+
+// defaultJoinBudget is the id table's size past which a scan spills its
+// join (about 1.6 million referenced ids).
+const defaultJoinBudget = 32 << 20
+
+// joinSpill tunes the spilled join (VHostOptions.join).
+type joinSpill struct {
+	allow  bool // the caller needs nothing of the id table after the scan
+	budget int  // bytes of references held before spilling; defaultJoinBudget when 0, <0: always spill
+	runLen int  // records per sorted run; runsort's default when 0 (tests: small, many runs)
+}
+
+func (j joinSpill) refLimit() int {
+	switch {
+	case j.budget < 0:
+		return 0
+	case j.budget == 0:
+		return defaultJoinBudget / 20
+	}
+	return j.budget / 20
+}
+
+func (j joinSpill) runs() int {
+	if j.runLen > 0 {
+		return j.runLen
+	}
+	return runsort.DefaultRunLen
+}
+
+var refCodec = runsort.Codec[refSlot]{Size: 20,
+	Append: func(dst []byte, r refSlot) []byte {
+		dst = append(dst, r.id[:]...)
+		return binary.LittleEndian.AppendUint32(dst, uint32(r.q))
+	},
+	Decode: func(b []byte) (r refSlot) {
+		copy(r.id[:], b)
+		r.q = int32(binary.LittleEndian.Uint32(b[16:]))
+		return r
+	}}
+
+func compareRef(a, b refSlot) int {
+	if c := compareID(&a.id, &b.id); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.q, b.q)
+}
+
+// recKey is one persistent record in the prepass: its id, its file (index
+// in the listing), its index in the file and its offset.
+type recKey struct {
+	id      [16]byte
+	file, k int32
+	off     uint32
+}
+
+var recCodec = runsort.Codec[recKey]{Size: 28,
+	Append: func(dst []byte, r recKey) []byte {
+		dst = append(dst, r.id[:]...)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(r.file))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(r.k))
+		return binary.LittleEndian.AppendUint32(dst, r.off)
+	},
+	Decode: func(b []byte) (r recKey) {
+		copy(r.id[:], b)
+		r.file = int32(binary.LittleEndian.Uint32(b[16:]))
+		r.k = int32(binary.LittleEndian.Uint32(b[20:]))
+		r.off = binary.LittleEndian.Uint32(b[24:])
+		return r
+	}}
+
+func compareRec(a, b recKey) int {
+	if c := compareID(&a.id, &b.id); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.file, b.file); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.k, b.k)
+}
+
+// fateSize is a record's decision in the fates file: 1 + its queue-name
+// set (0: unreferenced), 1 + the listing index of its first copy's file
+// (0: it is the first copy) and that copy's offset.
+const fateSize = 12
+
+type recFate struct {
+	set, first int32
+	off        uint32
+}
+
+// spilledJoin is a scan's spilled join from the references on.
+type spilledJoin struct {
+	cfg     joinSpill
+	refs    *runsort.Sorter[refSlot]
+	files   []rdqFile // the persistent store's listing, the same for both walks
+	listErr error     // why it could not be listed
+	rel     []string  // their paths as findings give them
+	count   []int     // records per file; -1: the prepass could not read it
+	base    []int64   // where a file's decisions start in fates (records before it)
+	fates   *os.File
+	// missing holds the referenced ids no record holds, with 1 + their
+	// set: missingLean's answer.
+	missing map[[16]byte]int32
+	buf     []byte // a file's decisions while it is classified
+	cur     []recFate
+}
+
+func (j *spilledJoin) close() {
+	if j == nil {
+		return
+	}
+	if j.refs != nil {
+		j.refs.Close()
+	}
+	if j.fates != nil {
+		j.fates.Close()
+		j.fates = nil
+	}
+}
+
+// takeSpill moves the references taken so far into a sorter (the caller
+// holds b.mu).
+func (b *leanRefsBuilder) takeSpill() {
+	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Codec: refCodec, RunLen: b.join.runs(), Sort: sortRefs}
+	if b.slots != nil {
+		for _, s := range b.slots.Slice() {
+			if b.sorter.Add(s) != nil {
+				break // the error is the sorter's, reported at Iter
+			}
+		}
+		b.slots.Free()
+		b.slots = nil
+	}
+}
+
+// buildSpill makes the lean references of a spilled join: the name
+// lists are interned as the join meets them; the references stay sorted
+// in their runs.
+func (b *leanRefsBuilder) buildSpill(q *VHostQueues) (*leanRefs, *spilledJoin, []int32, []string) {
+	l := &leanRefs{dir: q.Dir}
+	names := make([]string, len(q.Queues))
+	index := make([]int32, len(b.ord))
+	for i := range index {
+		index[i] = -1
+	}
+	for qi, qd := range q.Queues {
+		names[qi] = queueName(qd)
+		if o, ok := b.ord[qd]; ok {
+			index[o] = int32(qi)
+		}
+	}
+	j := &spilledJoin{cfg: b.join, refs: b.sorter}
+	b.sorter, b.ord = nil, nil
+	return l, j, index, names
+}
+
+// prepass walks the persistent store's files and sorts their record keys.
+func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*runsort.Sorter[recKey], error) {
+	recs := &runsort.Sorter[recKey]{Compare: compareRec, Codec: recCodec, RunLen: j.cfg.runs(),
+		Sort: func(rs []recKey) { // keys differ: (file, k) is a record's place
+			sortByID(rs, func(r *recKey) *[16]byte { return &r.id }, func(a, b *recKey) int {
+				if c := cmp.Compare(a.file, b.file); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.k, b.k)
+			})
+		}}
+	files, err := listRDQ(dir)
+	if err != nil {
+		j.listErr = err // the scan proper's error; every reference is missing
+		return recs, nil
+	}
+	j.files = files
+	j.rel = make([]string, len(files))
+	j.count = make([]int, len(files))
+	for i, f := range files {
+		j.rel[i] = s.rel(f.path)
+	}
+	var mu sync.Mutex
+	var addErr error
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(s.opts.Jobs, 1), max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				fs, ok := walkOnly(ctx, files[i])
+				mu.Lock()
+				if !ok {
+					j.count[i] = -1
+				} else {
+					j.count[i] = len(fs.Records)
+					for k, r := range fs.Records {
+						if err := recs.Add(recKey{id: r.MsgID, file: int32(i), k: int32(k), off: uint32(r.Offset)}); err != nil && addErr == nil {
+							addErr = err
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range files {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(addErr, ctx.Err()); err != nil {
+		recs.Close()
+		return nil, err
+	}
+	return recs, nil
+}
+
+// walkOnly maps and walks one file as scanner.open does (no progress:
+// the scan proper reports the bytes); ok is false when the scan proper
+// will not classify it (an error).
+func walkOnly(ctx context.Context, f rdqFile) (fs *FileScan, ok bool) {
+	fs = &FileScan{Abs: f.path, Number: f.num}
+	if ctx.Err() != nil {
+		return fs, false
+	}
+	v, err := fileview.Open(f.path)
+	if err != nil {
+		return fs, false
+	}
+	defer v.Close()
+	if v.Size() > MaxFileSize {
+		return fs, false
+	}
+	err = func() (err error) {
+		defer fileview.Guard(&err)()
+		b, err := v.Whole()
+		if err != nil {
+			return err
+		}
+		walk(b, fs)
+		return nil
+	}()
+	return fs, err == nil && fs.Err == nil
+}
+
+// join merges the sorted references with the sorted record keys and
+// writes every record's decision in file order to the fates file.
+func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int32, names []string) error {
+	defer recs.Close()
+	l := s.lrefs
+	var total int64
+	j.base = make([]int64, len(j.files))
+	for i, n := range j.count {
+		j.base[i] = total
+		total += int64(max(n, 0))
+	}
+	f, err := scan.UnlinkedTemp("storectl-join-*")
+	if err != nil {
+		return err
+	}
+	j.fates = f
+	rit, err := j.refs.Iter()
+	if err != nil {
+		return err
+	}
+	runs := recs.Runs()
+	kit, err := recs.Iter()
+	if err != nil {
+		return err
+	}
+	if joinHook != nil {
+		joinHook(runs)
+	}
+	intern := map[string]int32{}
+	single := make([]int32, len(names))
+	set := func(ns []string) int32 {
+		k := strings.Join(ns, "\x00")
+		if i, ok := intern[k]; ok {
+			return i
+		}
+		i := int32(len(l.sets))
+		intern[k] = i
+		l.sets = append(l.sets, ns)
+		return i
+	}
+	// The next referenced id and 1 + its set (refs of a dir not in q.Queues
+	// dropped, as build does).
+	var refID [16]byte
+	refSet, refOK := int32(0), false
+	var pend refSlot
+	pendOK := rit.Next()
+	if pendOK {
+		pend = rit.Record()
+	}
+	var grp []int32
+	nextRef := func() {
+		refOK = false
+		for pendOK && !refOK {
+			id := pend.id
+			grp = grp[:0]
+			for pendOK && pend.id == id {
+				if qi := index[pend.q]; qi >= 0 {
+					grp = append(grp, qi)
+				}
+				if pendOK = rit.Next(); pendOK {
+					pend = rit.Record()
+				}
+			}
+			if len(grp) == 0 {
+				continue
+			}
+			if len(grp) == 1 {
+				qi := grp[0]
+				if single[qi] == 0 {
+					single[qi] = set([]string{names[qi]}) + 1
+				}
+				refSet = single[qi]
+			} else {
+				ns := make([]string, 0, len(grp))
+				for _, qi := range grp {
+					ns = append(ns, names[qi])
+				}
+				sort.Strings(ns)
+				refSet = set(ns) + 1
+			}
+			refID, refOK = id, true
+		}
+	}
+	nextRef()
+	fw := newFateStore(j, total)
+	j.missing = map[[16]byte]int32{}
+	var cur recKey
+	curOK := kit.Next()
+	if curOK {
+		cur = kit.Record()
+	}
+	for curOK || refOK {
+		if !curOK || (refOK && compareID(&refID, &cur.id) < 0) {
+			j.missing[refID] = refSet // referenced, in no record
+			nextRef()
+			continue
+		}
+		id := cur.id
+		sid := int32(0)
+		if refOK && refID == id {
+			sid = refSet
+			nextRef()
+		}
+		first := cur
+		fw.put(cur.file, cur.k, recFate{set: sid})
+		for curOK = kit.Next(); curOK; curOK = kit.Next() {
+			if cur = kit.Record(); cur.id != id {
+				break
+			}
+			fw.put(cur.file, cur.k, recFate{set: sid, first: first.file + 1, off: first.off})
+		}
+	}
+	if err := errors.Join(rit.Err(), kit.Err()); err != nil {
+		return err
+	}
+	recs.Close()
+	j.refs.Close()
+	j.refs = nil
+	return fw.done()
+}
+
+// fateStore writes the decisions to the fates file in file order: the
+// merge meets them in id order, so they go through one more sort, by
+// place (the record's index among all the store's records).
+type fateStore struct {
+	j      *spilledJoin
+	sorter *runsort.Sorter[placedFate]
+	err    error
+}
+
+type placedFate struct {
+	place int64
+	fate  recFate
+}
+
+var placedCodec = runsort.Codec[placedFate]{Size: 8 + fateSize,
+	Append: func(dst []byte, p placedFate) []byte {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(p.place))
+		return appendFate(dst, p.fate)
+	},
+	Decode: func(b []byte) placedFate {
+		return placedFate{place: int64(binary.LittleEndian.Uint64(b)), fate: decodeFate(b[8:])}
+	}}
+
+func appendFate(dst []byte, f recFate) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(f.set))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(f.first))
+	return binary.LittleEndian.AppendUint32(dst, f.off)
+}
+
+func decodeFate(b []byte) recFate {
+	return recFate{set: int32(binary.LittleEndian.Uint32(b)), first: int32(binary.LittleEndian.Uint32(b[4:])),
+		off: binary.LittleEndian.Uint32(b[8:])}
+}
+
+func newFateStore(j *spilledJoin, total int64) *fateStore {
+	return &fateStore{j: j, sorter: &runsort.Sorter[placedFate]{
+		Compare: func(a, b placedFate) int { return cmp.Compare(a.place, b.place) },
+		Codec:   placedCodec, RunLen: j.cfg.runs(),
+		Sort: sortPlaced}}
+}
+
+// sortPlaced sorts decisions by place: least significant byte first, one
+// counting pass per byte the largest place has (places are below the
+// store's record count: 3 passes up to 16 million records).
+func sortPlaced(ps []placedFate) {
+	if len(ps) < 2 {
+		return
+	}
+	var top int64
+	for i := range ps {
+		top = max(top, ps[i].place)
+	}
+	tmp := make([]placedFate, len(ps))
+	src, dst := ps, tmp
+	for shift := uint(0); shift < 64 && top>>shift > 0; shift += 8 {
+		var count [257]int
+		for i := range src {
+			count[int(src[i].place>>shift&0xff)+1]++
+		}
+		for b := 1; b < 257; b++ {
+			count[b] += count[b-1]
+		}
+		for i := range src {
+			b := int(src[i].place >> shift & 0xff)
+			dst[count[b]] = src[i]
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &ps[0] {
+		copy(ps, src)
+	}
+}
+
+func (w *fateStore) put(file, k int32, f recFate) {
+	if w.err == nil {
+		w.err = w.sorter.Add(placedFate{place: w.j.base[file] + int64(k), fate: f})
+	}
+}
+
+// done writes the decisions in place order to the fates file.
+func (w *fateStore) done() error {
+	defer w.sorter.Close()
+	if w.err != nil {
+		return w.err
+	}
+	it, err := w.sorter.Iter()
+	if err != nil {
+		return err
+	}
+	bw := bytes.Buffer{}
+	var off int64
+	for it.Next() {
+		bw.Write(appendFate(nil, it.Record().fate))
+		if bw.Len() >= 1<<16 {
+			if _, err := w.j.fates.WriteAt(bw.Bytes(), off); err != nil {
+				return err
+			}
+			off += int64(bw.Len())
+			bw.Reset()
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	_, err = w.j.fates.WriteAt(bw.Bytes(), off)
+	return err
+}
+
+// load reads file i's decisions (the scan proper classifies it next).
+func (j *spilledJoin) load(i int, n int) error {
+	if j.count[i] != n {
+		return fmt.Errorf("%s changed while it was scanned (%d records, %d before)", j.files[i].path, n, j.count[i])
+	}
+	j.cur = j.cur[:0]
+	if n == 0 {
+		return nil
+	}
+	size := n * fateSize
+	if cap(j.buf) < size {
+		j.buf = make([]byte, size)
+	}
+	j.buf = j.buf[:size]
+	if _, err := j.fates.ReadAt(j.buf, j.base[i]*fateSize); err != nil {
+		return err
+	}
+	for k := 0; k < n; k++ {
+		j.cur = append(j.cur, decodeFate(j.buf[k*fateSize:]))
+	}
+	return nil
+}

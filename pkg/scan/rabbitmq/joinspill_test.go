@@ -1,0 +1,218 @@
+package rabbitmq
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// scanJoin runs Scan on one vhost dir with the join in memory (spill
+// false: a budget no store here reaches) or spilled with runs of runLen
+// records; it returns the result and the records handed to the callback.
+func scanJoin(t *testing.T, ctx context.Context, spill bool, runLen int, root, dir string) (*scan.Result, []any) {
+	t.Helper()
+	res, recs, err := scanJoinErr(ctx, spill, runLen, root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, recs
+}
+
+func scanJoinErr(ctx context.Context, spill bool, runLen int, root, dir string) (*scan.Result, []any, error) {
+	var recs []any
+	opts := scan.Options{Jobs: 2, Records: func(r any) error { recs = append(recs, r); return nil }}
+	cfg := Config{Root: root, VHostDirs: []string{dir}, joinBudget: 1 << 40}
+	if spill {
+		cfg.joinBudget, cfg.joinRun = -1, runLen
+	}
+	res, err := Scan(ctx, cfg, opts)
+	return res, recs, err
+}
+
+// joinRuns counts the spilled joins and their record runs (joinHook).
+type joinRuns struct{ joins, runs, fds int }
+
+func (c *joinRuns) hook(t *testing.T, tmp string, then func()) func() {
+	old := joinHook
+	joinHook = func(recRuns int) {
+		c.joins++
+		c.runs += recRuns
+		c.fds = max(c.fds, tempFDs(t, tmp))
+		if then != nil {
+			then()
+		}
+	}
+	return func() { joinHook = old }
+}
+
+// tempFDs counts this process's descriptors open on (unlinked) files in
+// dir.
+func tempFDs(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(l, dir+string(filepath.Separator)) {
+			n++
+		}
+	}
+	return n
+}
+
+// withTemp points the scan's temp files at a fresh dir.
+func withTemp(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	old := scan.TempDir()
+	scan.SetTempDir(tmp)
+	t.Cleanup(func() { scan.SetTempDir(old) })
+	return tmp
+}
+
+// dropClean removes the clean-shutdown files of a vhost dir: the spilled
+// join is for unclean stores (a clean one's index joins against the table).
+func dropClean(t *testing.T, dir string) {
+	t.Helper()
+	for _, n := range []string{"clean.dot", "msg_store_index.ets", "file_summary.ets"} {
+		if err := os.Remove(filepath.Join(dir, "msg_store_persistent", n)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sameJoin checks that the spilled join (runs of runLen records) gives
+// exactly the in-memory join's result and records, that it spilled, and
+// that no temp file is left open after the scan.
+func sameJoin(t *testing.T, root, dir string, runLen, minRuns int) {
+	t.Helper()
+	tmp := withTemp(t)
+	var c joinRuns
+	defer c.hook(t, tmp, nil)()
+	want, wantRecs := scanJoin(t, context.Background(), false, 0, root, dir)
+	if c.joins != 0 {
+		t.Fatalf("the in-memory scan spilled (%d joins)", c.joins)
+	}
+	got, gotRecs := scanJoin(t, context.Background(), true, runLen, root, dir)
+	a, _ := json.Marshal([]any{want, wantRecs})
+	b, _ := json.Marshal([]any{got, gotRecs})
+	if string(a) != string(b) {
+		t.Errorf("spilled join differs from the in-memory one:\nmemory %.3000s\nspilled %.3000s", a, b)
+	}
+	if len(want.Findings) == 0 || len(wantRecs) == 0 {
+		t.Errorf("nothing compared: %d findings, %d records", len(want.Findings), len(wantRecs))
+	}
+	if c.joins != 1 || c.runs < minRuns {
+		t.Errorf("spilled scan: %d joins, %d record runs; want 1 join of at least %d runs", c.joins, c.runs, minRuns)
+	}
+	if c.fds == 0 {
+		t.Error("no temp file open during the join: it did not spill to the temp dir")
+	}
+	if n := tempFDs(t, tmp); n != 0 {
+		t.Errorf("%d temp files still open after the scan", n)
+	}
+	t.Logf("%d findings, %d records, %d record runs, %d temp files open at the join", len(want.Findings), len(wantRecs), c.runs, c.fds)
+}
+
+// TestSpilledJoinSameAsMemory: on every RabbitMQ fixture dataset (the
+// clean-shutdown ones also without their clean files, as the join spills
+// only for unclean stores), on a generated store with holes, unreferenced
+// records and a deleted file (message-missing findings), and on a
+// generated store of small records whose runs of 1,000 records make
+// dozens of runs and several merge passes, Scan gives the same result and
+// records with the join spilled as in memory, and leaves no temp file
+// open.
+func TestSpilledJoinSameAsMemory(t *testing.T) {
+	for _, d := range datasets {
+		t.Run(d.kind+"/"+d.name, func(t *testing.T) {
+			root := testutil.Untar(t, testutil.Testdata(d.kind, "datasets", d.name+".tar.gz"))
+			dir := filepath.Join(root, d.node, "msg_stores", "vhosts", vhostHash)
+			dropClean(t, dir)
+			sameJoin(t, root, dir, 3, 2)
+		})
+	}
+	t.Run("generated-deleted-file", func(t *testing.T) {
+		root, dir := genDeletedFile(t)
+		sameJoin(t, root, dir, 17, 2)
+	})
+	t.Run("generated-many-runs", func(t *testing.T) {
+		root := t.TempDir()
+		sum, err := gen.Generate(root, gen.Config{Seed: 5, Kind: gen.MC, TotalBytes: 8 << 20, FileLimit: 1 << 20,
+			BodyMin: 100, BodyMax: 200, UnrefEvery: 9, HoleEvery: 11})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 64 sources at most are merged at once: past that, merge passes.
+		sameJoin(t, root, sum.VHostDir, 300, 65)
+	})
+}
+
+// TestSpilledJoinTempFilesAfterError: a spilled scan that is cancelled
+// after its prepass, one whose .rdq vanishes between its two walks, and
+// one whose temp dir cannot be written all end with an error in the
+// result and no temp file left open.
+func TestSpilledJoinTempFilesAfterError(t *testing.T) {
+	root := t.TempDir()
+	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 3 << 20, FileLimit: 1 << 20,
+		BodyMin: 100, BodyMax: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := sum.VHostDir
+	// failed says whether the scan ended in an error (its own or the
+	// result's).
+	failed := func(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
+	run := func(t *testing.T, ctx context.Context, then func()) (*scan.Result, error) {
+		t.Helper()
+		tmp := withTemp(t)
+		var c joinRuns
+		defer c.hook(t, tmp, then)()
+		res, _, err := scanJoinErr(ctx, true, 100, root, dir)
+		if c.joins != 1 || c.fds == 0 {
+			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.joins, c.fds)
+		}
+		if n := tempFDs(t, tmp); n != 0 {
+			t.Errorf("%d temp files still open after the scan", n)
+		}
+		return res, err
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if res, err := run(t, ctx, cancel); !failed(res, err) {
+			t.Errorf("a cancelled scan is complete: %+v", res.Errors)
+		}
+	})
+	t.Run("file-vanished", func(t *testing.T) {
+		victim := sum.Files[len(sum.Files)/2]
+		b, err := os.ReadFile(victim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(victim, b, 0o644)
+		res, err := run(t, context.Background(), func() { os.Remove(victim) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Incomplete || !strings.Contains(strings.Join(res.Errors, "\n"), "could be read before") {
+			t.Errorf("want the vanished file's error, got %v", res.Errors)
+		}
+	})
+	t.Run("temp-dir-unwritable", func(t *testing.T) {
+		old := scan.TempDir()
+		scan.SetTempDir(filepath.Join(t.TempDir(), "absent"))
+		defer scan.SetTempDir(old)
+		if res, _, err := scanJoinErr(context.Background(), true, 100, root, dir); !failed(res, err) {
+			t.Errorf("a scan that could not spill is complete")
+		}
+	})
+}
