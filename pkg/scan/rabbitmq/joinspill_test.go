@@ -73,9 +73,8 @@ func tempFDs(t *testing.T, dir string) int {
 func withTemp(t *testing.T) string {
 	t.Helper()
 	tmp := t.TempDir()
-	old := scan.TempDir()
 	scan.SetTempDir(tmp)
-	t.Cleanup(func() { scan.SetTempDir(old) })
+	t.Cleanup(func() { scan.SetTempDir("") }) // back to $TMPDIR (no test sets another)
 	return tmp
 }
 
@@ -208,9 +207,8 @@ func TestSpilledJoinTempFilesAfterError(t *testing.T) {
 		}
 	})
 	t.Run("temp-dir-unwritable", func(t *testing.T) {
-		old := scan.TempDir()
 		scan.SetTempDir(filepath.Join(t.TempDir(), "absent"))
-		defer scan.SetTempDir(old)
+		defer scan.SetTempDir("") // back to $TMPDIR (no test sets another)
 		if res, _, err := scanJoinErr(context.Background(), true, 100, root, dir); !failed(res, err) {
 			t.Errorf("a scan that could not spill is complete")
 		}
