@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
@@ -316,18 +315,8 @@ func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int
 	if joinHook != nil {
 		joinHook(runs)
 	}
-	intern := map[string]int32{}
 	single := make([]int32, len(names))
-	set := func(ns []string) int32 {
-		k := strings.Join(ns, "\x00")
-		if i, ok := intern[k]; ok {
-			return i
-		}
-		i := int32(len(l.sets))
-		intern[k] = i
-		l.sets = append(l.sets, ns)
-		return i
-	}
+	set := l.interner()
 	// The next referenced id and 1 + its set (refs of a dir not in q.Queues
 	// dropped, as build does).
 	var refID [16]byte

@@ -100,18 +100,8 @@ func (b *leanRefsBuilder) build(q *VHostQueues, seen *idTable) *leanRefs {
 	}
 	slots = kept
 	sortRefs(slots)
-	intern := map[string]int32{}
 	single := make([]int32, len(names)) // 1 + set of a queue's name alone
-	set := func(ns []string) int32 {
-		k := strings.Join(ns, "\x00")
-		if i, ok := intern[k]; ok {
-			return i
-		}
-		i := int32(len(l.sets))
-		intern[k] = i
-		l.sets = append(l.sets, ns)
-		return i
-	}
+	set := l.interner()
 	// Each id once, with 1 + its set in q.
 	out := slots[:0]
 	for i := 0; i < len(slots); {
@@ -224,4 +214,20 @@ func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	}
 	v.Lost = lostIDs(out)
 	return out
+}
+
+// interner returns a function that gives each distinct queue-name set
+// (sorted names) one index into l.sets, appending a set on first sight.
+func (l *leanRefs) interner() func(ns []string) int32 {
+	intern := map[string]int32{}
+	return func(ns []string) int32 {
+		k := strings.Join(ns, "\x00")
+		if i, ok := intern[k]; ok {
+			return i
+		}
+		i := int32(len(l.sets))
+		intern[k] = i
+		l.sets = append(l.sets, ns)
+		return i
+	}
 }
