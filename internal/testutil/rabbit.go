@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -28,14 +29,27 @@ type Rabbit struct {
 	epmd int
 }
 
-func freeTCPPort(t testing.TB) int {
+// FreeTCPPort returns a TCP port that was free on 127.0.0.1 a moment ago,
+// for a broker a test is about to start. It is drawn from 20000-32767,
+// below Linux's default ephemeral range (32768-60999): a port the kernel
+// handed out for ":0" lies in that range, and the outgoing connections of
+// other tests running meanwhile (rabbitmqctl to epmd and the node, AMQP
+// clients) take their local ports from the same range, so one of them
+// could hold it by the time the broker binds (seen: could_not_start_listener
+// on such a port). Below the range only another listener can take it.
+func FreeTCPPort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		p := 20000 + rand.IntN(12768)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free TCP port on 127.0.0.1 in 20000-32767 after 200 tries")
+	return 0
 }
 
 // StartRabbitOn starts node (the name the data was written under, e.g.
@@ -45,7 +59,7 @@ func StartRabbitOn(t testing.TB, mnesiaDir, node string) *Rabbit {
 	t.Helper()
 	RequireRabbitMQ(t)
 	base := t.TempDir()
-	amqp, dist, epmd := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+	amqp, dist, epmd := FreeTCPPort(t), FreeTCPPort(t), FreeTCPPort(t)
 	write := func(p, s string) {
 		if err := os.WriteFile(filepath.Join(base, p), []byte(s), 0o600); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,17 +24,6 @@ const (
 	rabbitBin     = "/usr/lib/rabbitmq/bin"
 )
 
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startBroker starts a private RabbitMQ node and returns its AMQP URL.
 func startBroker(t *testing.T) string {
 	t.Helper()
@@ -43,7 +31,7 @@ func startBroker(t *testing.T) string {
 		testutil.RequireReal(t, "rabbitmq-server is not installed ("+rabbitWrapper+" missing): the publish integration test needs it")
 	}
 	base := t.TempDir()
-	amqpPort, distPort, epmdPort := freePort(t), freePort(t), freePort(t)
+	amqpPort, distPort, epmdPort := testutil.FreeTCPPort(t), testutil.FreeTCPPort(t), testutil.FreeTCPPort(t)
 	node := fmt.Sprintf("storectl%d_%d@localhost", os.Getpid(), amqpPort)
 	conf := filepath.Join(base, "rabbitmq.conf")
 	write := func(p, s string) {
