@@ -12,23 +12,6 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// tempFDs counts this process's open descriptors of files in dir (the
-// unlinked temp files show as "dir/name (deleted)").
-func tempFDs(t *testing.T, dir string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(l, dir+string(filepath.Separator)) {
-			n++
-		}
-	}
-	return n
-}
-
 // replayOutput is what verify and salvage take from a replay: the queue
 // lines, the findings and every replica's live messages.
 func replayOutput(t *testing.T, res *Result) string {
@@ -104,14 +87,14 @@ func TestBoundedReplay(t *testing.T) {
 		if live > 2 && liveChunks == 0 {
 			t.Fatalf("%s: no live list was spilled (%d live messages)", node, live)
 		}
-		if tempFDs(t, tmp) == 0 {
+		if testutil.OpenFDsUnder(t, tmp) == 0 {
 			t.Fatalf("%s: the spill file is not in the temp dir %s", node, tmp)
 		}
 		if gotOut := replayOutput(t, got); gotOut != wantOut {
 			t.Errorf("%s: the bounded replay differs:\n got %.600s\nwant %.600s", node, gotOut, wantOut)
 		}
 		got.Close()
-		if n := tempFDs(t, tmp); n != 0 {
+		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Fatalf("%s: %d temp files still open after Close", node, n)
 		}
 		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {

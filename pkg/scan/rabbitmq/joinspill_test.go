@@ -44,29 +44,12 @@ func (c *joinRuns) hook(t *testing.T, tmp string, then func()) func() {
 	joinHook = func(recRuns int) {
 		c.joins++
 		c.runs += recRuns
-		c.fds = max(c.fds, tempFDs(t, tmp))
+		c.fds = max(c.fds, testutil.OpenFDsUnder(t, tmp))
 		if then != nil {
 			then()
 		}
 	}
 	return func() { joinHook = old }
-}
-
-// tempFDs counts this process's descriptors open on (unlinked) files in
-// dir.
-func tempFDs(t *testing.T, dir string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(l, dir+string(filepath.Separator)) {
-			n++
-		}
-	}
-	return n
 }
 
 // withTemp points the scan's temp files at a fresh dir.
@@ -116,7 +99,7 @@ func sameJoin(t *testing.T, root, dir string, runLen, minRuns int) {
 	if c.fds == 0 {
 		t.Error("no temp file open during the join: it did not spill to the temp dir")
 	}
-	if n := tempFDs(t, tmp); n != 0 {
+	if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 		t.Errorf("%d temp files still open after the scan", n)
 	}
 	t.Logf("%d findings, %d records, %d record runs, %d temp files open at the join", len(want.Findings), len(wantRecs), c.runs, c.fds)
@@ -179,7 +162,7 @@ func TestSpilledJoinTempFilesAfterError(t *testing.T) {
 		if c.joins != 1 || c.fds == 0 {
 			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.joins, c.fds)
 		}
-		if n := tempFDs(t, tmp); n != 0 {
+		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Errorf("%d temp files still open after the scan", n)
 		}
 		return res, err
