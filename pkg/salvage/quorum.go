@@ -92,6 +92,9 @@ func ExportQuorum(ctx context.Context, cfg qscan.Config, o Options, w *Writer, r
 					return rep, err
 				}
 			}
+			if err := p.LiveErr(); err != nil {
+				return rep, fmt.Errorf("%s (%s): not every live message could be read: %w", q.Queue, r.Rel, err)
+			}
 		}
 	}
 	slices.Sort(rep.Notes)

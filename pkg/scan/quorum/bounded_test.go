@@ -34,6 +34,9 @@ func replayOutput(t *testing.T, res *Result) string {
 					t.Fatal(err)
 				}
 			}
+			if err := p.LiveErr(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return b.String()
@@ -96,6 +99,21 @@ func TestBoundedReplay(t *testing.T) {
 		got.Close()
 		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Fatalf("%s: %d temp files still open after Close", node, n)
+		}
+		// a spilled live list read after Close ends with an error, not
+		// a panic and not a quietly short list
+		for _, s := range got.Systems {
+			for _, r := range s.Replicas {
+				if p := r.Prediction(); p != nil && len(p.live.chunks) > 0 {
+					n := 0
+					for range p.Live() {
+						n++
+					}
+					if p.LiveErr() == nil || n != 0 {
+						t.Errorf("%s: Live after Close yielded %d and LiveErr %v, want 0 and an error", node, n, p.LiveErr())
+					}
+				}
+			}
 		}
 		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 			t.Fatalf("%s: %d files left in the temp dir", node, len(ents))

@@ -130,8 +130,9 @@ type Prediction struct {
 	// live: the messages the next start holds, in queue order, 16 bytes
 	// each (in the scan's spill file past the first liveChunk); Live reads
 	// their entries as it hands them out.
-	live liveList
-	log  *logTable
+	live    liveList
+	log     *logTable
+	liveErr error // what ended the last Live early (LiveErr)
 }
 
 // liveRec is a live message as the prediction keeps it.
@@ -233,9 +234,11 @@ func (p *Prediction) LiveCount() int { return p.live.n }
 // sha256, read from the entry as it is yielded (the prediction keeps 16
 // bytes a message, not these: on a generated 1 GiB store they had been a
 // third of verify's memory). An entry that cannot be read leaves them
-// empty.
+// empty. A failure to read the list itself back from the temp file ends
+// it early: LiveErr says so, and a caller must check it after the loop.
 func (p *Prediction) Live() iter.Seq[LiveMsg] {
 	return func(yield func(LiveMsg) bool) {
+		p.liveErr = nil
 		ef := &entryFiles{}
 		defer ef.close()
 		defer p.log.release()
@@ -249,13 +252,15 @@ func (p *Prediction) Live() iter.Seq[LiveMsg] {
 			}
 			return yield(lm)
 		})
-		if err != nil {
-			// the temp file failed under us: what follows cannot be
-			// named, so say so rather than end the list quietly
-			panic(err)
-		}
+		// the temp file failed under us: what follows cannot be named
+		p.liveErr = err
 	}
 }
+
+// LiveErr is the failure that ended the last Live before its end (the
+// temp file the list spilled to could not be read back, or the Result
+// was closed), nil when it ran to the end or was stopped by its caller.
+func (p *Prediction) LiveErr() error { return p.liveErr }
 
 // entryFiles reads log entries from their files, keeping them open.
 type entryFiles struct {
