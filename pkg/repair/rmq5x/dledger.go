@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
 
 	"github.com/storectl/storectl/internal/sparse"
 	"github.com/storectl/storectl/internal/storefile"
@@ -112,23 +111,14 @@ type relFile struct {
 }
 
 func listRel(root, relDir string) ([]relFile, error) {
-	ents, err := storefile.ReadDir(filepath.Join(root, filepath.FromSlash(relDir)))
+	files, err := scan.OffsetFiles(filepath.Join(root, filepath.FromSlash(relDir)))
 	if err != nil {
 		return nil, err
 	}
 	var out []relFile
-	for _, e := range ents {
-		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, relFile{rel: relDir + "/" + e.Name(), base: base, size: info.Size()})
+	for _, f := range files {
+		out = append(out, relFile{rel: relDir + "/" + f.Name, base: f.Base, size: f.Size})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].base < out[j].base })
 	return out, nil
 }
 

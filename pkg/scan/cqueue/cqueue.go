@@ -21,6 +21,7 @@ import (
 
 	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // Dir is the consume queue root under a store.
@@ -72,25 +73,16 @@ func Open(root, topic string, qid int32) (*Queue, error) {
 	}
 	q := &Queue{Topic: topic, QueueID: qid, Rel: Dir + "/" + topic + "/" + strconv.Itoa(int(qid)), open: map[int]*os.File{}}
 	dir := filepath.Join(root, Dir, topic, strconv.Itoa(int(qid)))
-	ents, err := storefile.ReadDir(dir)
+	files, err := scan.OffsetFiles(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return q, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range ents {
-		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		q.Files = append(q.Files, File{Rel: q.Rel + "/" + e.Name(), Path: filepath.Join(dir, e.Name()), Base: base, Size: info.Size()})
+	for _, f := range files {
+		q.Files = append(q.Files, File{Rel: q.Rel + "/" + f.Name, Path: f.Path, Base: f.Base, Size: f.Size})
 	}
-	sort.Slice(q.Files, func(i, j int) bool { return q.Files[i].Base < q.Files[j].Base })
 	return q, nil
 }
 

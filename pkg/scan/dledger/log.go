@@ -11,6 +11,7 @@ import (
 	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // Log reads the inner records of a DLedger data dir by physical offset
@@ -28,23 +29,14 @@ func OpenLog(dir string, maxMessageSize int) (*Log, error) {
 	if maxMessageSize <= 0 {
 		maxMessageSize = rmq.DefaultMaxRecordSize
 	}
-	ents, err := storefile.ReadDir(filepath.Join(dir, fdl.DataDir))
+	files, err := scan.OffsetFiles(filepath.Join(dir, fdl.DataDir))
 	if err != nil {
 		return nil, err
 	}
 	l := &Log{open: map[int]*os.File{}, maxSize: maxMessageSize}
-	for _, e := range ents {
-		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		l.files = append(l.files, dataFile{name: e.Name(), path: filepath.Join(dir, fdl.DataDir, e.Name()), base: base, size: info.Size()})
+	for _, f := range files {
+		l.files = append(l.files, dataFile{name: f.Name, path: f.Path, base: f.Base, size: f.Size})
 	}
-	sort.Slice(l.files, func(i, j int) bool { return l.files[i].base < l.files[j].base })
 	return l, nil
 }
 

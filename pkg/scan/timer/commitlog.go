@@ -67,23 +67,14 @@ func NewFileCommitLog(cfg rmqscan.Config) (*FileCommitLog, error) {
 	if cfg.MaxMessageSize <= 0 {
 		cfg.MaxMessageSize = rmq.DefaultMaxRecordSize
 	}
-	ents, err := storefile.ReadDir(cfg.CommitLogDir)
+	files, err := scan.OffsetFiles(cfg.CommitLogDir)
 	if err != nil {
 		return nil, err
 	}
 	c := &FileCommitLog{cfg: cfg, open: map[int]*os.File{}, winAt: -1}
-	for _, e := range ents {
-		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		c.files = append(c.files, clFile{path: filepath.Join(cfg.CommitLogDir, e.Name()), base: base, size: info.Size()})
+	for _, f := range files {
+		c.files = append(c.files, clFile{path: f.Path, base: f.Base, size: f.Size})
 	}
-	sort.Slice(c.files, func(i, j int) bool { return c.files[i].base < c.files[j].base })
 	return c, nil
 }
 

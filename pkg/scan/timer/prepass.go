@@ -13,6 +13,7 @@ import (
 	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // Prepass lets the commitlog scan a command runs anyway check the records
@@ -74,25 +75,16 @@ const maxTargetSize = rmq.DefaultMaxRecordSize
 func Prepare(ctx context.Context, root string) (*Prepass, error) {
 	p := &Prepass{}
 	dir := filepath.Join(root, LogDir)
-	ents, err := storefile.ReadDir(dir)
+	files, err := scan.OffsetFiles(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return p, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range ents {
-		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		p.files = append(p.files, preFile{path: filepath.Join(dir, e.Name()), base: base, size: info.Size()})
+	for _, f := range files {
+		p.files = append(p.files, preFile{path: f.Path, base: f.Base, size: f.Size})
 	}
-	sort.Slice(p.files, func(i, j int) bool { return p.files[i].base < p.files[j].base })
 	steps := int64(0)
 	for i := range p.files {
 		p.files[i].step = steps
