@@ -37,6 +37,7 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/parallel"
 	"github.com/storectl/storectl/internal/runsort"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -224,34 +225,21 @@ func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*run
 	}
 	var mu sync.Mutex
 	var addErr error
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(s.opts.Jobs, 1), max(len(files), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				fs, ok := walkOnly(ctx, files[i])
-				mu.Lock()
-				if !ok {
-					j.count[i] = -1
-				} else {
-					j.count[i] = len(fs.Records)
-					for k, r := range fs.Records {
-						if err := recs.Add(recKey{id: r.MsgID, file: int32(i), k: int32(k), off: uint32(r.Offset)}); err != nil && addErr == nil {
-							addErr = err
-						}
-					}
-				}
-				mu.Unlock()
+	parallel.For(len(files), s.opts.Jobs, func(i int) {
+		fs, ok := walkOnly(ctx, files[i])
+		mu.Lock()
+		defer mu.Unlock()
+		if !ok {
+			j.count[i] = -1
+			return
+		}
+		j.count[i] = len(fs.Records)
+		for k, r := range fs.Records {
+			if err := recs.Add(recKey{id: r.MsgID, file: int32(i), k: int32(k), off: uint32(r.Offset)}); err != nil && addErr == nil {
+				addErr = err
 			}
-		}()
-	}
-	for i := range files {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+		}
+	})
 	if err := errors.Join(addErr, ctx.Err()); err != nil {
 		recs.Close()
 		return nil, err

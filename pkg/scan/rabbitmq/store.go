@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/parallel"
 	"github.com/storectl/storectl/internal/storefile"
 
 	"github.com/storectl/storectl/pkg/scan"
@@ -477,42 +478,31 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 	}
 	close(turn[0])
 	close(handed[0])
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(s.opts.Jobs, 1), max(len(files), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				f := files[i]
-				j := s.open(ctx, f, f.num == maxNum || f.num < 0, transient)
-				j.idx = i
-				<-turn[i]
-				s.prepare()
-				s.ordered(j, transient)
-				close(turn[i+1])
-				j.analyse()
-				if s.each != nil || s.opts.Records != nil {
-					<-handed[i]
-					s.records(j)
-					if s.each != nil && s.eachErr == nil {
-						s.eachErr = s.each(j.fs)
-					}
-					close(handed[i+1])
-				}
-				j.close()
-				if s.lean {
-					s.release(j.fs)
-				}
-				out[i] = j.fs
+	// parallel.For hands files out in order: file i's predecessors are all
+	// taken, so turns always advance.
+	parallel.For(len(files), s.opts.Jobs, func(i int) {
+		f := files[i]
+		j := s.open(ctx, f, f.num == maxNum || f.num < 0, transient)
+		j.idx = i
+		<-turn[i]
+		s.prepare()
+		s.ordered(j, transient)
+		close(turn[i+1])
+		j.analyse()
+		if s.each != nil || s.opts.Records != nil {
+			<-handed[i]
+			s.records(j)
+			if s.each != nil && s.eachErr == nil {
+				s.eachErr = s.each(j.fs)
 			}
-		}()
-	}
-	for i := range files { // in order: file i's predecessors are all taken, so turns always advance
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+			close(handed[i+1])
+		}
+		j.close()
+		if s.lean {
+			s.release(j.fs)
+		}
+		out[i] = j.fs
+	})
 	return out, nil
 }
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/parallel"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -38,63 +38,50 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	if opts.Records != nil || cfg.OnMessage != nil {
 		jobs = 1 // callbacks in file order from one goroutine
 	}
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(jobs, max(len(lay.segs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				var hook FileHook
-				if cfg.OnFile != nil {
-					hook = cfg.OnFile(i, lay.segs[i].base)
+	parallel.For(len(lay.segs), jobs, func(i int) {
+		var hook FileHook
+		if cfg.OnFile != nil {
+			hook = cfg.OnFile(i, lay.segs[i].base)
+		}
+		var emit func(m *rmq.Message, seg *segment, pos int64) error
+		var fr *fileResult
+		if perRecord {
+			emit = func(m *rmq.Message, seg *segment, pos int64) error {
+				if p := m.PropCRC(); p.OK {
+					fr.propCRC++
 				}
-				var emit func(m *rmq.Message, seg *segment, pos int64) error
-				var fr *fileResult
-				if perRecord {
-					emit = func(m *rmq.Message, seg *segment, pos int64) error {
-						if p := m.PropCRC(); p.OK {
-							fr.propCRC++
-						}
-						if cfg.OnMessage != nil {
-							if err := cfg.OnMessage(m, seg.base+pos); err != nil {
-								return err
-							}
-						}
-						if hook.Message != nil {
-							if err := hook.Message(m, seg.base+pos); err != nil {
-								return err
-							}
-						}
-						if opts.Records != nil {
-							return opts.Records(NewRecord(m, seg.rel, seg.base, pos))
-						}
-						return nil
+				if cfg.OnMessage != nil {
+					if err := cfg.OnMessage(m, seg.base+pos); err != nil {
+						return err
 					}
 				}
-				if cfg.Tap != nil {
-					if tap := cfg.Tap(i, lay.segs[i].base); tap != nil {
-						inner := emit
-						emit = func(m *rmq.Message, seg *segment, pos int64) error {
-							tap(m, seg.base+pos)
-							if inner != nil {
-								return inner(m, seg, pos)
-							}
-							return nil
-						}
+				if hook.Message != nil {
+					if err := hook.Message(m, seg.base+pos); err != nil {
+						return err
 					}
 				}
-				fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
-				fr.done = hook.Done
-				cs.done(i, fr)
+				if opts.Records != nil {
+					return opts.Records(NewRecord(m, seg.rel, seg.base, pos))
+				}
+				return nil
 			}
-		}()
-	}
-	for i := range lay.segs {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+		}
+		if cfg.Tap != nil {
+			if tap := cfg.Tap(i, lay.segs[i].base); tap != nil {
+				inner := emit
+				emit = func(m *rmq.Message, seg *segment, pos int64) error {
+					tap(m, seg.base+pos)
+					if inner != nil {
+						return inner(m, seg, pos)
+					}
+					return nil
+				}
+			}
+		}
+		fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
+		fr.done = hook.Done
+		cs.done(i, fr)
+	})
 	merge(lay, cs.results, res)
 	if cs.err != nil {
 		res.Fail(cs.err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/storectl/storectl/internal/parallel"
 	"github.com/storectl/storectl/pkg/format/osiris"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -106,7 +107,7 @@ func scanStream(sc *scanCtx, dir string, jobs int) *StreamScan {
 			run(i)
 		}
 	} else {
-		parallel(len(df.pairs), jobs, run)
+		parallel.For(len(df.pairs), jobs, run)
 	}
 	st.cross(sc)
 	st.Recovery = predict(st, sc.rules)
@@ -116,27 +117,6 @@ func scanStream(sc *scanCtx, dir string, jobs int) *StreamScan {
 	}
 	st.report(sc)
 	return st
-}
-
-// parallel runs fn(0..n-1) on up to jobs goroutines.
-func parallel(n, jobs int, fn func(int)) {
-	next := make(chan int)
-	done := make(chan struct{})
-	for range min(jobs, n) {
-		go func() {
-			for i := range next {
-				fn(i)
-			}
-			done <- struct{}{}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	for range min(jobs, n) {
-		<-done
-	}
 }
 
 // cross runs the checks that need more than one pair.
