@@ -1,10 +1,25 @@
 package adler32x
 
 import (
+	"encoding"
+	"encoding/binary"
 	"hash/adler32"
 	"math/rand"
 	"testing"
 )
+
+// stdlibUpdate is hash/adler32 continued from state adler (through its
+// marshalled digest: "adl\x01" and the state).
+func stdlibUpdate(t testing.TB, adler uint32, p []byte) uint32 {
+	t.Helper()
+	h := adler32.New()
+	st := binary.BigEndian.AppendUint32([]byte("adl\x01"), adler)
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st); err != nil {
+		t.Fatal(err)
+	}
+	h.Write(p)
+	return h.(interface{ Sum32() uint32 }).Sum32()
+}
 
 // TestAgainstStdlib checks Checksum and Update (split anywhere) against
 // hash/adler32 on random and all-0xff inputs of every length to 300 and
@@ -23,12 +38,20 @@ func TestAgainstStdlib(t *testing.T) {
 				t.Fatalf("len %d split at %d: %08x, want %08x", len(b), k, got, want)
 			}
 		}
+		if got := updateGeneric(1, b); got != want {
+			t.Fatalf("len %d, portable loop: %08x, want %08x", len(b), got, want)
+		}
 	}
 	var lens []int
 	for n := 0; n <= 300; n++ {
 		lens = append(lens, n)
 	}
-	for _, n := range append(lens, 5552, 5553, 1<<20, 1<<20+7, 3<<20+13) {
+	// around the AVX2 path's reductions (every nmax32 bytes) and the
+	// portable loop's (every 1 MiB)
+	for _, n := range []int{nmax32 - 1, nmax32, nmax32 + 1, nmax32 + 31, nmax32 + 32, 2*nmax32 + 33, 5552, 5553, 100000} {
+		lens = append(lens, n)
+	}
+	for _, n := range append(lens, 1<<20, 1<<20+7, 3<<20+13) {
 		b := make([]byte, n)
 		rng.Read(b)
 		check(b)
@@ -36,6 +59,28 @@ func TestAgainstStdlib(t *testing.T) {
 			b[i] = 0xff
 		}
 		check(b)
+	}
+}
+
+// TestFromAnyState continues from the largest states (s1 and s2 of
+// 65520, and the unreduced 0xffff that the bounds allow) over all-0xff
+// bytes, the worst case for the unreduced sums, against hash/adler32
+// continued from the same state.
+func TestFromAnyState(t *testing.T) {
+	b := make([]byte, 3*nmax32+45)
+	for i := range b {
+		b[i] = 0xff
+	}
+	for _, st := range []uint32{65520<<16 | 65520, 0xffffffff, 0, 1, 65520 << 16, 65520} {
+		for _, n := range []int{0, 31, 32, 33, 1000, nmax32, nmax32 + 32, len(b)} {
+			want := stdlibUpdate(t, st, b[:n])
+			if got := Update(st, b[:n]); got != want {
+				t.Fatalf("state %08x, %d bytes: %08x, want %08x", st, n, got, want)
+			}
+			if got := updateGeneric(st, b[:n]); got != want {
+				t.Fatalf("state %08x, %d bytes, portable loop: %08x, want %08x", st, n, got, want)
+			}
+		}
 	}
 }
 
@@ -50,6 +95,14 @@ func FuzzAdler32(f *testing.F) {
 		if got := Update(Checksum(b[:k]), b[k:]); got != want {
 			t.Fatalf("split %d: %08x, want %08x", k, got, want)
 		}
+		if got := updateGeneric(1, b); got != want {
+			t.Fatalf("portable loop: %08x, want %08x", got, want)
+		}
+		// from an arbitrary state, as hash/adler32 continues it
+		st := uint32(split)<<16 | uint32(len(b))&0xffff
+		if got, want := Update(st, b), stdlibUpdate(t, st, b); got != want {
+			t.Fatalf("from %08x: %08x, want %08x", st, got, want)
+		}
 	})
 }
 
@@ -63,4 +116,7 @@ func benchSizes(b *testing.B, f func([]byte) uint32) {
 }
 
 func BenchmarkAdler32x(b *testing.B) { benchSizes(b, Checksum) }
-func BenchmarkStdlib(b *testing.B)   { benchSizes(b, adler32.Checksum) }
+func BenchmarkGeneric(b *testing.B) {
+	benchSizes(b, func(p []byte) uint32 { return updateGeneric(1, p) })
+}
+func BenchmarkStdlib(b *testing.B) { benchSizes(b, adler32.Checksum) }
