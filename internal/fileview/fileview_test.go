@@ -218,6 +218,15 @@ func TestDropCold(t *testing.T) {
 				reached(int64(i))
 			}
 		},
+		"Slice": func(t *testing.T, v *File) {
+			for off := int64(0); off < v.Size(); off += 300 << 10 {
+				b, err := v.Slice(off, int(min(512<<10, v.Size()-off)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink ^= b[0]
+			}
+		},
 	}
 	for name, read := range reads {
 		t.Run(name, func(t *testing.T) { testDropCold(t, read) })
@@ -361,5 +370,71 @@ func TestStreamFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	if err := StreamFile(missing, func([]byte, func(int64)) error { return nil }); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestSlice reads a 24 MiB file front to back through Slice in
+// overlapping windows and checks the bytes, that the mapping holds at
+// most about SliceAhead+SliceBehind of it at the end, and that the pages
+// of an uncached file the scan has left behind are out of the page cache
+// before Close (as View drops them). Past the end is an error.
+func TestSlice(t *testing.T) {
+	const size = 24<<20 + 4321
+	p, want := tempFile(t, size)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	f.Close()
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var progress int64
+	v.Progress = func(n int64) { progress += n }
+	r := rand.New(rand.NewPCG(5, 6))
+	var b []byte
+	for off := int64(0); off < size; {
+		n := int(min(int64(1+r.IntN(700<<10)), size-off))
+		b, err = v.Slice(off, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != n || !bytes.Equal(b, want[off:off+int64(n)]) {
+			t.Fatalf("Slice(%d, %d): %d bytes, equal %v", off, n, len(b), bytes.Equal(b, want[off:off+int64(min(len(b), n))]))
+		}
+		off += int64(max(1, n-r.IntN(n)/2)) // windows overlap
+	}
+	if progress != size || v.MaxRead() != size {
+		t.Errorf("progress %d, MaxRead %d, want %d", progress, v.MaxRead(), size)
+	}
+	limit := int64(SliceAhead+SliceBehind+2*StreamWindow) / 1024
+	if rss := mappedRss(t, v.probe); rss > limit {
+		t.Errorf("the mapping holds %d KiB, want at most %d", rss, limit)
+	}
+	if !bytes.Equal(v.probe[:100], want[:100]) {
+		t.Error("bytes behind the window differ")
+	}
+	if n, pages := resident(t, p); n > pages/2 {
+		t.Errorf("before Close, %d/%d pages of an uncached file are in the page cache", n, pages)
+	}
+	if _, err := v.Slice(size-10, 11); err == nil {
+		t.Error("Slice past the end: no error")
+	}
+	// A file that shrinks under Slice faults, and Guard names the offset.
+	if err := os.Truncate(p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	var ferr error
+	func() {
+		defer Guard(&ferr)()
+		b, _ := v.Slice(2<<20, 4096)
+		sink = b[100]
+	}()
+	if off, ok := FaultOffset(ferr); !ok || off != 2<<20+100 || !strings.Contains(ferr.Error(), "offset") {
+		t.Errorf("read past a shrunk end: %v, want a fault at offset %d", ferr, 2<<20+100)
 	}
 }

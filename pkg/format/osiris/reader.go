@@ -58,6 +58,16 @@ func NewSegmentReader(r io.ReaderAt, size int64) (*SegmentReader, error) {
 	return s, nil
 }
 
+// Slicer is an io.ReaderAt over memory (a mapped file): Slice returns
+// its bytes [off, off+n) without a copy, valid as long as the Slicer is.
+// read says how many of those bytes, at the end, a window read would have
+// had to read (SegmentReader already had the rest): what a wrapper that
+// counts the bytes read counts. SegmentReader reads through Slice when
+// its io.ReaderAt has it: the same windows, the same Read, no copy.
+type Slicer interface {
+	Slice(off int64, n, read int) ([]byte, error)
+}
+
 // SegmentChunks returns a reader positioned at the first chunk without
 // checking the file header: osiris itself never checks it when it reads
 // (only its dump functions do), so chunks after a damaged header are
@@ -109,6 +119,16 @@ func (s *SegmentReader) view(off, n int64) ([]byte, error) {
 	var keep int64
 	if off >= s.bufStart && off < s.bufStart+int64(len(s.buf)) {
 		keep = s.bufStart + int64(len(s.buf)) - off
+	}
+	if sl, ok := s.r.(Slicer); ok {
+		b, err := sl.Slice(off, int(want), int(want-keep))
+		if err != nil {
+			s.buf = s.buf[:0]
+			return nil, err
+		}
+		s.Read += want - keep
+		s.buf, s.bufStart = b, off
+		return b[:n], nil
 	}
 	if int64(cap(s.buf)) < want || int64(cap(s.buf)) > 4*max(int64(s.window), want) {
 		nb := make([]byte, want)

@@ -103,6 +103,9 @@ func ScanStreams(ctx context.Context, cfg Config, opts scan.Options) (*Result, e
 		sc.onMsg = nil
 	}
 	jobs := max(opts.Jobs, 1)
+	if jobs > 1 && sc.onMsg == nil {
+		sc.tokens = make(chan struct{}, jobs)
+	}
 	var streams []map[string]any
 	for _, d := range dirs {
 		if err := ctx.Err(); err != nil {
@@ -157,6 +160,10 @@ func scanFile(sc *scanCtx, path string) *StreamScan {
 	}
 	if m[2] == "index" || fileExists(idx) {
 		p.index = idx
+	}
+	if c.tokens != nil {
+		c.tokens <- struct{}{}
+		defer func() { <-c.tokens }()
 	}
 	s := scanSegment(&c, p, false, false)
 	st.segs = []*segScan{s}

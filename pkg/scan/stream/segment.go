@@ -162,6 +162,26 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// slicingReader is a countingReader over a mapped segment: the segment
+// reader takes its windows from the mapping (osiris.Slicer), counted as
+// ReadAt would have read them.
+type slicingReader struct {
+	*countingReader
+	v *fileview.File
+}
+
+func (c slicingReader) Slice(off int64, n, read int) ([]byte, error) {
+	b, err := c.v.Slice(off, n)
+	if err != nil {
+		return nil, err
+	}
+	c.n += int64(read)
+	if c.progress != nil && read > 0 {
+		c.progress(int64(read))
+	}
+	return b, nil
+}
+
 // scanCtx is what a segment scan needs from the stream scan.
 type scanCtx struct {
 	root     string
@@ -171,12 +191,15 @@ type scanCtx struct {
 	onMsg    func(*Message) error
 	progress func(int64)
 	vhosts   []string
+	// tokens are the scan's jobs (nil: one, or records in order): a
+	// segment scan holds one, and its helpers take the spare ones.
+	tokens chan struct{}
 }
 
 // scanSegment scans one pair: every chunk of the segment, compared with
 // the index record by record as both are read front to back.
-func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
-	s := &segScan{p: p, last: last, garbageAt: -1, end: scan.EndEOF}
+func scanSegment(sc *scanCtx, p pair, last, keepTail bool) (s *segScan) {
+	s = &segScan{p: p, last: last, garbageAt: -1, end: scan.EndEOF}
 	s.idx.missingFrom = -1
 	if p.segment != "" {
 		s.rel = scan.Rel(sc.root, p.segment)
@@ -199,14 +222,18 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 		return s
 	}
 	s.size = st.Size()
-	// Read through fileview: windows of the page cache, and the pages the
-	// scan brought in (not the broker's) dropped behind it.
-	var src io.ReaderAt = f
+	// Read through fileview: the chunks from windows of its mapping (a
+	// file that shrinks under the scan is a read error naming the offset),
+	// other reads with pread, and the pages the scan brought in (not the
+	// broker's) dropped behind it.
+	cr := &countingReader{r: f, progress: sc.progress}
+	var chunks io.ReaderAt = cr
 	if v, err := fileview.Open(p.segment); err == nil {
 		defer v.Close()
-		src = v
+		defer fileview.Guard(&s.readErr)()
+		cr.r = v
+		chunks = slicingReader{cr, v}
 	}
-	cr := &countingReader{r: src, progress: sc.progress}
 	defer func() { s.bytes += cr.n }()
 
 	ix := openIndex(sc, s, p.index)
@@ -241,7 +268,7 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 	} else {
 		s.headerOK = true
 	}
-	sr := osiris.SegmentChunks(cr, s.size)
+	sr := osiris.SegmentChunks(chunks, s.size)
 	s.walk(sc, sr, ra, ix, keepTail, reached)
 	if s.chunks == 0 && s.torn == nil && s.end == scan.EndEOF {
 		s.add(scan.Finding{Code: CodeEmptySegment, Severity: scan.Info, Path: s.rel, Offset: 0, Length: s.size,
@@ -257,27 +284,52 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) *segScan {
 func (s *segScan) walk(sc *scanCtx, sr *osiris.SegmentReader, ra io.ReaderAt, ix *indexWalk, keepTail bool, reached func(int64)) {
 	s.validEnd = osiris.FileHeaderSize
 	var prev *chunkRef
+	take := func(c *osiris.Chunk, k *chunkCheck) error {
+		ref := refOf(c, k.crcOK)
+		s.chunk(sc, c, ref, prev, k)
+		if ix != nil {
+			ix.chunk(s, ref)
+		}
+		if keepTail {
+			s.tail = append(s.tail, ref)
+		}
+		prev = &ref
+		if s.garbageAt < 0 {
+			s.validEnd = ref.End
+		}
+		if err := sc.visit(s, c, k.crcOK, false, s.garbageAt >= 0); err != nil {
+			return err
+		}
+		reached(ref.End)
+		return nil
+	}
+	// The chunks' data checks run on helpers when the scan has jobs to
+	// spare (split.go); else each chunk is checked as it is read.
+	sp := newSplitter(sc)
+	if sp != nil {
+		defer sp.wait() // before the mapping goes, also after a fault
+	}
+	var k chunkCheck
 	for {
 		for sr.Next() {
 			c := sr.Chunk()
-			ok := c.CRCMatch()
-			ref := refOf(c, ok)
-			s.chunk(sc, c, ref, prev, false)
-			if ix != nil {
-				ix.chunk(s, ref)
+			var err error
+			if sp != nil {
+				err = sp.add(c, take)
+			} else {
+				checkChunk(c, sc.decode, &k)
+				err = take(c, &k)
 			}
-			if keepTail {
-				s.tail = append(s.tail, ref)
-			}
-			prev = &ref
-			if s.garbageAt < 0 {
-				s.validEnd = ref.End
-			}
-			if err := sc.visit(s, c, ok, false, s.garbageAt >= 0); err != nil {
+			if err != nil {
 				s.readErr = err
 				return
 			}
-			reached(ref.End)
+		}
+		if sp != nil {
+			if err := sp.flush(take); err != nil {
+				s.readErr = err
+				return
+			}
 		}
 		err := sr.Err()
 		if err == nil {
@@ -326,8 +378,46 @@ func headerBytes(f *os.File, size int64) string {
 	return fmt.Sprintf("%q", b[:n])
 }
 
-// chunk accounts one whole chunk and checks it against the previous one.
-func (s *segScan) chunk(sc *scanCtx, c *osiris.Chunk, ref chunkRef, prev *chunkRef, _ bool) {
+// chunkCheck is what the checks of one chunk's data found: its CRC, its
+// entries and the user entries that are not AMQP 1.0 messages. It is
+// worked out from the chunk alone (checkChunk), so chunks can be checked
+// on other goroutines and accounted in file order (chunk).
+type chunkCheck struct {
+	crcOK            bool
+	entries, records int
+	iterErr          error
+	bad              []badEntry
+}
+
+// badEntry is a user entry whose AMQP 1.0 sections do not walk.
+type badEntry struct {
+	pos, size int64
+	err       error
+}
+
+// checkChunk checks the data of chunk c: the CRC, the entries (they must
+// fill the data) and, unless decode (the messages are decoded anyway), the
+// AMQP sections of a user chunk whose CRC matches. It only reads c.
+func checkChunk(c *osiris.Chunk, decode bool, k *chunkCheck) {
+	h := &c.Header
+	*k = chunkCheck{crcOK: c.CRCMatch(), bad: k.bad[:0]}
+	it := osiris.Entries(c.Data, c.Pos+h.DataOffset())
+	walk := h.Type == osiris.ChunkUser && !decode && k.crcOK
+	for it.Next() {
+		e := it.Entry()
+		k.entries++
+		k.records += e.Records()
+		if walk && !e.SubBatch { // stream protocol batches: opaque, possibly compressed
+			if err := amqp10.WalkSections(e.Body, e.Pos+int64(e.HeaderSize()), nil); err != nil {
+				k.bad = append(k.bad, badEntry{e.Pos, e.Size(), err})
+			}
+		}
+	}
+	k.iterErr = it.Err()
+}
+
+// chunk accounts one whole chunk, checked (k), against the previous one.
+func (s *segScan) chunk(sc *scanCtx, c *osiris.Chunk, ref chunkRef, prev *chunkRef, k *chunkCheck) {
 	h := c.Header
 	s.chunks++
 	if s.first == nil {
@@ -373,36 +463,19 @@ func (s *segScan) chunk(sc *scanCtx, c *osiris.Chunk, ref chunkRef, prev *chunkR
 		s.add(crcFinding(s, sc.rules, c))
 	}
 	// The entries must fill the data exactly and add up to the counts.
-	it := osiris.Entries(c.Data, c.Pos+h.DataOffset())
-	entries, records := 0, 0
-	for it.Next() {
-		e := it.Entry()
-		entries++
-		records += e.Records()
-		if h.Type == osiris.ChunkUser && !sc.decode && ref.CRCMatch {
-			s.checkMessage(sc, e)
-		}
+	for _, b := range k.bad {
+		s.badMessage(b.pos, b.size, b.err)
 	}
-	if it.Err() != nil || entries != int(h.NumEntries) || records != int(h.NumRecords) {
+	entries, records := k.entries, k.records
+	if k.iterErr != nil || entries != int(h.NumEntries) || records != int(h.NumRecords) {
 		msg := fmt.Sprintf("the chunk's data holds %d entries of %d records, its header says %d entries of %d records", entries, records, h.NumEntries, h.NumRecords)
 		d := map[string]any{"chunk_id": h.ChunkID, "entries": entries, "records": records}
-		if it.Err() != nil {
+		if k.iterErr != nil {
 			msg = fmt.Sprintf("the chunk's data does not split into entries after %d of %d", entries, h.NumEntries)
-			d["error"] = format.WithPath(it.Err(), s.rel).Error()
+			d["error"] = format.WithPath(k.iterErr, s.rel).Error()
 		}
 		s.add(scan.Finding{Code: CodeEntryFraming, Severity: scan.Error, Path: s.rel, Offset: c.Pos, Length: h.Size(),
 			Repair: scan.RepairNone, Message: msg, Details: d})
-	}
-}
-
-// checkMessage walks a user entry's AMQP 1.0 sections (no allocation)
-// when the scan does not decode messages anyway.
-func (s *segScan) checkMessage(sc *scanCtx, e osiris.Entry) {
-	if e.SubBatch {
-		return // stream protocol batches: opaque, possibly compressed
-	}
-	if err := amqp10.WalkSections(e.Body, e.Pos+int64(e.HeaderSize()), nil); err != nil {
-		s.badMessage(e.Pos, e.Size(), err)
 	}
 }
 

@@ -101,7 +101,13 @@ func scanStream(sc *scanCtx, dir string, jobs int) *StreamScan {
 	for last >= 0 && df.pairs[last].segment == "" {
 		last--
 	}
-	run := func(i int) { st.segs[i] = scanSegment(&c, df.pairs[i], i == last, i >= last-1) }
+	run := func(i int) {
+		if c.tokens != nil {
+			c.tokens <- struct{}{}
+			defer func() { <-c.tokens }()
+		}
+		st.segs[i] = scanSegment(&c, df.pairs[i], i == last, i >= last-1)
+	}
 	if sc.onMsg != nil || jobs <= 1 {
 		for i := range df.pairs {
 			run(i)
