@@ -119,7 +119,7 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 	started := false
 	start := func(v *rscan.VHostScan) { // before the vhost's first message or note
 		started = true
-		if v.Refs == nil && (o.has(SelectUnreferenced) || o.has(SelectLost) || o.has(SelectAtRisk)) {
+		if !v.RefsKnown && (o.has(SelectUnreferenced) || o.has(SelectLost) || o.has(SelectAtRisk)) {
 			rep.Notes = append(rep.Notes, v.Dir+": no queue indexes: references unknown, lost/at-risk/unreferenced select nothing")
 		}
 		if v.Queues != nil && (o.has(SelectAll) || o.has(SelectLost)) {
@@ -302,7 +302,7 @@ type lostState struct {
 // nowhere intact is unreadable to it. The reason, or "" when r is not lost.
 func (st *lostState) lost(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record) (string, error) {
 	c := v.Clean
-	if c == nil || !c.CleanDot || !c.HasIndex || v.Refs == nil || f.Transient || r.Status != rscan.StatusReferenced {
+	if c == nil || !c.CleanDot || !c.HasIndex || !v.RefsKnown || f.Transient || r.Status != rscan.StatusReferenced {
 		return "", nil
 	}
 	e := rscan.IndexEntry{File: r.File, Offset: r.Offset, TotalSize: r.TotalSize}
@@ -338,7 +338,7 @@ func (st *lostState) lost(v *rscan.VHostScan, f *rscan.FileScan, r *rscan.Record
 // between the cut and them are selected.
 func afterCorruption(v *rscan.VHostScan, f *rscan.FileScan) map[int64]string {
 	out := map[int64]string{}
-	if !f.Current || f.Transient || v.Refs == nil {
+	if !f.Current || f.Transient || !v.RefsKnown {
 		return out
 	}
 	cut, how := f.LastReferencedEnd, "the end of its last referenced record (dirty recovery)"
@@ -374,7 +374,7 @@ var hazardCodes = map[string]bool{rscan.CodeZeroHoleMisread: true, rscan.CodeOff
 // for that version) to the reason.
 func atRiskVictims(o Options, v *rscan.VHostScan, f *rscan.FileScan) (map[int64]string, error) {
 	out := map[int64]string{}
-	if !o.has(SelectAtRisk) || v.Refs == nil || len(f.Hazards) == 0 {
+	if !o.has(SelectAtRisk) || !v.RefsKnown || len(f.Hazards) == 0 {
 		return out, nil
 	}
 	// Per version, f's hazard findings with that version's severities (no

@@ -78,6 +78,9 @@ type Config struct {
 	// ref count 1, per referenced record) and file_summary.ets (each
 	// file's referenced bytes and size).
 	CleanShutdown bool
+	// KeepRecords lists every record written in Summary.Written: the
+	// truth a scan of the store is tested against.
+	KeepRecords bool
 }
 
 // Summary says what Generate wrote.
@@ -87,6 +90,16 @@ type Summary struct {
 	Records  int
 	Bytes    int64
 	Refs     map[[16]byte]string // referenced id -> queue
+	Written  []Written           // with Config.KeepRecords: every record, in write order
+}
+
+// Written is one record Generate wrote.
+type Written struct {
+	File   int   // N of N.rdq (an index into Summary.Files)
+	Offset int64 // where its frame starts
+	Size   int64 // frame bytes: 8-byte size, 16-byte id, body, 0xFF marker
+	ID     [16]byte
+	Queue  string // the queue referencing it; "" when unreferenced
 }
 
 // Generate writes a vhost dir (msg_store_persistent/N.rdq and
@@ -135,15 +148,20 @@ func Generate(dir string, cfg Config) (*Summary, error) {
 		at := int64(len(cur))
 		cur = append(cur, rec...)
 		s.Records++
+		w := Written{File: len(s.Files), Offset: at, Size: int64(len(rec)), ID: m.ID}
 		if cfg.UnrefEvery <= 0 || seq%cfg.UnrefEvery != cfg.UnrefEvery-1 {
 			q := seq % cfg.Queues
 			queueIDs[q] = append(queueIDs[q], m.ID)
 			s.Refs[m.ID] = fmt.Sprintf("q%d", q+1)
+			w.Queue = s.Refs[m.ID]
 			if cfg.CleanShutdown {
 				locs = append(locs, rfmt.MsgLocation{MsgID: m.ID, RefCount: 1, File: int64(len(s.Files)), Offset: at,
 					TotalSize: int64(len(rec))})
 				valid += int64(len(rec))
 			}
+		}
+		if cfg.KeepRecords {
+			s.Written = append(s.Written, w)
 		}
 		if int64(len(cur)) >= cfg.FileLimit {
 			if err := flush(); err != nil {

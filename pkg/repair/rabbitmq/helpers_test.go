@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,6 +107,29 @@ func apply(t *testing.T, p *repair.Plan, faults repair.Faults) (*repair.ApplyRep
 	return rep, bdir, err
 }
 
+// scanRecords runs rscan.ScanVHost (the one streaming scan) and returns its
+// result with, in place of the released files, a copy of each file its
+// per-file callback was handed: the records as the scan held them.
+func scanRecords(t testing.TB, root, vhost string, o rscan.VHostOptions) *rscan.VHostScan {
+	t.Helper()
+	var kept []*rscan.FileScan
+	o.EachFile = func(_ *rscan.VHostScan, f *rscan.FileScan) error {
+		c := *f
+		c.Hazards = slices.Clone(f.Hazards)
+		kept = append(kept, &c)
+		return nil
+	}
+	v, err := rscan.ScanVHost(context.Background(), root, vhost, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != len(v.Files) {
+		t.Fatalf("%d files handed over, %d scanned", len(kept), len(v.Files))
+	}
+	v.Files = kept
+	return v
+}
+
 // fixedTime is the mtime of test-made files, so every copy of a test store
 // has the same precondition and one plan serves them all.
 var fixedTime = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
@@ -119,10 +143,7 @@ func tornCleanStore(t *testing.T, tarball string) (dir, rdq string, size int64, 
 	dir = untarNode(t, tarball)
 	root, vhost := vhostOf(t, dir)
 	rdq = currentRDQ(t, vhost)
-	v, err := rscan.ScanVHost(context.Background(), root, vhost, rscan.VHostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := scanRecords(t, root, vhost, rscan.VHostOptions{})
 	var first *rscan.Record
 	for _, f := range v.Files {
 		if filepath.Join(root, f.Path) == rdq && len(f.Records) > 0 {

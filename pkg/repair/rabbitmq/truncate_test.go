@@ -87,10 +87,7 @@ func TestTruncateCrashMidWriteConfirmed(t *testing.T) {
 	if rep.VHosts[0].RemovesCleanDot || rep.VHosts[0].CleanShutdown {
 		t.Errorf("crash dataset: clean.dot handling %+v", rep.VHosts[0])
 	}
-	before, err := rscan.ScanVHost(context.Background(), root, vhost, rscan.VHostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := foundReferenced(scanRecords(t, root, vhost, rscan.VHostOptions{}))
 	_, bdir, err := apply(t, p, repair.Faults{})
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +95,8 @@ func TestTruncateCrashMidWriteConfirmed(t *testing.T) {
 	if st, err := os.Stat(rdq); err != nil || st.Size() != wantSize {
 		t.Fatalf("after apply: %v, size want %d", err, wantSize)
 	}
-	after, err := rscan.ScanVHost(context.Background(), root, vhost, rscan.VHostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	av := scanRecords(t, root, vhost, rscan.VHostOptions{})
+	after := foundReferenced(av)
 	expected, flood := confirmedHeld(t, res)
 	storeID := amqpToStore(t, filepath.Join(res, "scan-decoded.jsonl"))
 	found := 0
@@ -110,16 +105,16 @@ func TestTruncateCrashMidWriteConfirmed(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("confirmed %s (held by %v) has no record in the capture", amqp, expected[amqp])
-		case len(after.Refs[id]) == 0:
+		case len(queuesOf(t, av, id)) == 0:
 			t.Errorf("confirmed %s (store id %s) is referenced by no queue index", amqp, id)
-		case after.Found[id] == (rscan.Location{}):
+		case !after[id]:
 			t.Errorf("confirmed %s (store id %s) not found after apply", amqp, id)
 		default:
 			found++
 		}
 	}
-	if len(after.Found) != len(before.Found) {
-		t.Errorf("referenced records found: %d before the cut, %d after", len(before.Found), len(after.Found))
+	if len(after) != len(before) {
+		t.Errorf("referenced records found: %d before the cut, %d after", len(before), len(after))
 	}
 	var routable int
 	readJSON(t, filepath.Join(res, "analysis.json"), &struct {
@@ -128,7 +123,7 @@ func TestTruncateCrashMidWriteConfirmed(t *testing.T) {
 	if flood != routable {
 		t.Errorf("%d confirmed routable flood messages by the manifests, analysis.json says %d", flood, routable)
 	}
-	t.Logf("561.rdq cut to %d; %d confirmed held messages (%d flood) all found among %d referenced records", wantSize, found, flood, len(after.Found))
+	t.Logf("561.rdq cut to %d; %d confirmed held messages (%d flood) all found among %d referenced records", wantSize, found, flood, len(after))
 	if _, err := repair.Undo(context.Background(), bdir, repair.UndoOptions{Apply: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -224,4 +219,28 @@ func TestTruncateApplyFaults(t *testing.T) {
 		})
 	}
 	t.Logf("%d write steps, each failed once", rep.Steps)
+}
+
+// foundReferenced is the set of msg ids of the referenced records of v's
+// persistent files (scanRecords: records kept).
+func foundReferenced(v *rscan.VHostScan) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range v.Files {
+		for _, r := range f.Records {
+			if !f.Transient && r.Status == rscan.StatusReferenced {
+				out[r.ID()] = true
+			}
+		}
+	}
+	return out
+}
+
+// queuesOf is v.QueuesOf(id), failing the test on an error.
+func queuesOf(t *testing.T, v *rscan.VHostScan, id string) []string {
+	t.Helper()
+	qs, err := v.QueuesOf(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs
 }

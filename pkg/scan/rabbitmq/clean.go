@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/scan"
@@ -12,15 +11,11 @@ import (
 
 // readClean reads clean.dot, msg_store_index.ets and file_summary.ets of a
 // store dir; nil when none exists. A dump that does not parse is kept as
-// far as it parsed (the broker would do a dirty recovery instead). With
-// lean the index is a leanIndex, read from the mapped file (CleanIndex.Index
-// stays nil); with digest too, the entries with a positive ref count are
-// only digested (clean_digest.go).
-func readClean(store string, lean, digest bool) (*CleanIndex, *leanIndex, *cleanDigest, error) {
+// far as it parsed (the broker would do a dirty recovery instead). The
+// index is a leanIndex, read from the mapped file; with digest, the
+// entries with a positive ref count are only digested (clean_digest.go).
+func readClean(store string, digest bool) (*CleanIndex, *leanIndex, *cleanDigest, error) {
 	c := &CleanIndex{}
-	if !lean {
-		c.byID = map[[16]byte]IndexEntry{}
-	}
 	found := false
 	if _, err := os.Stat(filepath.Join(store, "clean.dot")); err == nil {
 		c.CleanDot, found = true, true
@@ -31,19 +26,11 @@ func readClean(store string, lean, digest bool) (*CleanIndex, *leanIndex, *clean
 	ok, err := indexStat(p)
 	switch {
 	case err != nil || !ok:
-	case lean:
+	default:
 		if digest {
 			dig = newCleanDigest()
 		}
 		li, err = readLeanIndex(p, dig)
-	default:
-		var b []byte
-		if b, err = storefile.ReadFile(p); err == nil {
-			c.Index, _ = ParseIndexETS(b)
-			for _, e := range c.Index {
-				c.byID[e.MsgID] = e
-			}
-		}
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -91,38 +78,10 @@ func (s *scanner) indexFindings(v *VHostScan) []scan.Finding {
 	if v.Clean == nil || !v.Clean.HasIndex {
 		return nil
 	}
-	if s.lidx != nil {
-		return s.lidx.findings(v) // with a digest: the entries it did not take
+	if s.lidx == nil {
+		return nil // digested and agreeing (clean_digest.go)
 	}
-	type key struct{ file, off int64 }
-	at := map[key]*Record{}
-	byNum := map[int64]*FileScan{}
-	for _, f := range v.Files {
-		if f.Transient {
-			continue
-		}
-		byNum[f.Number] = f
-		for _, r := range f.Records {
-			at[key{r.File, r.Offset}] = r
-		}
-	}
-	var out []scan.Finding
-	for _, e := range v.Clean.Index {
-		r := at[key{e.File, e.Offset}]
-		if r != nil && r.MsgID == e.MsgID && r.TotalSize == e.TotalSize {
-			continue
-		}
-		path := filepath.ToSlash(filepath.Join(v.Dir, "msg_store_persistent", strconv.FormatInt(e.File, 10)+".rdq"))
-		if f := byNum[e.File]; f != nil {
-			path = f.Path
-		}
-		actual := noRecordThere
-		if r != nil {
-			actual = recordDesc(r.MsgID, r.TotalSize)
-		}
-		out = append(out, indexMismatchFinding(path, e, actual))
-	}
-	return out
+	return s.lidx.findings(v) // with a digest: the entries it did not take
 }
 
 // noRecordThere is what an index entry's place holds when no record
@@ -130,7 +89,7 @@ func (s *scanner) indexFindings(v *VHostScan) []scan.Finding {
 const noRecordThere = "no record there"
 
 // recordDesc describes a record as the index findings' Expected and
-// Actual do; lean and detailed findings must spell it alike.
+// Actual do.
 func recordDesc(id [16]byte, size int64) string {
 	return fmt.Sprintf("record %s of %d bytes", hexID(id), size)
 }

@@ -121,7 +121,7 @@ func (c *cleanDigest) agrees(seen *idTable, li *leanIndex) bool {
 // agreement (Records), the exact join was not asked for, and the queue
 // references will be known (the digests count them: hasQueues).
 func useCleanDigest(o VHostOptions, hasQueues bool) bool {
-	return o.lean && !o.exactIndex && o.Options.Records == nil && hasQueues
+	return !o.exactIndex && o.Options.Records == nil && hasQueues
 }
 
 // leanIndexHolds reports whether the lean scan read all n objects of the

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format/etf"
@@ -18,8 +19,8 @@ import (
 
 // TestDuplicateFirstCopy: copies of two referenced records A and B spread
 // over three files, within a file and across files, get the first copy's
-// path and offset (kept in the id table) in the detailed scan's records
-// and in the lean scan's duplicate findings alike.
+// path and offset (kept in the id table) in the records the per-file
+// callback is handed and in Scan's duplicate findings alike.
 func TestDuplicateFirstCopy(t *testing.T) {
 	recs, _ := realRecords(t)
 	a, b := recs[0], recs[1]
@@ -48,7 +49,7 @@ func TestDuplicateFirstCopy(t *testing.T) {
 		first[fmt.Sprintf("%s@%d", w.path, w.off)] = w.of
 	}
 
-	// Detailed: every record, its status and first copy.
+	// Every record handed over, its status and first copy.
 	s := scanVHostDir(t, root, vdir, "")
 	dups := 0
 	for _, n := range []int64{0, 1, 2} {
@@ -71,7 +72,7 @@ func TestDuplicateFirstCopy(t *testing.T) {
 		t.Errorf("%d duplicates, want %d", dups, len(want))
 	}
 
-	// Lean (storectl scan): the duplicate findings.
+	// storectl scan: the duplicate findings.
 	res, err := Scan(context.Background(), Config{Root: root, VHostDirs: []string{vdir}}, scan.Options{Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -121,13 +122,13 @@ func TestRecordsOfFileGone(t *testing.T) {
 	}
 }
 
-// TestFirstCopiesWalkEachFileOnce: the first copies the lean paths need
-// are found without walking a file once per record. Duplicates that
-// alternate between two earlier files take no walk at all (the id table
-// has the first copy's offset), and a clean-shutdown index whose every
-// entry is off by one byte, in shuffled order (an index older than a
-// compaction), walks each file at most once for the sizes of the first
-// copies; verify still reports what the detailed path does.
+// TestFirstCopiesWalkEachFileOnce: the first copies the scan needs are
+// found without walking a file once per record. Duplicates that alternate
+// between two earlier files take no walk at all (the id table has the
+// first copy's offset) and are reported as duplicates of those copies, and
+// a clean-shutdown index whose every entry is off by one byte, in shuffled
+// order (an index older than a compaction), walks each file at most once
+// for the sizes of the first copies and names every entry's record.
 func TestFirstCopiesWalkEachFileOnce(t *testing.T) {
 	root := t.TempDir()
 	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 12 << 20, FileLimit: 2 << 20})
@@ -136,29 +137,44 @@ func TestFirstCopiesWalkEachFileOnce(t *testing.T) {
 	}
 	dir := sum.VHostDir
 	store := filepath.Join(dir, "msg_store_persistent")
-	v, err := ScanVHost(context.Background(), root, dir, VHostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := scanKeep(t, root, dir, VHostOptions{})
 	// A last file of copies alternating between files 0 and 1.
 	a, b := v.Files[0], v.Files[1]
 	ab, bb := readFile(t, a.Abs), readFile(t, b.Abs)
 	var dups []byte
 	n := 0
+	wantFirst := map[int64]*Record{} // 99.rdq offset -> the copy it duplicates
 	for i := 0; i < len(a.Records) && i < len(b.Records); i++ {
-		dups = append(dups, ab[a.Records[i].Offset:a.Records[i].End()]...)
-		dups = append(dups, bb[b.Records[i].Offset:b.Records[i].End()]...)
-		n += 2
+		for _, r := range []*Record{a.Records[i], b.Records[i]} {
+			wantFirst[int64(len(dups))] = r
+			src := ab
+			if r == b.Records[i] {
+				src = bb
+			}
+			dups = append(dups, src[r.Offset:r.End()]...)
+			n++
+		}
 	}
 	writeFile(t, filepath.Join(store, "99.rdq"), dups)
-	_, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{lean: true})
+	lv, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.free()
 	if s.rewalks != 0 {
 		t.Errorf("%d alternating duplicates: %d files walked again, want 0", n, s.rewalks)
 	}
-	sameLean(t, root, dir)
+	got := 0
+	for _, f := range codes(lv.Findings, CodeDuplicate) {
+		w := wantFirst[f.Offset]
+		if !strings.HasSuffix(f.Path, "/99.rdq") || w == nil || f.Details["first_path"] != w.Path || f.Details["first_offset"] != w.Offset {
+			t.Errorf("duplicate finding %s@%d: %v", f.Path, f.Offset, f.Details)
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("%d duplicate findings, %d copies written", got, n)
+	}
 
 	// A stale index: every entry one byte off, in shuffled order.
 	var locs []rfmt.MsgLocation
@@ -191,11 +207,12 @@ func TestFirstCopiesWalkEachFileOnce(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(store, "file_summary.ets"), fb)
 	writeFile(t, filepath.Join(store, "clean.dot"), []byte("{client_refs,[]}.\n{index_module,rabbit_msg_store_ets_index}.\n"))
-	lv, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{lean: true})
+	lv, s, err = scanVHostKeep(context.Background(), root, dir, VHostOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := readCleanState(root, store, true)
+	defer s.free()
+	cs := readCleanState(root, store)
 	if !cs.leanIndex {
 		t.Fatalf("state %s: %v", cs.state, cs.from)
 	}
@@ -207,9 +224,8 @@ func TestFirstCopiesWalkEachFileOnce(t *testing.T) {
 		}
 	}
 	files := len(v.Files)
-	if walks := s.rewalks - before; walks > files || found < len(locs)/2 {
+	if walks := s.rewalks - before; walks > files || found != len(locs) {
 		t.Errorf("%d stale entries: %d files walked again for %d files, %d first copies found", len(locs), walks, files, found)
 	}
-	sameVerify(t, root, dir, "")
 	t.Logf("%d duplicates: 0 walks; %d stale entries: %d walks over %d files, %d found_at", n, len(locs), s.rewalks-before, files, found)
 }

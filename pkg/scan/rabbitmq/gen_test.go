@@ -1,30 +1,30 @@
 package rabbitmq
 
 import (
-	"context"
 	"testing"
 
 	"github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// TestGeneratedVHost: every record the generator wrote is found with the
-// status its queue index gives it, the zero holes it left are seen, and
-// (the generator avoids the §3.4 condition) nothing is misread.
+// TestGeneratedVHost: every record the generator wrote is found at its
+// place with the status its queue index gives it (checkWritten), the zero
+// holes it left are seen, and (the generator avoids the §3.4 condition)
+// nothing is misread.
 func TestGeneratedVHost(t *testing.T) {
 	for _, kind := range []rabbitmq.TermKind{rabbitmq.BasicMessage, rabbitmq.MC} {
 		dir := t.TempDir()
 		sum, err := rabbitmq.Generate(dir, rabbitmq.Config{Seed: 7, Kind: kind, TotalBytes: 3 << 20,
-			FileLimit: 1 << 20, HoleEvery: 10, UnrefEvery: 7})
+			FileLimit: 1 << 20, HoleEvery: 10, UnrefEvery: 7, KeepRecords: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var recs []RecordJSON
-		v, err := ScanVHost(context.Background(), dir, sum.VHostDir, VHostOptions{Options: scan.Options{
+		v := scanKeep(t, dir, sum.VHostDir, VHostOptions{Options: scan.Options{
 			Records: func(r any) error { recs = append(recs, r.(RecordJSON)); return nil }}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := &scan.Result{}
+		v.AddTo(res)
+		checkWritten(t, dir, sum, nil, res, recs)
 		holes, refd := 0, 0
 		for _, f := range v.Files {
 			for _, g := range f.Gaps {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -21,6 +22,34 @@ type oracleRec struct {
 }
 
 const vhostHash = "628WB79CIFDYO9LJI6DKMI09L"
+
+// scanKeep runs ScanVHost (the one streaming scan) and keeps a copy of
+// each file its per-file callback is handed, records, gaps and hazards as
+// the scan held them: v.Files are those copies. o.EachFile, if set, is
+// still called.
+func scanKeep(t testing.TB, root, dir string, o VHostOptions) *VHostScan {
+	t.Helper()
+	var kept []*FileScan
+	each := o.EachFile
+	o.EachFile = func(v *VHostScan, f *FileScan) error {
+		c := *f
+		c.Hazards = slices.Clone(f.Hazards) // release moves long victim lists out of f's
+		kept = append(kept, &c)
+		if each != nil {
+			return each(v, f)
+		}
+		return nil
+	}
+	v, err := ScanVHost(context.Background(), root, dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != len(v.Files) {
+		t.Fatalf("%d files handed over, %d scanned", len(kept), len(v.Files))
+	}
+	v.Files = kept
+	return v
+}
 
 // scanned is a ScanVHost result with the emitted records.
 type scanned struct {
@@ -39,11 +68,8 @@ func scanVHostDir(t *testing.T, root, dir, ver string) scanned {
 	t.Helper()
 	before := testutil.TreeHash(t, dir)
 	var recs []RecordJSON
-	v, err := ScanVHost(context.Background(), root, dir, VHostOptions{BrokerVersion: ver,
+	v := scanKeep(t, root, dir, VHostOptions{BrokerVersion: ver,
 		Options: scan.Options{Records: func(r any) error { recs = append(recs, r.(RecordJSON)); return nil }}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	testutil.SameTree(t, before, testutil.TreeHash(t, dir))
 	return scanned{v, recs, root}
 }

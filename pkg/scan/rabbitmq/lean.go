@@ -1,12 +1,11 @@
 package rabbitmq
 
-// Lean mode: what Scan (storectl scan) needs from ScanVHost is the
-// findings and the per-file summary, not the records. In lean mode each
-// file's record findings are made as soon as the file is done and its
-// records, gaps and markers are released, and the queue indexes are read
-// without their entries (ReadVHostQueuesRefs, lean_refs.go), so memory stays flat
-// as the store grows. ScanVHost's own callers (verify, truncate, salvage,
-// harden, rebuild) keep the detailed result.
+// Releasing files: every vhost scan (Scan, Verify and ScanVHost's callers)
+// makes each file's record findings as soon as the file is done (and
+// handed to VHostOptions.EachFile, when set) and releases its records,
+// gaps and markers; the queue indexes are read without their entries
+// (ReadVHostQueuesRefs, lean_refs.go), so memory stays flat as the store
+// grows. No caller keeps every record of a vhost.
 
 import (
 	"github.com/storectl/storectl/pkg/scan"
@@ -59,7 +58,7 @@ func (s *scanner) release(fs *FileScan) {
 	n, first, last := recordSpan(fs)
 	lf := leanFile{done: true, records: n, firstValid: first, lastValid: last, path: fs.Path}
 	_, lf.valid, lf.liveEnd = fileTotals(fs)
-	lf.pre = fileFindingsPart(fs, s.ver, s.refs != nil, false, &lf)
+	lf.pre = fileFindingsPart(fs, s.ver, s.lrefs != nil, false, &lf)
 	fs.lean = lf
 	s.spillVictims(fs)
 	fs.Records, fs.Gaps, fs.BadMarkers, fs.ShortFrames, fs.IndexEntries = nil, nil, nil, nil, nil

@@ -170,8 +170,7 @@ func decodeID(s string) (id [16]byte, ok bool) {
 	return id, err == nil
 }
 
-// missingLean is missing for lean mode: the same findings, in the same
-// order. Only when some referenced id was found in no .rdq are the queue
+// missingLean is missing's work, in queue order. Only when some referenced id was found in no .rdq are the queue
 // references read again, to report each reference.
 func (s *scanner) missingLean(v *VHostScan) []scan.Finding {
 	l := s.lrefs

@@ -15,8 +15,8 @@ import (
 // InlineVictims victims, and the record lines (--records) carry the whole
 // of every victim list: on a generated store whose zero holes make every
 // file's generation-1 scanner stop early (hundreds of victims a file),
-// the lost_by of the lean scan's records are exactly the detailed scan's
-// victim lists, each finding's victim_count, inline victims, last victim
+// the lost_by of Scan's record lines are exactly the victim lists the
+// per-file callback is handed, each finding's victim_count, inline victims, last victim
 // and offsets agree with them, and with long lists spilled too.
 func TestRecordsListEveryVictim(t *testing.T) {
 	root := t.TempDir()
@@ -28,11 +28,8 @@ func TestRecordsListEveryVictim(t *testing.T) {
 	key := func(path string, off int64, code string, at int64) string {
 		return fmt.Sprintf("%s@%d %s@%d", path, off, code, at)
 	}
-	// The victim lists as the detailed scan holds them.
-	v, err := ScanVHost(context.Background(), root, sum.VHostDir, VHostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The victim lists as the scan hands them over.
+	v := scanKeep(t, root, sum.VHostDir, VHostOptions{})
 	want := map[string]bool{}
 	lists := map[string]Victims{} // path code@offset -> victims
 	for _, f := range v.Files {
@@ -108,7 +105,7 @@ func TestQueueLinesNameFewIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, lean := range []bool{true, false} {
+	{
 		count := map[string]int{} // queue key -> records
 		opts := scan.Options{Jobs: 2, Records: func(r any) error {
 			rj := r.(RecordJSON)
@@ -126,7 +123,7 @@ func TestQueueLinesNameFewIDs(t *testing.T) {
 			}
 			return nil
 		}}
-		res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{sum.VHostDir}, detailed: !lean}, opts)
+		res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{sum.VHostDir}}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,19 +132,19 @@ func TestQueueLinesNameFewIDs(t *testing.T) {
 			for _, k := range atRiskKeys {
 				n, ids := q.AtRisk[k], q.AtRiskMsgIDs[k]
 				if n != count[q.Queue+" "+k] || ids.Len() != min(n, InlineQueueIDs) {
-					t.Errorf("lean %v: queue %s %s: at_risk %d, %d ids named, %d record lines", lean, q.Queue, k, n, ids.Len(), count[q.Queue+" "+k])
+					t.Errorf("queue %s %s: at_risk %d, %d ids named, %d record lines", q.Queue, k, n, ids.Len(), count[q.Queue+" "+k])
 				}
 				if n > InlineQueueIDs {
 					long++
 				}
 			}
 			if q.DropMsgIDs.Len() != min(q.Drop, InlineQueueIDs) {
-				t.Errorf("lean %v: queue %s: drop %d, %d ids named", lean, q.Queue, q.Drop, q.DropMsgIDs.Len())
+				t.Errorf("queue %s: drop %d, %d ids named", q.Queue, q.Drop, q.DropMsgIDs.Len())
 			}
 		}
 		if long == 0 || len(res.Queues) == 0 {
-			t.Fatalf("lean %v: %d queues, no at-risk list longer than %d: nothing capped", lean, len(res.Queues), InlineQueueIDs)
+			t.Fatalf("%d queues, no at-risk list longer than %d: nothing capped", len(res.Queues), InlineQueueIDs)
 		}
-		t.Logf("lean %v: %d queues, %d at-risk lists capped", lean, len(res.Queues), long)
+		t.Logf("%d queues, %d at-risk lists capped", len(res.Queues), long)
 	}
 }

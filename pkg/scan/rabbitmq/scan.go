@@ -13,8 +13,9 @@
 // generation would lose is reported with the versions that lose it.
 //
 // Entry points: Scan (findings, one scan.File per .rdq, records through
-// scan.Options.Records) and ScanVHost (the detailed VHostScan that verify,
-// truncate, harden and salvage reuse).
+// scan.Options.Records), Verify, and ScanVHost, the same streaming scan of
+// one vhost that hands each file's records to a per-file callback
+// (VHostOptions.EachFile: truncate, rebuild-index, harden and salvage).
 package rabbitmq
 
 import (
@@ -35,10 +36,6 @@ type Config struct {
 	// generations' hazards count: hazards of other generations become
 	// info. Empty: every generation counts.
 	BrokerVersion string
-	// detailed makes Scan and Verify keep every record of a vhost
-	// (ScanVHost, VerifyVHost without a per-file callback) instead of
-	// streaming them: only the tests that compare the two set it.
-	detailed bool
 	// joinBudget and joinRun tune the spilled join (joinSpill.budget and
 	// runLen): tests force it, with many runs.
 	joinBudget, joinRun int
@@ -57,7 +54,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
-		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, lean: !cfg.detailed, partialQueues: true,
+		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true,
 			join: joinSpill{allow: true, budget: cfg.joinBudget, runLen: cfg.joinRun}})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))

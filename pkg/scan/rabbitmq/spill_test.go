@@ -20,7 +20,7 @@ const victimTemp = "storectl-victims-"
 // TestVictimSpillSameAndGone: with every victim list spilled to the temp
 // file (spillAll, the test-only budget of one victim), lean Scan and
 // Verify give exactly the findings, queue lines and record lines of the
-// in-memory (detailed) ones on every fixture dataset and on a generated
+// in-memory ones (spillNone) on every fixture dataset and on a generated
 // store whose zero holes give every file a long victim list; while they
 // run the temp dir ($TMPDIR) stays empty (the file is unlinked at once),
 // and once they return no descriptor of the file is left open, also when
@@ -54,14 +54,17 @@ func TestVictimSpillSameAndGone(t *testing.T) {
 	spilledAny := false
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
-			// Scan: the detailed result (nothing spilled) against the lean
-			// one, records included; the records callback sees the file
-			// open once an earlier file's lists were spilled.
+			// Scan and Verify with nothing spilled against every list
+			// spilled, records included; the records callback sees the
+			// file open once an earlier file's lists were spilled.
 			open := 0
 			var want, got []any
-			wantRes := scanWith(t, false, st.root, st.dir, &want)
-			gone(t, "after the detailed scan")
-			gotRes := scanWith(t, true, st.root, st.dir, &got)
+			undo := spillNone()
+			wantRes := scanWith(t, st.root, st.dir, &want)
+			wantVerify := verifyWith(t, st.root, st.dir, "")
+			undo()
+			gone(t, "after the in-memory scan")
+			gotRes := scanWith(t, st.root, st.dir, &got)
 			// One job: a file made by another worker is in the dir for the
 			// instant between its create and its unlink.
 			opts := scan.Options{Jobs: 1, Records: func(any) error {
@@ -80,7 +83,13 @@ func TestVictimSpillSameAndGone(t *testing.T) {
 				t.Errorf("spilled scan differs from the in-memory one:\n%.1500s\n%.1500s", a, b)
 			}
 			gone(t, "after the scan")
-			f, q, _ := sameVerify(t, st.root, st.dir, "")
+			gotVerify := verifyWith(t, st.root, st.dir, "")
+			a, _ = json.Marshal(wantVerify)
+			b, _ = json.Marshal(gotVerify)
+			if string(a) != string(b) {
+				t.Errorf("spilled verify differs from the in-memory one:\n%.1500s\n%.1500s", a, b)
+			}
+			f, q := len(wantVerify.Findings), len(wantVerify.Queues)
 			gone(t, "after verify")
 			if open > 0 {
 				spilledAny = true

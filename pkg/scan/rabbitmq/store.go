@@ -31,7 +31,6 @@ type scanner struct {
 	root  string
 	ver   brokerVersion
 	opts  scan.Options
-	refs  map[string][]string // nil: references unknown
 	clean *CleanIndex
 	// seen holds every msg id met so far (its first copy) and, in lean
 	// mode, every referenced id: one pointer-free map for both.
@@ -47,7 +46,7 @@ type scanner struct {
 	ready     func()
 	readyOnce sync.Once
 	lean      bool         // release each file's records after its findings (lean.go)
-	lrefs     *leanRefs    // lean mode's references (refs is then empty but non-nil)
+	lrefs     *leanRefs    // the queues' references (nil: references unknown)
 	lidx      *leanIndex   // lean mode's msg_store_index.ets (clean_lean.go)
 	cdig      *cleanDigest // or its digest (clean_digest.go)
 	// spill holds lean mode's long victim lists (victim_spill.go): its own
@@ -349,16 +348,8 @@ func (s *scanner) classify(fs *FileScan, r *Record, transient bool, pi int32) {
 		return
 	}
 	slot, e := s.seen.lookup(r.MsgID) // one search of the table for the read and the store below
-	if s.lrefs != nil {
-		if e.set > 0 {
-			r.ReferencedBy = s.lrefs.sets[e.set-1]
-		}
-	} else if s.refs != nil {
-		var id [32]byte // hex msg id without allocating a string per record
-		hex.Encode(id[:], r.MsgID[:])
-		if qs := s.refs[string(id[:])]; len(qs) > 0 {
-			r.ReferencedBy = qs
-		}
+	if s.lrefs != nil && e.set > 0 {
+		r.ReferencedBy = s.lrefs.sets[e.set-1]
 	}
 	if s.cdig != nil && e.set > 0 {
 		// The digest's: the id's one entry is its first copy's, if the
@@ -373,16 +364,6 @@ func (s *scanner) classify(fs *FileScan, r *Record, transient bool, pi int32) {
 		if r.IndexMatch == "mismatch" {
 			fs.indexEntry(r, ie)
 		}
-	} else if s.clean != nil && s.clean.HasIndex {
-		switch e, ok := s.clean.byID[r.MsgID]; {
-		case !ok:
-			r.IndexMatch = "absent"
-		case e.File == r.File && e.Offset == r.Offset && e.TotalSize == r.TotalSize:
-			r.IndexMatch = "match"
-		default:
-			r.IndexMatch = "mismatch"
-			fs.indexEntry(r, e)
-		}
 	}
 	if p := e.path(); p > 0 {
 		r.Status, r.FirstPath, r.FirstOffset = StatusDuplicate, s.paths[p-1], int64(e.off)
@@ -395,7 +376,7 @@ func (s *scanner) classify(fs *FileScan, r *Record, transient bool, pi int32) {
 	}
 	s.seen.store(slot, r.MsgID, e)
 	switch {
-	case s.refs == nil:
+	case s.lrefs == nil:
 		r.Status = StatusUnknown
 	case len(r.ReferencedBy) > 0:
 		r.Status = StatusReferenced

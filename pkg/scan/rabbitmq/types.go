@@ -122,36 +122,32 @@ type Location struct {
 // CleanIndex is the clean-shutdown state of a store, when present.
 type CleanIndex struct {
 	CleanDot       bool
-	Index          []IndexEntry // msg_store_index.ets (nil if absent)
-	HasIndex       bool
+	HasIndex       bool          // msg_store_index.ets (the scan's leanIndex or digest holds it)
 	Summaries      []FileSummary // file_summary.ets (nil if absent)
 	HasFileSummary bool
-	byID           map[[16]byte]IndexEntry
 }
 
-// VHostScan is the detailed result of ScanVHost.
+// VHostScan is the result of ScanVHost (and of the scan Scan and Verify
+// run of a vhost): the files' records were handed over and released.
 type VHostScan struct {
 	Dir   string // vhost dir relative to Root
 	VHost string // from .vhost
 	// Queues is what the queue indexes say (nil when the vhost has no
 	// queues dir: references unknown).
 	Queues *VHostQueues
-	// Refs maps each referenced msg id (32 hex) to its queue names, one
-	// per reference.
-	Refs     map[string][]string
-	Files    []*FileScan         // persistent store files in numeric order, then transient
-	Found    map[string]Location // referenced id -> first copy
-	Lost     []string            // referenced ids found in no .rdq (sorted)
-	Clean    *CleanIndex         // nil when no clean-shutdown file exists
-	Findings []scan.Finding
-	Layout   map[string]any
+	// RefsKnown: the queue indexes were read, so a record no queue
+	// references is unreferenced (not unknown). QueuesOf names a
+	// referenced id's queues.
+	RefsKnown bool
+	Files     []*FileScan // persistent store files in numeric order, then transient
+	Lost      []string    // referenced ids found in no .rdq (sorted)
+	Clean     *CleanIndex // nil when no clean-shutdown file exists
+	Findings  []scan.Finding
+	Layout    map[string]any
 	// Assumed says what the scan assumed where the files lack context
 	// (the broker version: brokerVersion.infer; queue references), and why.
 	Assumed []string
 	// unrefUnknown counts the records no readable queue index references
 	// while some queue dir could not be read (unreadQueueFindings).
 	unrefUnknown int
-	// lean: the scan handed its records over and kept no Refs
-	// (QueuesOf reads them again).
-	lean bool
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"path/filepath"
 
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -80,7 +79,7 @@ type QueueFate struct {
 // unclean stop, is a publish never confirmed rather than a lost message.
 func (qf *QueueFate) unconfirmed(seq uint64) bool { return !qf.FoundAny || seq > qf.LastFound }
 
-// VHostVerify is the detailed result of VerifyVHost.
+// VHostVerify is one vhost's verify as it is assembled (verifyVHost).
 type VHostVerify struct {
 	Scan       *VHostScan
 	State      string   // StateClean or StateUnclean
@@ -104,7 +103,7 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	vhosts := []map[string]any{}
 	for _, d := range cfg.VHostDirs {
-		vv, err := verifyVHostResult(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true}, cfg.detailed)
+		vv, err := verifyVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
@@ -147,44 +146,7 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 	return res, ctx.Err()
 }
 
-// VerifyVHost scans one vhost dir and cross-checks it: queue index entries
-// against the shared store, the clean-shutdown index and file summary
-// against the files, orphan queue dirs; then predicts per queue what the
-// next start keeps, drops, and what buggy scanner versions would lose.
-func VerifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostVerify, error) {
-	ver, err := parseVersion(o.BrokerVersion)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ScanVHost(ctx, root, vhostDir, o)
-	if err != nil {
-		return nil, err
-	}
-	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"), false)
-	vv := startVerify(v, cs, false)
-	if vv.Queues, err = predict(v, vv.State == StateClean, ver); err != nil {
-		return nil, err
-	}
-	vv.Findings = append(vv.Findings, anomalyFindings(root, v.Queues, vv.Queues)...)
-	vv.Findings = append(vv.Findings, orphanFindings(root, vv.Queues)...)
-	vv.Findings = append(vv.Findings, missingFindings(root, vv.Queues, v.Refs, vv.State == StateClean)...)
-	vv.Queues = append(vv.Queues, unreadQueueFates(root, v)...)
-	if cs.index != nil {
-		vv.Findings = append(vv.Findings, cleanIndexFindings(v, cs)...)
-	}
-	if cs.summary != nil {
-		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
-	}
-	vv.Findings = dedupe(vv.Findings)
-	kinds := map[string]bool{}
-	for _, q := range vv.Queues {
-		kinds[q.Index] = true
-	}
-	vv.Layout = verifyLayout(v, vv, vhostDir, kinds, len(vv.Queues))
-	return vv, nil
-}
-
-// startVerify is where both verify paths start from a vhost's scan: the
+// startVerify is where verify starts from a vhost's scan: the
 // scan's findings that verify does not rebuild, and the clean-shutdown
 // state cs read from the store (its findings added). With inPlace the list
 // is filtered in v.Findings' own array and v.Findings is cleared: for a

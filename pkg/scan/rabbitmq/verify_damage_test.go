@@ -36,7 +36,7 @@ func writeFile(t *testing.T, p string, b []byte) {
 
 // only asserts exactly one finding of code at path (relative to root's
 // vhost dir) and returns it; the caller checks the offset.
-func only(t *testing.T, vv *VHostVerify, code, path string) scan.Finding {
+func only(t *testing.T, vv *scan.Result, code, path string) scan.Finding {
 	t.Helper()
 	var got []scan.Finding
 	for _, f := range codes(vv.Findings, code) {
@@ -50,7 +50,7 @@ func only(t *testing.T, vv *VHostVerify, code, path string) scan.Finding {
 	return got[0]
 }
 
-func queueFate(t *testing.T, vv *VHostVerify, dir string) *QueueFate {
+func queueFate(t *testing.T, vv *scan.Result, dir string) scan.Queue {
 	t.Helper()
 	for _, q := range vv.Queues {
 		if q.Dir == dir {
@@ -58,7 +58,7 @@ func queueFate(t *testing.T, vv *VHostVerify, dir string) *QueueFate {
 		}
 	}
 	t.Fatalf("no queue %s", dir)
-	return nil
+	return scan.Queue{}
 }
 
 // qiSlots returns the offsets of the present slots of a .qi file with the
@@ -143,7 +143,7 @@ func TestVerifyMessageMissing(t *testing.T) {
 				}
 			}
 		} else {
-			for _, ef := range before.Entries {
+			for _, ef := range entryFates(t, root, dir, "")[q1Dir] {
 				cand, _ := hex.DecodeString(ef.MsgID)
 				if ef.Record != nil && !bytes.Contains(other, cand) && bytes.Count(idx, cand) == 1 {
 					id, want = cand, bytes.Index(idx, cand)-2 // <<1:1,P:1,RelSeq:14, MsgId:16/binary, ...>>
@@ -162,7 +162,7 @@ func TestVerifyMessageMissing(t *testing.T) {
 			q.Keep != before.Keep-1 || q.DropMsgIDs.Len() != 1 || q.DropMsgIDs.Strings()[0] != f.MsgID {
 			t.Errorf("%s: finding %+v (want offset %d), q1 keep %d (was %d), drops %v", c.dataset, f, want, q.Keep, before.Keep, q.DropMsgIDs)
 		}
-		t.Logf("%s: %s@%d msg %s; q1 keeps %d of %d", c.dataset, f.Path, f.Offset, f.MsgID, q.Keep, q.Queue.Entries)
+		t.Logf("%s: %s@%d msg %s; q1 keeps %d of %d", c.dataset, f.Path, f.Offset, f.MsgID, q.Keep, q.Entries)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestVerifyCleanIndexDamage(t *testing.T) {
 	}
 	vv := verifyDir(t, root, dir, "")
 	f := only(t, vv, CodeIndexMismatch, scan.Rel(root, ixPath))
-	if vv.State != StateClean || f.Offset != re.ObjOffs[i] || f.MsgID != hex.EncodeToString(locs[i].MsgID[:]) ||
+	if vv.Layout["shutdown"].(map[string]any)["state"] != StateClean || f.Offset != re.ObjOffs[i] || f.MsgID != hex.EncodeToString(locs[i].MsgID[:]) ||
 		f.Severity != scan.Error || len(codes(vv.Findings, CodeIndexMismatch)) != 1 {
 		t.Errorf("moved offset: %+v, want offset %d msg %x (%s)", f, re.ObjOffs[i], locs[i].MsgID, summarize(vv.Findings))
 	}
@@ -276,8 +276,8 @@ func TestVerifyOrphanQueueDir(t *testing.T) {
 	vv := verifyDir(t, root, dir, "")
 	f := only(t, vv, CodeQueueOrphan, scan.Rel(root, dst))
 	o := queueFate(t, vv, filepath.Base(dst))
-	if f.Offset != 0 || o.Keep != 0 || o.Drop != o.Queue.Entries || o.Queue.Entries == 0 || len(codes(vv.Findings, CodeQueueOrphan)) != 1 {
-		t.Errorf("orphan: %+v; keep %d drop %d of %d", f, o.Keep, o.Drop, o.Queue.Entries)
+	if f.Offset != 0 || o.Keep != 0 || o.Drop != o.Entries || o.Entries == 0 || len(codes(vv.Findings, CodeQueueOrphan)) != 1 {
+		t.Errorf("orphan: %+v; keep %d drop %d of %d", f, o.Keep, o.Drop, o.Entries)
 	}
 	for _, q := range before.Queues {
 		if n := queueFate(t, vv, q.Dir); n.Keep != q.Keep || n.Drop != q.Drop {

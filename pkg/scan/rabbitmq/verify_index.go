@@ -14,30 +14,8 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-type fileOff struct{ file, off int64 }
-
-// persistentFiles indexes the persistent store's records by place and by
-// id (first copy), and its files by number.
-func persistentFiles(v *VHostScan) (at map[fileOff]*Record, byID map[[16]byte]*Record, byNum map[int64]*FileScan) {
-	at, byID, byNum = map[fileOff]*Record{}, map[[16]byte]*Record{}, map[int64]*FileScan{}
-	for _, f := range v.Files {
-		if f.Transient || f.Number < 0 {
-			continue
-		}
-		byNum[f.Number] = f
-		for _, r := range f.Records {
-			at[fileOff{r.File, r.Offset}] = r
-			if _, ok := byID[r.MsgID]; !ok {
-				byID[r.MsgID] = r
-			}
-		}
-	}
-	return at, byID, byNum
-}
-
 // fileTotals returns a file's record count, the bytes of its referenced
-// records and where the last of them ends; a released file (lean mode)
-// kept them.
+// records and where the last of them ends; a released file kept them.
 func fileTotals(f *FileScan) (records int, valid, liveEnd int64) {
 	if f.lean.done {
 		return f.lean.records, f.lean.valid, f.lean.liveEnd
@@ -49,54 +27,6 @@ func fileTotals(f *FileScan) (records int, valid, liveEnd int64) {
 		}
 	}
 	return len(f.Records), valid, liveEnd
-}
-
-// cleanIndexFindings checks every msg_store_index.ets object: the record
-// at File/Offset has that id and size, and RefCount equals the number of
-// queue index references. Referenced ids the index lacks are reported too.
-// The 4.0 dirty-recovery +1 (§4.3) cannot show here: a clean shutdown
-// writes the counts the running broker held, so exact equality is asked.
-func cleanIndexFindings(v *VHostScan, cs *cleanState) []scan.Finding {
-	at, byID, _ := persistentFiles(v)
-	var refs map[string]int
-	if v.Queues != nil {
-		refs = v.Queues.RefCounts
-	}
-	var out []scan.Finding
-	inIndex := map[string]bool{}
-	for i, e := range cs.index {
-		id := hexID(e.MsgID)
-		inIndex[id] = true
-		var loc *entryMiss
-		if r := at[fileOff{e.File, e.Offset}]; r == nil || r.MsgID != e.MsgID || r.TotalSize != e.TotalSize {
-			loc = &entryMiss{actual: noRecordThere}
-			if r != nil {
-				loc.actual = recordDesc(r.MsgID, r.TotalSize)
-			}
-			if c := byID[e.MsgID]; c != nil {
-				loc.found = &copyRec{path: c.Path, off: c.Offset, size: c.TotalSize}
-			}
-		}
-		var n *int64
-		if refs != nil {
-			k := int64(refs[id])
-			n = &k
-		}
-		if f, ok := indexEntryFinding(cs.indexPath, cs.indexOffs[i], IndexEntry(e), loc, n); ok {
-			out = append(out, f)
-		}
-	}
-	ids := make([]string, 0, len(refs))
-	for id := range refs {
-		if !inIndex[id] {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		out = append(out, indexLacksFinding(cs.indexPath, id, refs[id], v.Refs[id]))
-	}
-	return out
 }
 
 // entryMiss is what is at an index entry's place when it is not the
@@ -194,7 +124,7 @@ func fileSummaryFindings(v *VHostScan, cs *cleanState) []scan.Finding {
 		_, valid, liveEnd := fileTotals(f)
 		var why []string
 		sev := scan.Info
-		if v.Refs != nil && s.ValidTotalSize != valid {
+		if v.RefsKnown && s.ValidTotalSize != valid {
 			why = append(why, fmt.Sprintf("valid total size %d, but the records queues reference add up to %d", s.ValidTotalSize, valid))
 			sev = scan.Error
 		}

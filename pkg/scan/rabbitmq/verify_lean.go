@@ -31,34 +31,16 @@ type vhostResult struct {
 	unread   []error // queue dirs that could not be read (unreadErrs)
 }
 
-// verifyVHostResult runs the lean verify of one vhost, or VerifyVHost
-// when detailed (tests comparing the two).
-func verifyVHostResult(ctx context.Context, root, vhostDir string, o VHostOptions, detailed bool) (*vhostResult, error) {
-	if !detailed {
-		return verifyVHostLean(ctx, root, vhostDir, o)
-	}
-	vv, err := VerifyVHost(ctx, root, vhostDir, o)
-	if err != nil {
-		return nil, err
-	}
-	r := &vhostResult{files: vv.Scan.Files, findings: vv.Findings, layout: vv.Layout, assumed: vv.Scan.Assumed,
-		unread: unreadErrs(root, vv.Scan)}
-	for _, q := range vv.Queues {
-		if err := r.queues.add(q.Queue); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
-}
-
-// verifyVHostLean is VerifyVHost's result computed with the lean scan,
-// one queue at a time.
-func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions) (*vhostResult, error) {
+// verifyVHost scans one vhost dir and cross-checks it: queue index
+// entries against the shared store, the clean-shutdown index and file
+// summary against the files, orphan queue dirs; then predicts per queue,
+// one queue at a time, what the next start keeps, drops, and what buggy
+// scanner versions would lose.
+func verifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*vhostResult, error) {
 	ver, err := parseVersion(o.BrokerVersion)
 	if err != nil {
 		return nil, err
 	}
-	o.lean = true
 	v, s, err := scanVHostKeep(ctx, root, vhostDir, o)
 	if err != nil {
 		return nil, err
@@ -75,7 +57,7 @@ func verifyVHostLean(ctx context.Context, root, vhostDir string, o VHostOptions)
 			bad[fileIDPath{f.Path, id}] = f.Offset
 		}
 	}
-	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"), true)
+	cs := readCleanState(root, filepath.Join(vhostDir, "msg_store_persistent"))
 	if cs.leanIndex && !s.leanIndexHolds(cs.indexObjects) {
 		// The scan and the check frame the dump with the same reader
 		// (rfmt.EachETSItem), and a dump that checks holds only objects

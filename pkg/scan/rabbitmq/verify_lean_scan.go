@@ -1,8 +1,8 @@
 package rabbitmq
 
-// scanVHostKeep is ScanVHost that also returns its scanner: lean verify
+// scanVHostKeep is ScanVHost that also returns its scanner: verify
 // decides queue entries from the scanner's id map (seen, paths, lrefs),
-// which the lean scan keeps instead of the records.
+// which the scan keeps instead of the records.
 
 import (
 	"context"
@@ -23,12 +23,12 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		return nil, nil, err
 	}
 	s := newScanner(root, ver, o.Options)
-	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Found: map[string]Location{}, Layout: map[string]any{}}
+	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Layout: map[string]any{}}
 	if o.EachFile != nil {
 		// The records go to the callback, file by file, and are released.
 		// The index is joined entry by entry from the start: a digest
 		// that disagreed would scan again and hand the files over twice.
-		o.lean, o.exactIndex = true, true
+		o.exactIndex = true
 		s.each = func(f *FileScan) error { return o.EachFile(v, f) }
 	}
 	store := filepath.Join(vhostDir, "msg_store_persistent")
@@ -37,8 +37,8 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	// index is read first to know.
 	join := joinSpill{}
 	cleanRead := false
-	if o.lean && o.join.allow {
-		v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, true))
+	if o.join.allow {
+		v.Clean, s.lidx, s.cdig, err = readClean(store, useCleanDigest(o, true))
 		if err != nil {
 			s.free()
 			return nil, nil, err
@@ -63,18 +63,12 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	if hasQueues {
 		go func() {
 			defer close(qdone)
-			read := ReadVHostQueues
 			var refs leanRefsBuilder
 			refs.files, refs.maxSize = rdqShape(filepath.Join(vhostDir, "msg_store_persistent"))
 			refs.join = join
-			if o.lean {
-				// References become id slots as they are read, a .qi
-				// segment at a time: they are never all held as QueueRefs.
-				read = func(dir string) (*VHostQueues, error) {
-					return ReadVHostQueuesRefsFunc(dir, refs.take)
-				}
-			}
-			q, err := read(vhostDir)
+			// References become id slots as they are read, a .qi segment
+			// at a time: they are never all held as QueueRefs.
+			q, err := ReadVHostQueuesRefsFunc(vhostDir, refs.take)
 			if err == nil && len(q.Unreadable) > 0 && !o.partialQueues {
 				err = fmt.Errorf("%s: %w", q.Unreadable[0].Path, q.Unreadable[0].Err)
 			}
@@ -82,19 +76,14 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 				qerr = err
 				return
 			}
-			v.Queues, v.VHost = q, q.VHost
-			if o.lean && refs.sorter != nil {
+			v.Queues, v.VHost, v.RefsKnown = q, q.VHost, true
+			if refs.sorter != nil {
 				p := &pendingJoin{}
 				s.lrefs, p.j, p.index, p.names = refs.buildSpill(q)
 				pending = p
-				v.Refs, v.lean = map[string][]string{}, true
-			} else if o.lean {
-				s.lrefs = refs.build(q, s.seen)
-				v.Refs, v.lean = map[string][]string{}, true
 			} else {
-				v.Refs = queueRefs(q)
+				s.lrefs = refs.build(q, s.seen)
 			}
-			s.refs = v.Refs
 		}()
 	} else {
 		close(qdone)
@@ -104,7 +93,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	s.ready = func() { <-qdone }
 	if !cleanRead {
-		v.Clean, s.lidx, s.cdig, err = readClean(store, o.lean, useCleanDigest(o, hasQueues))
+		v.Clean, s.lidx, s.cdig, err = readClean(store, useCleanDigest(o, hasQueues))
 		if err != nil {
 			<-qdone
 			s.free()
@@ -112,7 +101,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		}
 	}
 	s.clean = v.Clean
-	s.lean = o.lean
+	s.lean = true
 	if join.allow && hasQueues {
 		// A spilled join needs every reference before its prepass.
 		<-qdone
@@ -168,13 +157,6 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		s.free()
 		return nil, nil, err
 	}
-	for _, f := range v.Files {
-		for _, r := range f.Records {
-			if r.Status == StatusReferenced {
-				v.Found[r.ID()] = Location{Path: r.Path, Offset: r.Offset}
-			}
-		}
-	}
 	if tf, err := s.scanStore(ctx, filepath.Join(vhostDir, "msg_store_transient"), true); err == nil {
 		v.Files = append(v.Files, tf...)
 	}
@@ -198,7 +180,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	}
 	v.Findings = make([]scan.Finding, 0, n) // sized once: findings can be most of the heap
 	for _, f := range v.Files {
-		v.Findings = append(v.Findings, fileFindings(f, ver, v.Refs != nil)...)
+		v.Findings = append(v.Findings, fileFindings(f, ver, v.RefsKnown)...)
 	}
 	v.Findings = append(v.Findings, s.missing(v)...)
 	v.Findings = append(v.Findings, s.indexFindings(v)...)

@@ -20,35 +20,6 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// predict builds one QueueFate per queue dir of v.
-func predict(v *VHostScan, clean bool, ver brokerVersion) ([]*QueueFate, error) {
-	if v.Queues == nil {
-		return nil, nil
-	}
-	found := map[[16]byte]*Record{} // no hex string per record
-	for _, f := range v.Files {
-		for _, r := range f.Records {
-			if !f.Transient && r.Status == StatusReferenced {
-				found[r.MsgID] = r
-			}
-		}
-	}
-	// Detailed results never spill their victim lists, so reading them
-	// back cannot fail; an ad-hoc id table holds the risk bits.
-	vic, err := compactVictims(v, ver, newIDTable())
-	if err != nil {
-		return nil, err
-	}
-	lookup := unreadLookup(func(id [16]byte) *Record { return found[id] }, v.Unread())
-	var out []*QueueFate
-	for _, qd := range v.Queues.Queues {
-		qf := predictQueue(qd, v.VHost, clean, lookup, vic, nil)
-		qf.waitsOn(v.Unread())
-		out = append(out, qf)
-	}
-	return out, nil
-}
-
 // unreadRecord is what an unreadLookup returns for an id no readable
 // .rdq holds while some .rdq could not be read: fate makes it Unknown.
 var unreadRecord = &Record{}

@@ -64,7 +64,7 @@ func TestVerifyAtRisk(t *testing.T) {
 		got := func(key string) string { return fmt.Sprint(sortedCopy(q.AtRiskMsgIDs[key].Strings())) }
 		if q.AtRisk[VersionsGen2] != len(lost2) || got(VersionsGen2) != fmt.Sprint(lost2) ||
 			q.AtRisk[VersionsGen1] != len(lost1) || got(VersionsGen1) != fmt.Sprint(lost1) ||
-			q.AtRisk[VersionsOffByNine] != 0 || q.Keep != len(offs) || vv.State != StateUnclean {
+			q.AtRisk[VersionsOffByNine] != 0 || q.Keep != len(offs) || vv.Layout["shutdown"].(map[string]any)["state"] != StateUnclean {
 			t.Errorf("%s: at_risk %v %v, keep %d; models lose gen-1 %v, gen-2 %v", k.name, q.AtRisk, q.AtRiskMsgIDs, q.Keep, lost1, lost2)
 		}
 		if k.name == "victim-last" && (q.AtRisk[VersionsGen2] != 1 || got(VersionsGen2) != "["+vicID+"]") {
@@ -80,7 +80,7 @@ func TestVerifyAtRisk(t *testing.T) {
 			if q.Keep != len(offs)-len(c.lost) || fmt.Sprint(sortedCopy(q.DropMsgIDs.Strings())) != fmt.Sprint(sortedCopy(c.lost)) {
 				t.Errorf("%s --broker-version %s: keep %d drops %v, want %v lost", k.name, c.ver, q.Keep, q.DropMsgIDs, c.lost)
 			}
-			for _, ef := range q.Entries {
+			for _, ef := range entryFates(t, root, vdir, c.ver)[q.Dir] {
 				if !ef.Keep && !strings.HasPrefix(ef.Reason, DropScanner) {
 					t.Errorf("%s --broker-version %s: %s dropped for %q", k.name, c.ver, ef.MsgID, ef.Reason)
 				}

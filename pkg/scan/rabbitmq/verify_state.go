@@ -21,30 +21,29 @@ import (
 // etsIndexModule is the only index module a 4.0+ clean start accepts.
 const etsIndexModule = "rabbit_msg_store_ets_index"
 
-// cleanState is what the clean-shutdown files of one store say. index and
-// summary are set only when the state is clean: otherwise the broker does
+// cleanState is what the clean-shutdown files of one store say. leanIndex
+// and summary are set only when the state is clean: otherwise the broker does
 // not use them and they are not checked.
 type cleanState struct {
 	state       string
 	from        []string
 	clientRefs  int
 	indexPath   string // relative to root
-	index       []rfmt.MsgLocation
-	indexOffs   []int64 // offset of each object's ETF bytes in the dump
 	summaryPath string
 	summary     []rfmt.FileSummary
 	summaryOffs []int64
 	findings    []scan.Finding
-	// Lean mode: the index was checked (rfmt.CheckMsgStoreIndex), not
-	// kept; indexObjects objects, and leanIndex set when the state is clean.
+	// The index was checked (rfmt.CheckMsgStoreIndex), not kept (the
+	// scanner's leanIndex has it): indexObjects objects, and leanIndex
+	// set when the state is clean.
 	leanIndex    bool
 	indexObjects int
 }
 
 // readCleanState reads and parses the three clean-shutdown files of store.
-// With lean, msg_store_index.ets is only checked, a mapped object at a
-// time, and not kept (the lean scanner has its entries).
-func readCleanState(root, store string, lean bool) *cleanState {
+// msg_store_index.ets is only checked, a mapped object at a time, and not
+// kept (the scanner has its entries).
+func readCleanState(root, store string) *cleanState {
 	cs := &cleanState{state: StateUnclean, clientRefs: -1}
 	names := []string{"clean.dot", "file_summary.ets", "msg_store_index.ets"}
 	data := map[string][]byte{}
@@ -53,7 +52,7 @@ func readCleanState(root, store string, lean bool) *cleanState {
 		p := filepath.Join(store, n)
 		var b []byte
 		var err error
-		if lean && n == "msg_store_index.ets" {
+		if n == "msg_store_index.ets" {
 			b, err = []byte{}, statSmall(p) // read by readIndexLean
 		} else {
 			b, err = readSmall(p)
@@ -95,14 +94,10 @@ func readCleanState(root, store string, lean bool) *cleanState {
 			}
 		}
 	}
-	if lean {
-		ok = cs.readIndexLean(root, filepath.Join(store, "msg_store_index.ets"), data["msg_store_index.ets"] != nil) && ok
-	} else {
-		ok = cs.readIndex(root, filepath.Join(store, "msg_store_index.ets"), data["msg_store_index.ets"]) && ok
-	}
+	ok = cs.readIndexLean(root, filepath.Join(store, "msg_store_index.ets"), data["msg_store_index.ets"] != nil) && ok
 	ok = cs.readSummary(root, filepath.Join(store, "file_summary.ets"), data["file_summary.ets"]) && ok
 	if !ok {
-		cs.index, cs.summary, cs.leanIndex = nil, nil, false
+		cs.summary, cs.leanIndex = nil, false
 		cs.from = append(cs.from, rel+": clean-shutdown files present but not all usable")
 		return cs
 	}
@@ -133,8 +128,8 @@ func statSmall(p string) error {
 	return nil
 }
 
-// readIndexLean is readIndex for lean mode: the same checks and errors,
-// on the mapped file, keeping only the object count. readable is false
+// readIndexLean checks msg_store_index.ets (the checks and errors of
+// readSummary) on the mapped file, keeping only the object count. readable is false
 // when the file could not be read (already reported).
 func (cs *cleanState) readIndexLean(root, p string, readable bool) bool {
 	if !readable {
@@ -172,27 +167,6 @@ func (cs *cleanState) unreadable(root, p string, off int64, err error) {
 	cs.findings = append(cs.findings, scan.Finding{Code: CodeIndexUnread, Severity: scan.Warning,
 		Path: scan.Rel(root, p), Offset: off, Repair: scan.RepairNone,
 		Message: fmt.Sprintf("clean-shutdown file not usable (%v); the next start rebuilds the index from scratch", err)})
-}
-
-// readIndex parses msg_store_index.ets; b is nil when it could not be read.
-func (cs *cleanState) readIndex(root, p string, b []byte) bool {
-	if b == nil {
-		return false
-	}
-	f, err := rfmt.ReadETSFile(b)
-	var locs []rfmt.MsgLocation
-	if err == nil {
-		locs, err = rfmt.ReadMsgStoreIndex(b)
-	}
-	if err == nil && !f.Closed {
-		err = errNotClosed()
-	}
-	if err != nil {
-		cs.unreadable(root, p, 0, err)
-		return false
-	}
-	cs.indexPath, cs.index, cs.indexOffs = scan.Rel(root, p), locs, f.ObjOffs
-	return true
 }
 
 // readSummary parses file_summary.ets; b is nil when it could not be read.

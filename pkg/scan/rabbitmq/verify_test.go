@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
@@ -27,16 +28,60 @@ func vhostOf(root, node string) string {
 	return filepath.Join(root, node, "msg_stores", "vhosts", vhostHash)
 }
 
-// verifyDir runs VerifyVHost and asserts it changed no byte.
-func verifyDir(t *testing.T, root, dir, ver string) *VHostVerify {
+// verifyDir runs Verify on one vhost dir and asserts it changed no byte.
+func verifyDir(t *testing.T, root, dir, ver string) *scan.Result {
 	t.Helper()
 	before := testutil.TreeHash(t, dir)
-	vv, err := VerifyVHost(context.Background(), root, dir, VHostOptions{BrokerVersion: ver})
+	res, err := Verify(context.Background(), Config{Root: root, VHostDirs: []string{dir}, BrokerVersion: ver}, scan.Options{})
+	if err != nil || res.Incomplete {
+		t.Fatal(err, res.Errors)
+	}
+	testutil.SameTree(t, before, testutil.TreeHash(t, dir))
+	return res
+}
+
+// entryFates decides every entry of every queue dir of a vhost with the
+// prediction verify runs (predictQueue over the scan's id table), keeping
+// the entries (verify drops them once counted) and, for a found record,
+// its place, by queue dir: what a test checks against the restarted
+// broker's messages.
+func entryFates(t *testing.T, root, dir, version string) map[string][]EntryFate {
+	t.Helper()
+	ver, err := parseVersion(version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.SameTree(t, before, testutil.TreeHash(t, dir))
-	return vv
+	v, s, err := scanVHostKeep(context.Background(), root, dir, VHostOptions{BrokerVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.free()
+	clean := readCleanState(root, filepath.Join(dir, "msg_store_persistent")).state == StateClean
+	vic, err := compactVictims(v, ver, s.seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(id [16]byte) *Record {
+		e := s.seen.get(id)
+		if e.set == 0 || e.path() == 0 {
+			return nil
+		}
+		p := s.paths[e.path()-1]
+		b := readFile(t, filepath.Join(root, p))
+		off := int64(e.off)
+		size := int64(binary.BigEndian.Uint64(b[off:])) + 9 // Size counts id and body: + the 8-byte field and the 0xFF
+		return &Record{Path: p, Offset: off, TotalSize: size, MsgID: id, Status: StatusReferenced}
+	}
+	out := map[string][]EntryFate{}
+	for _, qd := range v.Queues.Queues {
+		full, err := ReadQueueDir(qd.Dir, v.Queues.SegmentEntryCount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qf := predictQueue(full, v.VHost, clean, lookup, vic, nil)
+		out[qf.Dir] = qf.Entries
+	}
+	return out
 }
 
 // amqpOf decodes the message a kept entry delivers: from its .rdq record,
@@ -69,7 +114,8 @@ func TestVerifyDatasetsPredictRestart(t *testing.T) {
 		t.Run(d.kind+"/"+d.name, func(t *testing.T) {
 			root := testutil.Untar(t, testutil.Testdata(d.kind, "datasets", d.name+".tar.gz"))
 			dir := vhostOf(root, d.node)
-			vv := verifyDir(t, root, dir, "")
+			res := verifyDir(t, root, dir, "")
+			fates := entryFates(t, root, dir, "")
 			oracle := testutil.Testdata(d.kind, "results", d.name, "restart")
 			want := map[string]int{}
 			for _, l := range readTSV(t, filepath.Join(oracle, "list_queues.tsv"))[1:] {
@@ -83,43 +129,44 @@ func TestVerifyDatasetsPredictRestart(t *testing.T) {
 			for _, m := range testutil.ReadJSONLIfExists[dumpRec](t, filepath.Join(oracle, "dump.jsonl")) {
 				delivered[m.Queue] = append(delivered[m.Queue], fmt.Sprintf("%s %d %s", m.MessageID, m.Size, m.SHA256))
 			}
-			if len(vv.Queues) != len(want) {
-				t.Errorf("%d queues predicted, broker has %d", len(vv.Queues), len(want))
+			if len(res.Queues) != len(want) || len(fates) != len(want) {
+				t.Errorf("%d queues predicted (%d decided entry by entry), broker has %d", len(res.Queues), len(fates), len(want))
 			}
 			files := map[string][]byte{}
 			compared := 0
-			for _, q := range vv.Queues {
-				n, ok := want[q.Queue.Queue]
-				if !ok || q.Keep != n || q.Keep+q.Drop != q.Queue.Entries {
-					t.Errorf("queue %s: keep %d drop %d of %d entries, broker kept %d (%v)", q.Queue.Queue, q.Keep, q.Drop, q.Queue.Entries, n, ok)
+			for _, q := range res.Queues {
+				n, ok := want[q.Queue]
+				if !ok || q.Keep != n || q.Keep+q.Drop != q.Entries || len(fates[q.Dir]) != q.Entries {
+					t.Errorf("queue %s: keep %d drop %d of %d entries (%d fates), broker kept %d (%v)", q.Queue, q.Keep, q.Drop, q.Entries, len(fates[q.Dir]), n, ok)
 				}
 				var kept []string
-				for _, ef := range q.Entries {
+				for _, ef := range fates[q.Dir] {
 					if ef.Keep {
 						kept = append(kept, amqpOf(t, root, ef, files))
 					}
 				}
-				got, exp := sortedCopy(kept), sortedCopy(delivered[q.Queue.Queue])
+				got, exp := sortedCopy(kept), sortedCopy(delivered[q.Queue])
 				if fmt.Sprint(got) != fmt.Sprint(exp) {
-					t.Errorf("queue %s: kept messages differ from the broker's dump:\n got %v\nwant %v", q.Queue.Queue, got, exp)
+					t.Errorf("queue %s: kept messages differ from the broker's dump:\n got %v\nwant %v", q.Queue, got, exp)
 				}
 				compared += len(exp)
 				for _, k := range atRiskKeys {
 					if _, ok := q.AtRisk[k]; !ok {
-						t.Errorf("queue %s: at_risk lacks %s", q.Queue.Queue, k)
+						t.Errorf("queue %s: at_risk lacks %s", q.Queue, k)
 					}
 				}
 			}
-			t.Logf("%d queues, %d delivered messages compared; state %s; %s", len(vv.Queues), compared, vv.State, summarize(vv.Findings))
+			state := res.Layout["shutdown"].(map[string]any)["state"]
+			t.Logf("%d queues, %d delivered messages compared; state %s; %s", len(res.Queues), compared, state, summarize(res.Findings))
 			wantState := StateUnclean
 			if d.name == "clean-shutdown" {
 				wantState = StateClean
 			}
-			if vv.State != wantState {
-				t.Errorf("state %s, want %s (%v)", vv.State, wantState, vv.StateFrom)
+			if state != wantState {
+				t.Errorf("state %s, want %s (%v)", state, wantState, res.Layout["shutdown"])
 			}
 			if d.name != "crash-mid-write-confirmed" {
-				for _, f := range vv.Findings {
+				for _, f := range res.Findings {
 					if f.Severity >= scan.Warning {
 						t.Errorf("clean fixture: %s %s at %s@%d: %s", f.Severity, f.Code, f.Path, f.Offset, f.Message)
 					}

@@ -19,15 +19,11 @@ import (
 type VHostOptions struct {
 	BrokerVersion string       // see Config.BrokerVersion
 	Options       scan.Options // Records and Progress are honoured
-	// lean releases each file's records once its findings are made and
-	// reads the queue indexes without their entries (Scan only: the
-	// result then has no Records, Gaps, Queues[].Entries nor Found).
-	lean bool
-	// join lets a lean scan spill its join of the references against the
+	// join lets the scan spill its join of the references against the
 	// records (joinspill.go): Scan sets it, verify (which reads the id
 	// table afterwards) does not.
 	join joinSpill
-	// exactIndex makes a lean scan hold and join msg_store_index.ets entry
+	// exactIndex makes the scan hold and join msg_store_index.ets entry
 	// by entry from the start (clean_digest.go).
 	exactIndex bool
 	// partialQueues lets scan and verify go on past queue dirs that
@@ -35,23 +31,23 @@ type VHostOptions struct {
 	// unknown). Without it such a dir is an error, as writers and salvage
 	// must not act on references they do not know.
 	partialQueues bool
-	// EachFile, when set, is handed each .rdq file's detailed result in
-	// file order (the persistent store's files, then the transient
+	// EachFile, when set, is handed each .rdq file's result in file order (the persistent store's files, then the transient
 	// store's): its records with their statuses and references, gaps and
 	// hazards, while the scan still holds them. v is the result so far:
 	// Dir, VHost, Queues and Clean are known, Findings are not, and Files
 	// holds the persistent store's files once the transient store's come.
-	// The scan then keeps none of them (the lean scan that Scan and
-	// Verify run, the same findings), so memory stays flat in the store's
+	// The scan then keeps none of them (the scan that Scan and Verify
+	// run, the same findings), so memory stays flat in the store's
 	// records. An error stops the scan and is ScanVHost's.
 	EachFile func(v *VHostScan, f *FileScan) error
 }
 
 // ScanVHost scans one vhost dir (msg_store_persistent/, msg_store_transient/
-// and queues/ inside it) and returns the detailed result: per file records
-// with their status, gaps, misread hazards with their victims, where each
-// referenced msg id was found, the ids found nowhere, and the clean-shutdown
-// index when present. Paths are relative to root. The error is for what
+// and queues/ inside it) with the streaming scan Scan and Verify run: each
+// file's records with their status, gaps and misread hazards with their
+// victims go to o.EachFile while the scan holds them; the result keeps the
+// per-file summaries, hazards, findings, the ids found nowhere and the
+// clean-shutdown state. Paths are relative to root. The error is for what
 // stops the scan as a whole (bad version string, unreadable queues dir);
 // per file I/O errors are in FileScan.Err and in the findings.
 func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostScan, error) {
@@ -62,30 +58,13 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 	return v, err
 }
 
-// queueRefs maps each referenced id to the names of the queues holding a
-// reference, one name per reference.
-func queueRefs(q *VHostQueues) map[string][]string {
-	out := map[string][]string{}
-	for _, qd := range q.Queues {
-		name := queueName(qd)
-		for _, r := range qd.Refs {
-			out[r.MsgID] = append(out[r.MsgID], name)
-		}
-	}
-	for _, v := range out {
-		sort.Strings(v)
-	}
-	return out
-}
-
 // QueuesOf returns the names of the queues that reference msg id (32 hex
-// digits), one per reference, sorted: v.Refs[id]. A scan that handed its
-// records over (VHostOptions.EachFile) keeps no Refs: the queue indexes
-// are then read again for it, which a planner does for the few ids it
+// digits), one per reference, sorted. The scan keeps no map of them: the
+// queue indexes are read again, which a planner does for the few ids it
 // names. Nil when no queue references it or the references are unknown.
 func (v *VHostScan) QueuesOf(id string) ([]string, error) {
-	if !v.lean || v.Queues == nil {
-		return v.Refs[id], nil
+	if v.Queues == nil {
+		return nil, nil
 	}
 	want, ok := decodeID(id)
 	if !ok {
@@ -120,23 +99,7 @@ func (s *scanner) missing(v *VHostScan) []scan.Finding {
 	if v.Queues == nil {
 		return nil
 	}
-	if s.lrefs != nil {
-		return s.missingLean(v)
-	}
-	var out []scan.Finding
-	for _, qd := range v.Queues.Queues {
-		name := queueName(qd)
-		found := func(r QueueRef) bool { _, ok := v.Found[r.MsgID]; return ok }
-		last, any := lastFoundSeq(qd.Refs, found)
-		for _, r := range qd.Refs {
-			if found(r) {
-				continue
-			}
-			out = append(out, s.missingFinding(r, name, v.Refs[r.MsgID], v.Unread(), !any || r.SeqID > last))
-		}
-	}
-	v.Lost = lostIDs(out)
-	return out
+	return s.missingLean(v)
 }
 
 func queueFindings(root string, q *VHostQueues) []scan.Finding {
@@ -156,7 +119,7 @@ func queueFindings(root string, q *VHostQueues) []scan.Finding {
 }
 
 func (s *scanner) layout(v *VHostScan) map[string]any {
-	l := map[string]any{"vhost_dir": v.Dir, "vhost": v.VHost, "references_known": v.Refs != nil}
+	l := map[string]any{"vhost_dir": v.Dir, "vhost": v.VHost, "references_known": v.RefsKnown}
 	var versions []string
 	if s.termCnt[rfmt.RecordBasicMessage] > 0 {
 		versions = append(versions, "3.x (basic_message)")

@@ -2,15 +2,24 @@ package rabbitmq
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 )
 
-// spillAll makes lean mode spill every victim list (the lean-vs-detailed
-// tests then compare spilled lists read back); it returns the undo.
+// spillAll makes the scan spill every victim list (tests then read
+// spilled lists back); it returns the undo.
 func spillAll() func() {
 	old := spillMinVictims
 	spillMinVictims = 1
+	return func() { spillMinVictims = old }
+}
+
+// spillNone makes the scan keep every victim list in memory; it returns
+// the undo.
+func spillNone() func() {
+	old := spillMinVictims
+	spillMinVictims = math.MaxInt
 	return func() { spillMinVictims = old }
 }
 
