@@ -273,8 +273,9 @@ const StreamWindow = 1 << 20
 // still in the page cache), so the process holds about two windows of the
 // file whatever its size (a 20 MB msg_store_index.ets held whole is a
 // quarter of a 4 GiB scan's memory). A reached offset lower than the last
-// starts a new pass. Bytes behind the window stay readable: they fault in
-// again. Scan it under Guard.
+// starts a new pass; a jump ahead populates from the new offset on.
+// Bytes behind the window stay readable: they fault in again. Scan it
+// under Guard.
 func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 	if v.size == 0 || v.probe == nil || v.size > MaxWindow {
 		b, err := v.Whole()
@@ -290,6 +291,9 @@ func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 			popTo, dropTo = off/pageSize*pageSize, off/pageSize*pageSize
 		}
 		last = off
+		if at := off / pageSize * pageSize; at > popTo {
+			popTo = at // a jump ahead: what it skipped is not read in
+		}
 		if popTo < v.size && off+StreamWindow > popTo {
 			to := min(v.size, (off+2*StreamWindow)/pageSize*pageSize)
 			populate(v.probe[popTo:to])
@@ -302,6 +306,17 @@ func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 	}
 	reached(0)
 	return v.probe, reached, nil
+}
+
+// Release lets go of every page of the mapping Whole or Stream handed
+// out (MADV_DONTNEED: unmapped from the process, still in the page cache),
+// so a file whose pass is done holds no memory while it waits for its
+// next one. The bytes stay readable: a later touch faults them in again
+// (under Guard: a file that shrank meanwhile faults with its offset).
+func (v *File) Release() {
+	if v.probe != nil {
+		_ = unix.Madvise(v.probe, unix.MADV_DONTNEED)
+	}
 }
 
 // StreamFile opens path, hands its bytes to fn through Stream (fn calls

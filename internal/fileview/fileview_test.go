@@ -438,3 +438,68 @@ func TestSlice(t *testing.T) {
 		t.Errorf("read past a shrunk end: %v, want a fault at offset %d", ferr, 2<<20+100)
 	}
 }
+
+// TestRelease: Release lets go of every page of a mapping (Whole's and
+// Stream's), the bytes read back the same after it, a jump ahead in a
+// Stream pass does not read in what it skipped, and a page touched again
+// after the file shrank faults as a *FaultError with the file and offset.
+func TestRelease(t *testing.T) {
+	const size = 8<<20 + 77
+	p, want := tempFile(t, size)
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	b, err := v.Whole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss := mappedRss(t, b); rss < size/1024 {
+		t.Fatalf("Whole: mapping holds %d KiB, want all %d", rss, size/1024)
+	}
+	v.Release()
+	if rss := mappedRss(t, b); rss > 64 {
+		t.Errorf("after Release: mapping holds %d KiB, want none", rss)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatal("bytes differ after Release")
+	}
+
+	v2, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v2.Close()
+	s, reached, err := v2.Stream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2.Release()
+	reached(6 << 20) // a jump ahead: [0, 6 MiB) is skipped
+	limit := int64(3 * StreamWindow / 1024)
+	if rss := mappedRss(t, s); rss > limit {
+		t.Errorf("jump ahead: mapping holds %d KiB, want at most %d", rss, limit)
+	}
+	if !bytes.Equal(s[6<<20:], want[6<<20:]) {
+		t.Fatal("bytes differ after the jump")
+	}
+	v2.Release()
+
+	if err := os.Truncate(p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	const at = 5<<20 + 99
+	var ferr error
+	func() {
+		defer Guard(&ferr)()
+		sink = s[at]
+	}()
+	var fe *FaultError
+	if !errors.As(ferr, &fe) || fe.Path != p || fe.Offset != at {
+		t.Fatalf("touch after Release and truncate: %v (%+v), want a fault at %s offset %d", ferr, fe, p, at)
+	}
+	if !bytes.Equal(s[:1<<20], want[:1<<20]) {
+		t.Error("bytes before the new end differ")
+	}
+}

@@ -44,14 +44,33 @@ type ScanGen1Result struct {
 // crashes the broker's scanner ({badmatch, ...}, edge case 13, which takes
 // the whole vhost down); the model returns an ErrInvalid CorruptError at
 // that frame together with the records found before it.
-func ScanGen1(b []byte) (ScanGen1Result, error) {
+func ScanGen1(b []byte) (ScanGen1Result, error) { return ScanGen1Reached(b, nil) }
+
+// ReachedStep is how often ScanGen1Reached tells its caller how far it
+// has read.
+const ReachedStep = 256 << 10
+
+// ScanGen1Reached is ScanGen1 that calls reached(off), when not nil, at
+// the start and then about every ReachedStep bytes with the offset it
+// has reached: the model reads nothing before off again (a caller that
+// maps b lets those pages go).
+func ScanGen1Reached(b []byte, reached func(off int64)) (ScanGen1Result, error) {
 	var res ScanGen1Result
 	fileSize := len(b)
 	readOff, dataStart := 0, 0 // buffered data is b[dataStart:readOff]
+	next := fileSize + 1       // the next offset to report
+	if reached != nil {
+		reached(0)
+		next = ReachedStep
+	}
 	for readOff < fileSize {
 		readOff += min(ScanBlockSize, fileSize-readOff)
 		p := dataStart
 		for {
+			if p >= next {
+				reached(int64(p))
+				next = p + ReachedStep
+			}
 			rest := readOff - p
 			if rest == 0 {
 				dataStart = p

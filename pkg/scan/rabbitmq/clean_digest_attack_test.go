@@ -41,7 +41,7 @@ func scanFindings(t *testing.T, records bool, root, dir string) string {
 func fileRecords(t *testing.T, p string) []*Record {
 	t.Helper()
 	fs := &FileScan{}
-	walk(readFile(t, p), fs)
+	walk(readFile(t, p), fs, nil)
 	return fs.Records
 }
 

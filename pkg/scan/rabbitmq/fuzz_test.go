@@ -14,7 +14,7 @@ func FuzzWalk(f *testing.F) {
 	addRDQSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fs := &FileScan{Number: -1}
-		walk(b, fs)
+		walk(b, fs, nil)
 		prev := int64(0)
 		at := map[int64]bool{}
 		for i, r := range fs.Records {
@@ -25,7 +25,7 @@ func FuzzWalk(f *testing.F) {
 			prev = r.End()
 			at[r.Offset] = true
 		}
-		hazards(b, fs)
+		hazards(b, fs, nil)
 		for _, h := range fs.Hazards {
 			for _, v := range h.Victims {
 				if !at[v.Offset] {

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sort"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -59,21 +60,27 @@ func (r *HazardRecord) live() bool { return r.Status == StatusReferenced || r.St
 // offset), then the generation-1 stop or crash, then off-by-nine windows;
 // each lists the records it loses as Victims.
 func FileHazards(b []byte, recs []HazardRecord, gaps []Gap, models bool) []Hazard {
+	return fileHazards(b, recs, gaps, models, nil)
+}
+
+// fileHazards is FileHazards whose generation-1 model tells reached, when
+// not nil, how far it has read (rfmt.ScanGen1Reached).
+func fileHazards(b []byte, recs []HazardRecord, gaps []Gap, models bool, reached func(int64)) []Hazard {
 	var out []Hazard
 	if models {
-		if gapCandidates(b, gaps) || inFileDup(recs) {
+		if gapCandidates(b, gaps, reached) || inFileDup(recs) {
 			out = misread(b, recs, out)
 		}
-		out = gen1(b, recs, out)
+		out = gen1(b, recs, out, reached)
 	}
-	return offByNine(b, recs, gaps, out)
+	return offByNine(b, recs, gaps, out, reached)
 }
 
 // hazards analyses one file; fs.Records must carry their statuses. The
 // models run where the file is not a gap-free run of records (gaps, a
 // frame without its marker, a second copy of an id first met in the same
 // file).
-func hazards(b []byte, fs *FileScan) {
+func hazards(b []byte, fs *FileScan, reached func(int64)) {
 	irregular := len(fs.Gaps) > 0 || len(fs.BadMarkers) > 0
 	for _, r := range fs.Records {
 		if r.Status == StatusDuplicate && r.FirstPath == fs.Path {
@@ -82,7 +89,7 @@ func hazards(b []byte, fs *FileScan) {
 	}
 	recs := hazardRecords(fs.Records)
 	fs.ModelsRun = irregular
-	hs := FileHazards(b, recs, fs.Gaps, irregular)
+	hs := fileHazards(b, recs, fs.Gaps, irregular, reached)
 	for _, h := range hs {
 		if h.Code == CodeScannerCrash {
 			fs.ShortFrames = append(fs.ShortFrames, h.Offset)
@@ -112,23 +119,51 @@ func hazardRecords(rs []*Record) []HazardRecord {
 // finds no bogus frame, and the §3.4 analysis (whose candidates are gap
 // positions meeting the same test) predicts none: misread would report
 // nothing and is skipped.
-func gapCandidates(b []byte, gaps []Gap) bool {
+//
+// The markers lie anywhere after their gaps: they are read in file order,
+// maxMarks at a time, so that a caller's mapping (reached, when not nil:
+// fileview.Stream) brings in a window at a time, not a page here and
+// there all over the file (each with the kernel's fault-around).
+func gapCandidates(b []byte, gaps []Gap, reached func(int64)) bool {
 	n := len(b)
+	const maxMarks = 16 << 10
+	var marks []int
+	next := 0 // the next offset to tell reached
+	tell := func(off int) {
+		if reached != nil && off >= next {
+			reached(int64(off))
+			next = off + rfmt.ReachedStep
+		}
+	}
+	check := func() bool {
+		slices.Sort(marks)
+		next = 0 // a new pass
+		for _, m := range marks {
+			tell(m)
+			if b[m] == rfmt.RDQWriteOK {
+				return true
+			}
+		}
+		marks, next = marks[:0], 0
+		return false
+	}
 	for _, g := range gaps {
 		for p, end := int(g.Offset), int(g.Offset+g.Length); p < end && n-p >= 8; {
+			tell(p)
 			size := binary.BigEndian.Uint64(b[p:])
 			if size == 0 {
 				p = skipZeroWindow(b, p)
 				continue
 			}
-			if size >= rfmt.RDQMinSize && size < uint64(n-p-rfmt.RDQSizeFieldLen) &&
-				b[p+rfmt.RDQSizeFieldLen+int(size)] == rfmt.RDQWriteOK {
-				return true
+			if size >= rfmt.RDQMinSize && size < uint64(n-p-rfmt.RDQSizeFieldLen) {
+				if marks = append(marks, p+rfmt.RDQSizeFieldLen+int(size)); len(marks) == maxMarks && check() {
+					return true
+				}
 			}
 			p++
 		}
 	}
-	return false
+	return check()
 }
 
 // inFileDup reports whether two records of the file share a msg id: the
@@ -247,8 +282,9 @@ func holeKind(b []byte, from, to int64) string {
 // tests byte by byte with v in [R−8, R−1], R = bytes to EOF, and appends
 // its hazard to out. Generation 2 tests gap bytes; generation 3 before
 // 4.1.5 also walks through every record its validity Fun rejects
-// (unreferenced, duplicate).
-func offByNine(b []byte, recs []HazardRecord, gaps []Gap, out []Hazard) []Hazard {
+// (unreferenced, duplicate). reached, when not nil, is told where each
+// region it reads starts (in ascending order).
+func offByNine(b []byte, recs []HazardRecord, gaps []Gap, out []Hazard, reached func(int64)) []Hazard {
 	n := len(b)
 	hit := func(p int) bool {
 		if n-p < 8 {
@@ -272,7 +308,12 @@ func offByNine(b []byte, recs []HazardRecord, gaps []Gap, out []Hazard) []Hazard
 	}
 	sort.Slice(regs, func(i, j int) bool { return regs[i].from < regs[j].from })
 	p2, p3 := -1, -1
+	next := 0 // the next offset to tell reached
 	for _, g := range regs {
+		if reached != nil && g.from >= next && (p2 < 0 || p3 < 0) {
+			reached(int64(g.from))
+			next = g.from + rfmt.ReachedStep
+		}
 		for p := g.from; p < g.to && (p2 < 0 || p3 < 0); p++ {
 			// v < R ≤ MaxFileSize: the window's first byte is zero, so jump
 			// to the next zero byte (IndexByte is vectorised).
@@ -353,8 +394,8 @@ func modelFound(model []rfmt.ScanRecord, recs []HazardRecord) func(off int64) bo
 // gen1 runs the generation-1 model and appends its hazard to out: a
 // crash (Size < 16 frame with marker 0xFF) or records it never reaches
 // (zero word, oversize length).
-func gen1(b []byte, recs []HazardRecord, out []Hazard) []Hazard {
-	res, err := rfmt.ScanGen1(b)
+func gen1(b []byte, recs []HazardRecord, out []Hazard, reached func(int64)) []Hazard {
+	res, err := rfmt.ScanGen1Reached(b, reached)
 	var ce *format.CorruptError
 	if err != nil && errors.As(err, &ce) {
 		h := Hazard{Code: CodeScannerCrash, Offset: ce.Offset, Length: 0, Versions: VersionsGen1,

@@ -39,7 +39,7 @@ func TestOffByNineRule(t *testing.T) {
 		b := binary.BigEndian.AppendUint64(nil, c.v)
 		b = append(b, y...)
 		recs := []HazardRecord{{Offset: 8, TotalSize: int64(len(y)), MsgID: [16]byte(bytes.Repeat([]byte{0x59}, 16)), Status: StatusReferenced}}
-		hs := offByNine(b, recs, []Gap{{Offset: 0, Length: 8}}, nil)
+		hs := offByNine(b, recs, []Gap{{Offset: 0, Length: 8}}, nil, nil)
 		if !c.fire {
 			if len(hs) != 0 {
 				t.Errorf("v = %d, R = %d: %d hazards, want none", c.v, n, len(hs))
@@ -72,14 +72,14 @@ func TestOffByNineRule(t *testing.T) {
 		{Offset: int64(len(x)), TotalSize: int64(len(w)), MsgID: [16]byte(bytes.Repeat([]byte{0x57}, 16)), Status: StatusUnreferenced},
 		{Offset: int64(len(x) + len(w)), TotalSize: int64(len(z)), MsgID: [16]byte(bytes.Repeat([]byte{0x5A}, 16)), Status: StatusReferenced},
 	}
-	hs := offByNine(file, recs, nil, nil)
+	hs := offByNine(file, recs, nil, nil, nil)
 	if len(hs) != 1 || hs[0].Offset != int64(p) || hs[0].Versions != "4.0.3-4.1.4" || fmt.Sprint(hs[0].Gens) != "[3]" ||
 		len(hs[0].Victims) != 1 || hs[0].Victims[0].Offset != int64(len(x)+len(w)) {
 		t.Errorf("window in an unreferenced record: %+v", hs)
 	}
 	// The same bytes with x referenced: no scanner walks inside it.
 	recs[0].Status = StatusReferenced
-	if hs := offByNine(file, recs, nil, nil); len(hs) != 0 {
+	if hs := offByNine(file, recs, nil, nil, nil); len(hs) != 0 {
 		t.Errorf("window in a referenced record: %+v, want none", hs)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/internal/parallel"
@@ -67,11 +68,20 @@ func (j joinSpill) refLimit() int {
 	return j.budget / 20
 }
 
-func (j joinSpill) runs() int {
+// joinRunBytes bounds one sorted run in memory (each of the join's three
+// sorts holds one at a time, the fates sort also its radix scratch): 2
+// MiB, not runsort's default 256 Ki records (5-7 MiB of these records),
+// whose run buffers and the garbage collector's headroom over them were
+// most of a spilled scan's heap. More runs cost a little merge work (a
+// deeper heap; past runsort.DefaultFanIn runs, a merge pass).
+const joinRunBytes = 2 << 20
+
+// runs is the run length for records of size bytes in memory.
+func (j joinSpill) runs(size uintptr) int {
 	if j.runLen > 0 {
 		return j.runLen
 	}
-	return runsort.DefaultRunLen
+	return joinRunBytes / int(size)
 }
 
 var refCodec = runsort.Codec[refSlot]{Size: 20,
@@ -168,7 +178,7 @@ func (j *spilledJoin) close() {
 // takeSpill moves the references taken so far into a sorter (the caller
 // holds b.mu).
 func (b *leanRefsBuilder) takeSpill() {
-	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Codec: refCodec, RunLen: b.join.runs(), Sort: sortRefs}
+	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Codec: refCodec, RunLen: b.join.runs(unsafe.Sizeof(refSlot{})), Sort: sortRefs}
 	if b.slots != nil {
 		for _, s := range b.slots.Slice() {
 			if b.sorter.Add(s) != nil {
@@ -203,7 +213,7 @@ func (b *leanRefsBuilder) buildSpill(q *VHostQueues) (*leanRefs, *spilledJoin, [
 
 // prepass walks the persistent store's files and sorts their record keys.
 func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*runsort.Sorter[recKey], error) {
-	recs := &runsort.Sorter[recKey]{Compare: compareRec, Codec: recCodec, RunLen: j.cfg.runs(),
+	recs := &runsort.Sorter[recKey]{Compare: compareRec, Codec: recCodec, RunLen: j.cfg.runs(unsafe.Sizeof(recKey{})),
 		Sort: func(rs []recKey) { // keys differ: (file, k) is a record's place
 			sortByID(rs, func(r *recKey) *[16]byte { return &r.id }, func(a, b *recKey) int {
 				if c := cmp.Compare(a.file, b.file); c != 0 {
@@ -247,7 +257,8 @@ func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*run
 	return recs, nil
 }
 
-// walkOnly maps and walks one file as scanner.open does (no progress:
+// walkOnly maps and walks one file (Stream: a window of pages at a
+// time) as scanner.open does (no progress:
 // the scan proper reports the bytes); ok is false when the scan proper
 // will not classify it (an error).
 func walkOnly(ctx context.Context, f rdqFile) (fs *FileScan, ok bool) {
@@ -265,11 +276,11 @@ func walkOnly(ctx context.Context, f rdqFile) (fs *FileScan, ok bool) {
 	}
 	err = func() (err error) {
 		defer fileview.Guard(&err)()
-		b, err := v.Whole()
+		b, reached, err := v.Stream()
 		if err != nil {
 			return err
 		}
-		walk(b, fs)
+		walk(b, fs, reached)
 		return nil
 	}()
 	return fs, err == nil && fs.Err == nil
@@ -421,24 +432,29 @@ func decodeFate(b []byte) recFate {
 }
 
 func newFateStore(j *spilledJoin, total int64) *fateStore {
+	var tmp []placedFate // sortPlaced's scratch, reused run after run
 	return &fateStore{j: j, sorter: &runsort.Sorter[placedFate]{
 		Compare: func(a, b placedFate) int { return cmp.Compare(a.place, b.place) },
-		Codec:   placedCodec, RunLen: j.cfg.runs(),
-		Sort: sortPlaced}}
+		Codec:   placedCodec, RunLen: j.cfg.runs(unsafe.Sizeof(placedFate{})),
+		Sort: func(ps []placedFate) { tmp = sortPlaced(ps, tmp) }}}
 }
 
 // sortPlaced sorts decisions by place: least significant byte first, one
 // counting pass per byte the largest place has (places are below the
-// store's record count: 3 passes up to 16 million records).
-func sortPlaced(ps []placedFate) {
+// store's record count: 3 passes up to 16 million records). tmp is
+// scratch of any length; the one used is returned for the next call.
+func sortPlaced(ps, tmp []placedFate) []placedFate {
 	if len(ps) < 2 {
-		return
+		return tmp
 	}
 	var top int64
 	for i := range ps {
 		top = max(top, ps[i].place)
 	}
-	tmp := make([]placedFate, len(ps))
+	if cap(tmp) < len(ps) {
+		tmp = make([]placedFate, len(ps))
+	}
+	tmp = tmp[:len(ps)]
 	src, dst := ps, tmp
 	for shift := uint(0); shift < 64 && top>>shift > 0; shift += 8 {
 		var count [257]int
@@ -458,6 +474,7 @@ func sortPlaced(ps []placedFate) {
 	if &src[0] != &ps[0] {
 		copy(ps, src)
 	}
+	return tmp
 }
 
 func (w *fateStore) put(file, k int32, f recFate) {

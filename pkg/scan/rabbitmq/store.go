@@ -173,7 +173,10 @@ type fileJob struct {
 	fs   *FileScan
 	view *fileview.File
 	b    []byte
-	idx  int // index in the store's listing
+	// reached tells the mapping how far a pass over b is (fileview.Stream:
+	// the pages a window behind go); a no-op when b is not mapped.
+	reached func(off int64)
+	idx     int // index in the store's listing
 	// classified: the ordered phase gave the records their statuses (the
 	// record callback gets them then).
 	classified bool
@@ -181,7 +184,9 @@ type fileJob struct {
 
 // open maps a whole file read-only (internal/fileview: no copy, pages the
 // scan brings in are dropped again at release) and walks it. The walk is
-// the hot path and needs nothing from other files.
+// the hot path and needs nothing from other files. The mapping holds
+// about two windows of pages as a pass goes (Stream), none between
+// passes (Release): the process does not keep --jobs whole files.
 func (s *scanner) open(ctx context.Context, f rdqFile, current, transient bool) (j *fileJob) {
 	fs := &FileScan{Path: s.rel(f.path), Abs: f.path, Number: f.num, Current: current, Transient: transient}
 	j = &fileJob{fs: fs}
@@ -201,14 +206,15 @@ func (s *scanner) open(ctx context.Context, f rdqFile, current, transient bool) 
 	}
 	v.Progress = s.opts.Progress
 	defer fileview.Guard(&fs.Err)()
-	b, err := v.Whole()
+	b, reached, err := v.Stream()
 	if err != nil {
 		fs.Err = err
 		return j
 	}
-	j.b = b
+	j.b, j.reached = b, reached
 	fs.Size = int64(len(b))
-	walk(b, fs)
+	walk(b, fs, reached)
+	v.Release()
 	return j
 }
 
@@ -273,7 +279,8 @@ func (s *scanner) ordered(j *fileJob, transient bool) {
 func (j *fileJob) analyse() {
 	if j.fs.Err == nil {
 		defer fileview.Guard(&j.fs.Err)()
-		hazards(j.b, j.fs)
+		hazards(j.b, j.fs, j.reached)
+		j.view.Release()
 	}
 }
 
@@ -298,6 +305,7 @@ func (s *scanner) records(j *fileJob) {
 	err := func() (err error) {
 		defer fileview.Guard(&err)()
 		for _, r := range fs.Records {
+			j.reached(r.Offset)
 			rj := newRecordJSON(j.b, r)
 			rj.LostBy = lost[r.Offset]
 			if err = s.opts.Records(rj); err != nil {
@@ -419,9 +427,10 @@ func (s *scanner) recordsOf(p int32) map[[16]byte][2]int64 {
 		}
 		defer v.Close()
 		var b []byte
+		var reached func(int64)
 		defer fileview.Guard(&err)()
-		if b, err = v.Whole(); err == nil && int64(len(b)) <= MaxFileSize {
-			walk(b, again)
+		if b, reached, err = v.Stream(); err == nil && int64(len(b)) <= MaxFileSize {
+			walk(b, again, reached)
 		}
 	}()
 	m := make(map[[16]byte][2]int64, len(again.Records))

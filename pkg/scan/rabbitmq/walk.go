@@ -20,12 +20,22 @@ import (
 const minFrame = rfmt.RDQSizeFieldLen + rfmt.RDQMinStrictSize + 1
 
 // walk fills fs.Records (Status unset), Gaps, End, ValidEnd, Torn and
-// BadMarkers from the file bytes b.
-func walk(b []byte, fs *FileScan) {
+// BadMarkers from the file bytes b. reached, when not nil, is told about
+// every rfmt.ReachedStep bytes how far the walk is (fileview.Stream: the
+// pages behind go; the walk reads nothing before a gap's start again).
+func walk(b []byte, fs *FileScan, reached func(off int64)) {
 	n := len(b)
 	p, gapStart := 0, 0
 	var slab recordSlab
+	next := n + 1 // the next offset to report
+	if reached != nil {
+		next = rfmt.ReachedStep
+	}
 	for n-p >= minFrame {
+		if p >= next {
+			reached(int64(gapStart))
+			next = p + rfmt.ReachedStep
+		}
 		if binary.BigEndian.Uint64(b[p:]) == 0 {
 			p = skipZeroWindow(b, p)
 			continue
