@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"golang.org/x/term"
 
+	"github.com/storectl/storectl/internal/memlimit"
 	"github.com/storectl/storectl/pkg/report"
 )
 
@@ -30,6 +31,7 @@ const (
 )
 
 func main() {
+	memlimit.Start(os.Getenv)
 	stopProfiles := startProfiles(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], osStreams())
