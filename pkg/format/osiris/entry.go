@@ -129,6 +129,14 @@ func (it *EntryIter) Next() bool {
 	if it.err != nil || it.p >= len(it.data) {
 		return false
 	}
+	// A whole simple entry (most of them) without DecodeEntry's copies.
+	if b := it.data[it.p:]; len(b) >= SimpleEntryHeaderSize && b[0]&0x80 == 0 {
+		if n := int(be.Uint32(b) & 0x7fffffff); n <= len(b)-SimpleEntryHeaderSize {
+			it.e = Entry{Pos: it.off + int64(it.p), Body: b[SimpleEntryHeaderSize : SimpleEntryHeaderSize+n : SimpleEntryHeaderSize+n]}
+			it.p += SimpleEntryHeaderSize + n
+			return true
+		}
+	}
 	e, err := DecodeEntry(it.data[it.p:], it.off+int64(it.p))
 	if err != nil {
 		it.err = err

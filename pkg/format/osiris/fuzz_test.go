@@ -3,7 +3,9 @@ package osiris_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/storectl/storectl/pkg/format"
@@ -145,6 +147,7 @@ func FuzzEntries(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		entriesSame(t, b)
 		it := osiris.Entries(b, 100)
 		for it.Next() {
 			e := it.Entry()
@@ -178,4 +181,55 @@ func FuzzEntries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// entriesSame checks that Entries yields what DecodeEntry decodes front
+// to back (its fast path for simple entries included), and stops with
+// its error.
+func entriesSame(t *testing.T, b []byte) {
+	t.Helper()
+	it := osiris.Entries(b, 100)
+	for p := 0; ; {
+		if p >= len(b) {
+			if it.Next() || it.Err() != nil {
+				t.Fatalf("% x: an entry or error past the data", b)
+			}
+			return
+		}
+		e, err := osiris.DecodeEntry(b[p:], 100+int64(p))
+		ok := it.Next()
+		if err != nil {
+			if ok || fmt.Sprint(it.Err()) != fmt.Sprint(err) || it.Consumed() != p {
+				t.Fatalf("% x at %d: iterator %v %v (consumed %d), DecodeEntry %v", b, p, ok, it.Err(), it.Consumed(), err)
+			}
+			return
+		}
+		g := it.Entry()
+		if !ok || !reflect.DeepEqual(g, e) || cap(g.Body) != cap(e.Body) || it.Consumed() != p+int(e.Size()) {
+			t.Fatalf("% x at %d: iterator %v %+v, DecodeEntry %+v", b, p, ok, g, e)
+		}
+		p += int(e.Size())
+	}
+}
+
+// TestEntriesSameAsDecodeEntry: simple and sub-batch entries, cut at
+// every length and with every byte changed, iterate as DecodeEntry
+// decodes them.
+func TestEntriesSameAsDecodeEntry(t *testing.T) {
+	var b []byte
+	b = osiris.AppendEntry(b, osiris.SimpleEntry([]byte("hello")))
+	b = osiris.AppendEntry(b, osiris.Entry{SubBatch: true, NumRecords: 2, UncompressedSize: 9, Body: []byte{0, 0, 0, 1, 'a', 0, 0, 0, 0}})
+	b = osiris.AppendEntry(b, osiris.SimpleEntry(nil))
+	b = osiris.AppendEntry(b, osiris.SimpleEntry(bytes.Repeat([]byte{0xee}, 300)))
+	for n := 0; n <= len(b); n++ {
+		entriesSame(t, b[:n])
+	}
+	c := make([]byte, len(b))
+	for i := range b {
+		for _, v := range []byte{0x00, 0x7f, 0x80, 0xff, b[i] + 1, b[i] - 1} {
+			copy(c, b)
+			c[i] = v
+			entriesSame(t, c)
+		}
+	}
 }
