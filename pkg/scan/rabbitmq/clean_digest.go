@@ -1,6 +1,6 @@
 package rabbitmq
 
-// Lean mode's msg_store_index.ets when the index agrees with the store.
+// The scan's msg_store_index.ets when the index agrees with the store.
 //
 // Every check of the clean-shutdown index (clean_lean.go) compares the
 // dump's msg_location entries with what the scan found: each entry's

@@ -1,13 +1,12 @@
 package rabbitmq
 
-// Lean mode's view of msg_store_index.ets. The detailed scan keeps the
-// parsed dump, a map of it by msg id and every record, and checks each
-// entry against a map of the records by place. In lean mode (storectl
-// scan) the entries are kept outside the Go heap, sorted by msg id (the
-// per-record "index_match" lookup), and each file's records are matched
-// against the entries that point into the file while the records are still
-// there (leanIndex.join). The findings are the detailed scan's, in the same
-// order.
+// The scan's view of msg_store_index.ets. No scan keeps the parsed dump
+// or every record: the entries are kept outside the Go heap, sorted by msg
+// id (the per-record "index_match" lookup), and each file's records are
+// matched against the entries that point into the file while the records
+// are still there (leanIndex.join); a later file with the same number
+// overrides the places where it has a record, and the dump's last entry
+// of an id is the one a lookup by id gives.
 
 import (
 	"cmp"
@@ -73,7 +72,7 @@ type placeRec struct {
 	size int64
 }
 
-// leanIndex is msg_store_index.ets in lean mode. It is used from the
+// leanIndex is msg_store_index.ets as the scan holds it. It is used from the
 // scanner's ordered phase only (one file at a time, in file order).
 type leanIndex struct {
 	ents     *offheap.Buf[cleanEnt] // by id, then ord
@@ -152,8 +151,7 @@ func (li *leanIndex) placeOrder() *offheap.Buf[int32] {
 	return out
 }
 
-// lookup returns the entry the detailed scan's map by msg id holds for id
-// (the dump's last entry with it), or nil.
+// lookup returns the dump's last entry with id, or nil.
 func (li *leanIndex) lookup(id [16]byte) *cleanEnt {
 	ents := li.ents.Slice()
 	if i := li.idx.last(&id, func(i int) *[16]byte { return &ents[i].id }); i >= 0 {
@@ -179,7 +177,7 @@ func (li *leanIndex) indexMatch(r *Record) (string, IndexEntry) {
 
 // join records what the non-transient file fs holds at the place of each
 // entry pointing into it. A later file with the same number overrides
-// where it has a record, as the detailed scan's map by place does.
+// where it has a record.
 func (li *leanIndex) join(fs *FileScan) {
 	li.lastPath[fs.Number] = fs.Path
 	ents, byPlace := li.ents.Slice(), li.byPlace.Slice()
@@ -234,10 +232,12 @@ func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
 	return out
 }
 
-// cleanIndexFindingsLean is cleanIndexFindings for lean mode: the same
-// findings in the same order, from the entries (in the dump's order) and
-// their places (leanIndex.join), the id table (first copies, references)
-// and the queue names of the lean references.
+// cleanIndexFindingsLean checks every msg_store_index.ets object (§6):
+// the record at File/Offset has that id and size, and RefCount equals the
+// number of queue index references; referenced ids the index lacks are
+// reported too. The findings come, in the dump's order, from the entries
+// and their places (leanIndex.join), the id table (first copies,
+// references) and the queue names of the references.
 func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Finding {
 	li := s.lidx
 	ents := li.ents.Slice()

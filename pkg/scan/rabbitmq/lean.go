@@ -1,11 +1,12 @@
 package rabbitmq
 
-// Releasing files: every vhost scan (Scan, Verify and ScanVHost's callers)
-// makes each file's record findings as soon as the file is done (and
-// handed to VHostOptions.EachFile, when set) and releases its records,
-// gaps and markers; the queue indexes are read without their entries
-// (ReadVHostQueuesRefs, lean_refs.go), so memory stays flat as the store
-// grows. No caller keeps every record of a vhost.
+// Releasing files: every scan (Scan of vhosts, store dirs and single
+// files, Verify and ScanVHost's callers) makes each file's record findings
+// as soon as the file is done (and handed to VHostOptions.EachFile, when
+// set) and releases its records, gaps and markers; a vhost's queue
+// indexes are read without their entries (ReadVHostQueuesRefs,
+// lean_refs.go), so memory stays flat as the store grows. No caller keeps
+// every record of a store.
 
 import (
 	"github.com/storectl/storectl/pkg/scan"

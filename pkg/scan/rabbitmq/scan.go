@@ -74,6 +74,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		s := newScanner(cfg.Root, ver, opts)
 		files, err := s.scanStore(ctx, d, filepath.Base(d) == "msg_store_transient")
 		if err != nil {
+			s.free()
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue
 		}
@@ -84,13 +85,16 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		for _, f := range files {
 			res.Add(fileFindings(f, v, false)...)
 		}
+		s.free()
 	}
 	if len(cfg.Files) > 0 {
 		s := newScanner(cfg.Root, ver, opts)
 		var fss []*FileScan
 		for _, p := range cfg.Files {
 			f := rdqFile{path: p, num: rdqNumber(p)}
-			fss = append(fss, s.scanFile(ctx, f, isCurrent(p, f.num), false))
+			fs := s.scanFile(ctx, f, isCurrent(p, f.num), false)
+			s.release(fs)
+			fss = append(fss, fs)
 		}
 		v := ver
 		res.Assume(v.infer(s.termCnt, "file given"))
@@ -99,6 +103,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 			addFiles(res, []*FileScan{fs})
 			res.Add(fileFindings(fs, v, false)...)
 		}
+		s.free()
 	}
 	res.Layout["vhosts"] = vhosts
 	res.SortFindings()

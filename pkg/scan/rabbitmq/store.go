@@ -45,7 +45,6 @@ type scanner struct {
 	// the queue indexes are read while the first files are walked.
 	ready     func()
 	readyOnce sync.Once
-	lean      bool         // release each file's records after its findings (lean.go)
 	lrefs     *leanRefs    // the queues' references (nil: references unknown)
 	lidx      *leanIndex   // lean mode's msg_store_index.ets (clean_lean.go)
 	cdig      *cleanDigest // or its digest (clean_digest.go)
@@ -488,9 +487,7 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 			close(handed[i+1])
 		}
 		j.close()
-		if s.lean {
-			s.release(j.fs)
-		}
+		s.release(j.fs)
 		out[i] = j.fs
 	})
 	return out, nil

@@ -77,15 +77,17 @@ type Hazard struct {
 	Versions string   // RabbitMQ versions affected, e.g. "3.13.1-4.0.2"
 	Gens     []int    // scanner generations affected
 	When     []string // "dirty recovery", "compaction"
-	// Victims are the records the scanner loses. In lean mode a long
-	// list is moved to a temp file (victim_spill.go): Victims is then nil
+	// Victims are the records the scanner loses. Once the file is
+	// released a long list is moved to a temp file (victim_spill.go): Victims is then nil
 	// and VictimCount and EachVictim are the way to them.
 	Victims Victims
 	Details map[string]any
 	spill   *spilledVictims
 }
 
-// FileScan is the detailed result for one .rdq file.
+// FileScan is the scan of one .rdq file: its records, gaps and hazards
+// while the scan holds them (VHostOptions.EachFile), then what release
+// keeps of them (lean.go).
 type FileScan struct {
 	Path      string // relative to Config.Root
 	Abs       string // path on disk
@@ -110,7 +112,7 @@ type FileScan struct {
 	// the id instead.
 	IndexEntries map[int64]IndexEntry
 	Err          error
-	lean         leanFile // set when the records were released (Scan's lean mode)
+	lean         leanFile // set when the records were released (lean.go)
 }
 
 // Location is where a msg id was found.

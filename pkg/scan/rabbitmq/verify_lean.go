@@ -186,8 +186,8 @@ const queueWindow = 64
 // queues reads and predicts the queue dirs, opts.Jobs at a time, each
 // dir's entries dropped as soon as it is decided, hands each dir's
 // QueueFate (without entries) to keep in queue order, and returns the
-// anomaly, orphan and message-missing findings in VerifyVHost's order
-// (queue order, whatever Jobs is).
+// anomaly, orphan and message-missing findings in queue order, whatever
+// Jobs is.
 func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, clean bool, keep func(*QueueFate) error) (anoms, orphans, missing []scan.Finding, err error) {
 	vq := v.Queues
 	anoms = anomalyFindings(root, &VHostQueues{Anomalies: vq.Anomalies}, nil)

@@ -101,7 +101,6 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		}
 	}
 	s.clean = v.Clean
-	s.lean = true
 	if join.allow && hasQueues {
 		// A spilled join needs every reference before its prepass.
 		<-qdone

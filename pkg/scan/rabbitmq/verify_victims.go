@@ -1,7 +1,6 @@
 package rabbitmq
 
-// Hazard victims for the prediction (lean and detailed verify): the ids
-// only, as [16]byte keys.
+// Hazard victims for verify's prediction: the ids only, as [16]byte keys.
 
 // victimIDs holds, per msg id, the at-risk keys (bit k: atRiskKeys[k])
 // of the scanner bugs that lose it, in the scanner's id table (every
@@ -15,8 +14,8 @@ type victimIDs struct {
 }
 
 // compactVictims collects, from every persistent file's hazards, the ids
-// each at-risk key's scanner bug loses (as bits in seen: lean verify
-// passes the scanner's id table, detailed verify a fresh one) and the ids
+// each at-risk key's scanner bug loses (as bits in seen, the scanner's id
+// table) and the ids
 // the configured version's scanner loses in a dirty recovery. Its error
 // is from reading spilled victim lists back.
 func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs, error) {
