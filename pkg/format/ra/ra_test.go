@@ -354,3 +354,48 @@ func TestSegmentIndexLive(t *testing.T) {
 		t.Error("an empty table has a range")
 	}
 }
+
+// TestOpenSegmentReusing reads segments of 3, 200, 1 and 0 slots (and
+// one whose header is bad) one after another, each reusing the reader
+// before: every index and every slot's data are those of a fresh
+// OpenSegment (no slot of a larger segment before is left over).
+func TestOpenSegmentReusing(t *testing.T) {
+	mk := func(n int) []byte {
+		h := ra.SegmentHeader{Version: 2, MaxCount: 256}
+		b := ra.AppendSegmentHeader(nil, h)
+		off := uint64(h.DataStart())
+		var table, data []byte
+		for i := 0; i < n; i++ {
+			d := []byte{131, 97, byte(i), byte(n)}
+			table = ra.AppendSegmentSlot(table, ra.SegmentSlot{Index: uint64(i + 1), Term: 1, Offset: off, Length: uint32(len(d)), CRC: checksum(d)}, 2)
+			off += uint64(len(d))
+			data = append(data, d...)
+		}
+		b = append(b, table...)
+		b = append(b, make([]byte, int(h.DataStart())-len(b))...)
+		return append(b, data...)
+	}
+	dump := func(s *ra.SegmentReader) string {
+		out := fmt.Sprintf("%+v %d %v|", s.Header, len(s.Index.Slots), s.Index.Partial)
+		for _, sl := range s.Index.Slots {
+			d, err := s.Data(sl)
+			out += fmt.Sprintf("%+v %x %v;", sl, d, err)
+		}
+		return out
+	}
+	var prev *ra.SegmentReader
+	for _, b := range [][]byte{mk(3), mk(200), []byte("RASGxxxxxx"), mk(1), mk(0), mk(200)} {
+		fresh, ferr := ra.OpenSegment(bytes.NewReader(b), int64(len(b)))
+		s, err := ra.OpenSegmentReusing(bytes.NewReader(b), int64(len(b)), prev)
+		if (err == nil) != (ferr == nil) {
+			t.Fatalf("errors differ: %v, fresh %v", err, ferr)
+		}
+		if err != nil {
+			continue
+		}
+		if got, want := dump(s), dump(fresh); got != want {
+			t.Fatalf("reusing:\n%s\nfresh:\n%s", got, want)
+		}
+		prev = s
+	}
+}

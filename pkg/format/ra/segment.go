@@ -212,8 +212,17 @@ func (x *SegmentIndex) Range() (first, last uint64, ok bool) {
 // the bytes from offset 8 up to the data start (fewer when the file is
 // shorter).
 func DecodeSegmentIndex(h SegmentHeader, table []byte, maxCount int) *SegmentIndex {
+	return decodeSegmentIndex(h, table, maxCount, nil)
+}
+
+// decodeSegmentIndex is DecodeSegmentIndex with the slots appended to
+// slots[:0] when it holds them all (else to a new slice).
+func decodeSegmentIndex(h SegmentHeader, table []byte, maxCount int, slots []SegmentSlot) *SegmentIndex {
 	size := h.SlotSize()
-	x := &SegmentIndex{Header: h, Slots: make([]SegmentSlot, 0, min(maxCount, len(table)/size))}
+	if n := min(maxCount, len(table)/size); cap(slots) < n {
+		slots = make([]SegmentSlot, 0, n)
+	}
+	x := &SegmentIndex{Header: h, Slots: slots[:0]}
 	var last uint64
 	n := 0
 	for ; n+size <= len(table) && n/size < maxCount; n += size {

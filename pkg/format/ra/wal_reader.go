@@ -91,17 +91,20 @@ func (w *WALReader) Next() bool {
 		}
 		head, err = DecodeWALRecord(b[:size], w.pos, &w.ws)
 	}
-	var ce *format.CorruptError
-	switch {
-	case err == nil:
-	case errors.As(err, &ce) && ce.Field == "writer_ref":
-		head.UID = nil
-	case errors.Is(err, format.ErrShort):
-		w.setEnd(WALEndPartial)
-		return false
-	default:
-		w.err = err
-		return false
+	if err != nil {
+		// (ce only here: errors.As makes it escape, a heap object per
+		// record when it was declared for every record)
+		var ce *format.CorruptError
+		switch {
+		case errors.As(err, &ce) && ce.Field == "writer_ref":
+			head.UID = nil
+		case errors.Is(err, format.ErrShort):
+			w.setEnd(WALEndPartial)
+			return false
+		default:
+			w.err = err
+			return false
+		}
 	}
 	w.rec = head
 	return true
@@ -110,6 +113,9 @@ func (w *WALReader) Next() bool {
 // isShortData reports whether err is a record head that framed but whose
 // data ran past the window.
 func isShortData(err error) bool {
+	if err == nil {
+		return false
+	}
 	var ce *format.CorruptError
 	return errors.As(err, &ce) && ce.Field == "data" && errors.Is(err, format.ErrShort)
 }

@@ -283,9 +283,9 @@ type scanner struct {
 	res  *Result
 	sys  *System
 	root string
-	// segBuf is the window the last segment was read through, for the next
-	// (a scanner reads one segment at a time).
-	segBuf []byte
+	// segPrev is the reader of the last segment, whose window and slot
+	// table the next one reuses (a scanner reads one segment at a time).
+	segPrev *ra.SegmentReader
 }
 
 func rel(root, p string) string {
@@ -594,7 +594,11 @@ func (sc *scanner) scanWAL(name string) {
 			file.FirstValid = rec.Offset
 		}
 		file.LastValid = rec.Offset
-		uid := string(rec.UID)
+		// the UId as a string only where one is kept (a finding, an
+		// orphan count): a string per record was the walk's largest
+		// allocation. Taken before IsLast, whose peek past the record
+		// can move the read window over its bytes.
+		uid := ""
 		if rec.UID == nil {
 			w.Fatal = true
 			sc.add(scan.Finding{Code: sc.code(CodeWALUnknownWriter), Severity: scan.Error, Path: w.Rel, Offset: rec.Offset, Length: rec.Size(),
@@ -607,6 +611,7 @@ func (sc *scanner) scanWAL(name string) {
 		}
 		ok := rec.ChecksumOK()
 		if !ok {
+			uid = string(rec.UID)
 			if rd.IsLast() {
 				sc.add(scan.Finding{Code: sc.code(CodeWALChecksumLast), Severity: scan.Warning, Path: w.Rel, Offset: rec.Offset, Length: rec.Size(),
 					Expected: fmt.Sprint(rec.Checksum), Actual: fmt.Sprint(rec.ComputeChecksum()), Repair: scan.RepairTruncate,
@@ -630,12 +635,21 @@ func (sc *scanner) scanWAL(name string) {
 		// wrote (term_to_binary's): the term check is for the others
 		entryOK := ok && rec.Checksum != 0 || etf.IsExactTerm(rec.Data)
 		if ok && !entryOK {
+			uid = string(rec.UID)
 			sc.add(scan.Finding{Code: sc.code(CodeWALBadEntry), Severity: scan.Error, Path: w.Rel, Offset: rec.Offset + int64(rec.HeaderLen), Length: int64(rec.DataLen),
 				Message: fmt.Sprintf("record of %s index %d (no checksum computed) is not an Erlang term: ra crashes decoding it (binary_to_term)", sc.queueName(uid), rec.Index),
 				Details: map[string]any{"uid": uid, "index": rec.Index}})
 		}
-		r := s.byUID[uid]
+		var r *Replica
+		if ok && uid == "" {
+			r = s.byUID[string(rec.UID)] // (no string made)
+		} else {
+			r = s.byUID[uid]
+		}
 		if r == nil {
+			if uid == "" {
+				uid = string(rec.UID)
+			}
 			orphans[uid]++
 			continue
 		}
@@ -960,9 +974,9 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	sf.Size = st.Size()
 	file := scan.File{Path: sf.Rel, Kind: "ra-segment", Size: sf.Size, FirstValid: -1, LastValid: -1, End: scan.EndEOF, ValidEnd: sf.Size}
 	defer func() { sc.res.Files = append(sc.res.Files, file) }()
-	seg, err := ra.OpenSegmentBuf(f, sf.Size, sc.segBuf)
+	seg, err := ra.OpenSegmentReusing(f, sf.Size, sc.segPrev)
 	if err == nil {
-		defer func() { sc.segBuf = seg.Buf() }()
+		defer func() { sc.segPrev = seg }()
 	}
 	if err != nil {
 		var ce *format.CorruptError
