@@ -215,6 +215,9 @@ const (
 	SliceBehind = 4 << 20
 )
 
+// maxFolio is the largest folio the page cache uses for a file (a PMD).
+const maxFolio = 2 << 20
+
 // Slice returns the bytes [off, off+n) of the file without copying them:
 // a slice of its mapping, valid until Close (scan it under Guard: a file
 // that shrinks under it faults). It is for a reader that goes front to
@@ -254,13 +257,21 @@ func (v *File) Slice(off int64, n int) ([]byte, error) {
 	if d := (v.sliceHi - SliceBehind) / pageSize * pageSize; d >= v.sliceLow+StreamWindow {
 		_ = unix.Madvise(v.probe[v.sliceLow:d], unix.MADV_DONTNEED)
 		if !v.KeepCache && v.cold != nil {
-			v.drop(v.sliceLow/pageSize, d/pageSize, 0, 0)
+			// From a folio before: the page cache drops only whole
+			// folios (of up to 2 MiB), and one that straddled the last
+			// boundary was still mapped then.
+			v.drop(max(0, v.sliceLow-maxFolio)/pageSize, d/pageSize, 0, 0)
 		}
 		v.sliceLow = d
 	}
 	v.advance(off, int64(n))
 	return v.probe[off:end:end], nil
 }
+
+// Mapped reports whether the file is mapped: then what Slice returns
+// stays valid until Close (else it is View's buffer, valid until the next
+// read).
+func (v *File) Mapped() bool { return v.probe != nil }
 
 // StreamWindow is how far ahead of its reader Stream populates a mapping,
 // and how far behind the reader it lets the pages go.

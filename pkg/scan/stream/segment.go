@@ -228,11 +228,14 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) (s *segScan) {
 	// broker's) dropped behind it.
 	cr := &countingReader{r: f, progress: sc.progress}
 	var chunks io.ReaderAt = cr
+	mapped := false // the chunks stay valid until Close (split.go needs that)
 	if v, err := fileview.Open(p.segment); err == nil {
 		defer v.Close()
 		defer fileview.Guard(&s.readErr)()
 		cr.r = v
-		chunks = slicingReader{cr, v}
+		if v.Mapped() && mapSegments {
+			chunks, mapped = slicingReader{cr, v}, true
+		}
 	}
 	defer func() { s.bytes += cr.n }()
 
@@ -269,7 +272,7 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) (s *segScan) {
 		s.headerOK = true
 	}
 	sr := osiris.SegmentChunks(chunks, s.size)
-	s.walk(sc, sr, ra, ix, keepTail, reached)
+	s.walk(sc, sr, ra, ix, keepTail, mapped, reached)
 	if s.chunks == 0 && s.torn == nil && s.end == scan.EndEOF {
 		s.add(scan.Finding{Code: CodeEmptySegment, Severity: scan.Info, Path: s.rel, Offset: 0, Length: s.size,
 			Repair: scan.RepairNone, Message: "the segment holds no chunk (only its header)"})
@@ -281,7 +284,7 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) (s *segScan) {
 }
 
 // walk reads every chunk of the segment, comparing each with the index.
-func (s *segScan) walk(sc *scanCtx, sr *osiris.SegmentReader, ra io.ReaderAt, ix *indexWalk, keepTail bool, reached func(int64)) {
+func (s *segScan) walk(sc *scanCtx, sr *osiris.SegmentReader, ra io.ReaderAt, ix *indexWalk, keepTail, mapped bool, reached func(int64)) {
 	s.validEnd = osiris.FileHeaderSize
 	var prev *chunkRef
 	take := func(c *osiris.Chunk, k *chunkCheck) error {
@@ -304,8 +307,13 @@ func (s *segScan) walk(sc *scanCtx, sr *osiris.SegmentReader, ra io.ReaderAt, ix
 		return nil
 	}
 	// The chunks' data checks run on helpers when the scan has jobs to
-	// spare (split.go); else each chunk is checked as it is read.
-	sp := newSplitter(sc)
+	// spare and the chunks are slices of the mapping (split.go); else
+	// each chunk is checked as it is read (SegmentReader's own buffer is
+	// reused by the next read).
+	var sp *splitter
+	if mapped {
+		sp = newSplitter(sc)
+	}
 	if sp != nil {
 		defer sp.wait() // before the mapping goes, also after a fault
 	}

@@ -24,6 +24,10 @@ var (
 // below fileview.SliceBehind, so their pages are still mapped.
 const splitMaxPending = 4
 
+// mapSegments reads chunks from the segment's mapping (false: with pread
+// into SegmentReader's buffer, as where a file can't be mapped; for tests).
+var mapSegments = true
+
 // helperBatches counts the batches helpers checked (for tests).
 var helperBatches atomic.Int64
 

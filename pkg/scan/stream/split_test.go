@@ -127,6 +127,18 @@ func TestSplitSameAsWalk(t *testing.T) {
 			t.Errorf("the damage gives no %s finding", code)
 		}
 	}
+	// Unmapped (pread into one reused buffer): no helpers, the same.
+	mapSegments = false
+	before := helperBatches.Load()
+	got := scanJSON(t, node, 3)
+	mapSegments = true
+	if got != want {
+		t.Errorf("unmapped, 3 jobs: the result differs from the one-job walk")
+		diffLines(t, want, got)
+	}
+	if helperBatches.Load() != before {
+		t.Errorf("unmapped: %d batches checked on helpers, want none", helperBatches.Load()-before)
+	}
 	defer func(n, c int) { splitBatchBytes, splitBatchChunks = n, c }(splitBatchBytes, splitBatchChunks)
 	for _, bc := range [][2]int{{1 << 30, 1}, {1 << 30, 2}, {1 << 30, 5}, {4 << 10, 64}, {512 << 10, 64}} {
 		splitBatchBytes, splitBatchChunks = bc[0], bc[1]
