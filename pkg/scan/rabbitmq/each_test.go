@@ -2,12 +2,15 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"testing"
 
+	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/internal/testutil"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -131,4 +134,39 @@ func TestQueuesOfAfterEachFile(t *testing.T) {
 			t.Logf("%d ids compared, %d referenced more than once", len(ids), multi)
 		})
 	}
+	t.Run("generated", func(t *testing.T) {
+		// A queue "dup" referencing a twice and b once, besides the
+		// generator's queue of each: one name per reference, sorted.
+		root := t.TempDir()
+		sum, err := gen.Generate(root, gen.Config{Seed: 4, Kind: gen.MC, TotalBytes: 1 << 20, FileLimit: 256 << 10,
+			Queues: 2, KeepRecords: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := sum.Written[0], sum.Written[1]
+		if err := gen.WriteQueue(sum.VHostDir, "/", "dup", [][16]byte{a.ID, b.ID, a.ID}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := ScanVHost(context.Background(), root, sum.VHostDir, VHostOptions{EachFile: func(*VHostScan, *FileScan) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			id   [16]byte
+			want []string
+		}{
+			{a.ID, sortedCopy([]string{a.Queue, "dup", "dup"})},
+			{b.ID, sortedCopy([]string{b.Queue, "dup"})},
+			{sum.Written[2].ID, []string{sum.Written[2].Queue}},
+			{[16]byte{1}, nil},
+		} {
+			qs, err := v.QueuesOf(hex.EncodeToString(c.id[:]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(qs) != fmt.Sprint(c.want) {
+				t.Errorf("QueuesOf(%x) = %v, want %v", c.id, qs, c.want)
+			}
+		}
+	})
 }
