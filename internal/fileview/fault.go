@@ -39,6 +39,7 @@ func FaultOffset(err error) (int64, bool) {
 type mapped struct {
 	base, size uintptr
 	path       string
+	off        int64 // the file offset the mapping starts at
 }
 
 // recentClosed is how many closed mappings stay findable: more than the
@@ -52,13 +53,16 @@ var mappings struct {
 	next   int
 }
 
-func register(m []byte, path string) {
+func register(m []byte, path string) { registerAt(m, path, 0) }
+
+// registerAt registers a mapping of path that starts at file offset off.
+func registerAt(m []byte, path string, off int64) {
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 	mappings.Lock()
 	if mappings.live == nil {
 		mappings.live = map[uintptr]mapped{}
 	}
-	mp := mapped{base: base, size: uintptr(len(m)), path: path}
+	mp := mapped{base: base, size: uintptr(len(m)), path: path, off: off}
 	mappings.live[base] = mp
 	// The address range may be a closed mapping's: that one is gone.
 	for i, c := range mappings.closed {
@@ -88,12 +92,12 @@ func locate(addr uintptr) error {
 	in := func(mp mapped) bool { return mp.size > 0 && addr >= mp.base && addr-mp.base < mp.size }
 	for _, mp := range mappings.live {
 		if in(mp) {
-			return &FaultError{Path: mp.path, Offset: int64(addr - mp.base)}
+			return &FaultError{Path: mp.path, Offset: mp.off + int64(addr-mp.base)}
 		}
 	}
 	for k := 1; k <= recentClosed; k++ { // the most recently closed first
 		if mp := mappings.closed[(mappings.next-k+recentClosed)%recentClosed]; in(mp) {
-			return &FaultError{Path: mp.path, Offset: int64(addr - mp.base)}
+			return &FaultError{Path: mp.path, Offset: mp.off + int64(addr-mp.base)}
 		}
 	}
 	return fmt.Errorf("%w (address %#x)", ErrFault, addr)

@@ -56,7 +56,7 @@ func OpenSegmentReusing(r io.ReaderAt, size int64, prev *SegmentReader) (*Segmen
 }
 
 func openSegment(r io.ReaderAt, size int64, buf []byte, slots []SegmentSlot) (*SegmentReader, error) {
-	s := &SegmentReader{win: window{r: r, size: size, buf: buf[:0]}, size: size}
+	s := &SegmentReader{win: window{r: r, size: size, own: buf[:0]}, size: size}
 	b, err := s.win.at(0, SegmentHeaderLen)
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func (s *SegmentReader) Data(slot SegmentSlot) ([]byte, error) {
 
 // Buf returns the reader's window buffer, for OpenSegmentBuf of the next
 // segment (after which this reader must not be used).
-func (s *SegmentReader) Buf() []byte { return s.win.buf[:0] }
+func (s *SegmentReader) Buf() []byte { return s.win.own[:0] }
 
 // BytesRead is how many bytes were read from the file.
 func (s *SegmentReader) BytesRead() int64 { return s.win.read }

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/pkg/format"
 	"github.com/storectl/storectl/pkg/format/etf"
 	"github.com/storectl/storectl/pkg/format/ra"
@@ -559,6 +561,14 @@ func (sc *scanner) scanWAL(name string) {
 	p := filepath.Join(s.Path, name)
 	w := &WALFile{Name: name, Rel: rel(sc.root, p), Path: p, EndOff: -1, RecoveryEnd: -1}
 	s.WALs = append(s.WALs, w)
+	var fault error // the file shrank under its mapping (sc.reader)
+	defer func() {
+		if fault != nil {
+			w.Fatal = true
+			sc.unreadable(p, fault)
+		}
+	}()
+	defer fileview.Guard(&fault)()
 	if n, ok := ra.ParseFileName(name, "wal"); ok {
 		w.Number = n
 	} else {
@@ -583,7 +593,9 @@ func (sc *scanner) scanWAL(name string) {
 		file.End, file.ValidEnd = w.End, w.RecoveryEnd
 		sc.res.Files = append(sc.res.Files, file)
 	}()
-	rd := ra.NewWALReader(f, w.Size)
+	fr, done := sc.reader(f, p)
+	defer done()
+	rd := ra.NewWALReader(fr, w.Size)
 	var badAt int64 = -1
 	orphans := map[string]int{}
 	var entry EntryLoc // one for the walk: Log.put copies it
@@ -722,6 +734,19 @@ func (sc *scanner) scanWAL(name string) {
 			Message: fmt.Sprintf("%d records of UId %s, which has no replica dir here (a deleted queue): ra skips them", n, uid),
 			Details: map[string]any{"uid": uid, "records": n}})
 	}
+}
+
+// reader is what the WAL and segment readers read f (at path p) through:
+// bounded mappings when the file is in the page cache
+// (fileview.MapCached: no copy out of it; the caller reads under
+// fileview.Guard) unless records are wanted, which are decoded from the
+// bytes and handed on (they get pread's copies). done gives the mapping
+// back.
+func (sc *scanner) reader(f *os.File, p string) (r io.ReaderAt, done func()) {
+	if sc.opts.Records != nil {
+		return f, func() {}
+	}
+	return fileview.MapCached(f, p)
 }
 
 func walHeaderReason(code string) string {
@@ -964,6 +989,13 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		sc.add(scan.Finding{Code: sc.code(CodeSegmentBadName), Severity: scan.Warning, Path: sf.Rel,
 			Message: fmt.Sprintf("%s is not a name ra gives a segment", name)})
 	}
+	var fault error // the file shrank under its mapping (sc.reader)
+	defer func() {
+		if fault != nil {
+			sc.unreadable(p, fault)
+		}
+	}()
+	defer fileview.Guard(&fault)()
 	f, err := openRegular(p)
 	if err != nil {
 		sc.unreadable(p, err)
@@ -974,7 +1006,9 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	sf.Size = st.Size()
 	file := scan.File{Path: sf.Rel, Kind: "ra-segment", Size: sf.Size, FirstValid: -1, LastValid: -1, End: scan.EndEOF, ValidEnd: sf.Size}
 	defer func() { sc.res.Files = append(sc.res.Files, file) }()
-	seg, err := ra.OpenSegmentReusing(f, sf.Size, sc.segPrev)
+	fr, done := sc.reader(f, p)
+	defer done()
+	seg, err := ra.OpenSegmentReusing(fr, sf.Size, sc.segPrev)
 	if err == nil {
 		defer func() { sc.segPrev = seg }()
 	}
