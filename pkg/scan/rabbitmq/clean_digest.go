@@ -116,7 +116,7 @@ func (c *cleanDigest) agrees(seen *idTable, li *leanIndex) bool {
 	return true
 }
 
-// useCleanDigest reports whether a lean scan of the vhost can check its
+// useCleanDigest reports whether the scan of the vhost can check its
 // clean-shutdown index by digest: nothing asks for each record's index
 // agreement (Records), the exact join was not asked for, and the queue
 // references will be known (the digests count them: hasQueues).
@@ -124,7 +124,7 @@ func useCleanDigest(o VHostOptions, hasQueues bool) bool {
 	return !o.exactIndex && o.Options.Records == nil && hasQueues
 }
 
-// leanIndexHolds reports whether the lean scan read all n objects of the
+// leanIndexHolds reports whether the scan read all n objects of the
 // dump (as an exact index or a digest).
 func (s *scanner) leanIndexHolds(n int) bool {
 	if s.lidx == nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// leanKeep runs the lean scan of a vhost, with the exact index join from
+// leanKeep runs the scan of a vhost, with the exact index join from
 // the start when exact is set, and returns its findings (as JSON) and
 // whether the scan kept the digest (true) or joined entry by entry.
 func leanKeep(t *testing.T, root, dir string, exact bool) (findings string, digest bool) {
@@ -45,7 +45,7 @@ func genClean(t *testing.T) (root string, sum *gen.Summary) {
 
 // TestCleanDigestAgrees: on stores whose msg_store_index.ets is right (the
 // real 3.10 and 4.0 brokers' clean stops, and a generated clean store) the
-// lean scan keeps only the digest, and reports what the exact join does.
+// scan keeps only the digest, and reports what the exact join does.
 func TestCleanDigestAgrees(t *testing.T) {
 	type store struct{ root, dir string }
 	stores := map[string]func() store{

@@ -183,43 +183,13 @@ func (u *unrefSum) finding(path string) (scan.Finding, bool) {
 	return f, true
 }
 
-// HazardFindings returns the scanner-hazard findings of v (a ScanVHost
-// result) as ScanVHost with BrokerVersion version reports them, in the
-// same order. A version changes only their severities, so no file is
-// read again. version must be set: without one, the severities depend on
-// what the scan saw of all record terms; v.Findings has those.
-func (v *VHostScan) HazardFindings(version string) ([]scan.Finding, error) {
-	ver, err := parseVersion(version)
-	if err != nil {
-		return nil, err
-	}
-	if !ver.set {
-		return nil, fmt.Errorf("HazardFindings needs a broker version")
-	}
-	var out []scan.Finding
-	for _, fs := range v.Files {
-		out = fs.hazardFindings(out, ver)
-	}
-	return out, nil
-}
-
-// EachHazardVictim calls fn for every victim of every scanner hazard of v
-// (a ScanVHost result) with the hazard's finding as HazardFindings(version)
-// has it, in the same order: a finding names only its first victims
-// (InlineVictims), this is the whole list. The error is from reading a
-// spilled list back.
-func (v *VHostScan) EachHazardVictim(version string, fn func(f *scan.Finding, vic Victim)) error {
-	for _, fs := range v.Files {
-		if err := fs.EachHazardVictim(version, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// EachHazardVictim is VHostScan.EachHazardVictim for the one file f: for
-// a per-file callback (VHostOptions.EachFile), which holds the file's
-// hazards with their victims. version must be set.
+// EachHazardVictim calls fn for every victim of every scanner hazard of
+// the file fs with the hazard's finding as the scan reports it for
+// version, in the same order: a finding names only its first victims
+// (InlineVictims), this is the whole list. It is for a per-file callback
+// (VHostOptions.EachFile), which holds the file's hazards with their
+// victims. version must be set. The error is from reading a spilled list
+// back.
 func (fs *FileScan) EachHazardVictim(version string, fn func(f *scan.Finding, vic Victim)) error {
 	ver, err := parseVersion(version)
 	if err != nil {

@@ -7,7 +7,7 @@ package rabbitmq
 // two to four ids a bucket, from 513 and 131,073 ids on), then the entry
 // in as many bytes as the packing needs: 20 bytes an id for the bench's
 // 1 and 4 GiB stores (15 + 5 and 14 + 6) where a [16]byte id and a uint64
-// took 24. Referenced ids are the one part of lean mode's memory that
+// took 24. Referenced ids are the one part of the scan's memory that
 // grows with the store, so these bytes are its growth. The slots are
 // mapped outside the Go heap (internal/offheap).
 

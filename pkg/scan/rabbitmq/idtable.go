@@ -1,6 +1,6 @@
 package rabbitmq
 
-// The scanner's id map. In lean mode (storectl scan and verify) every
+// The scanner's id map. Every
 // referenced msg id is known before the first status is given, so those
 // ids live in one sorted, pointer-free table built once and found through
 // a small bucket index on the id's leading bytes (fixedIDs, idfixed.go):
@@ -25,7 +25,7 @@ import (
 // idEntry is what the scanner knows of one msg id. The zero value means
 // "not known".
 type idEntry struct {
-	set int32 // lean mode: 1 + index of the queue names in leanRefs.sets; 0: none
+	set int32 // 1 + index of the queue names in leanRefs.sets; 0: none
 	// first: bits 0-27 are 1 + the index into scanner.paths of the first
 	// copy's file (0: not seen yet); bits 28-31 are, in verify, the at-risk
 	// keys of the hazards that lose the id (verify_victims.go).

@@ -1,6 +1,6 @@
 package rabbitmq
 
-// The spilled join. A lean scan keeps every referenced id in the id table
+// The spilled join. The scan keeps every referenced id in the id table
 // (idtable.go), 20 bytes an id, so its memory grows with the store. When
 // the queue indexes reference more ids than joinBudget's worth of table,
 // Scan joins the references against the store's records as external sorts

@@ -1,6 +1,6 @@
 package rabbitmq
 
-// Lean mode's queue references: msg ids as [16]byte keys, each to an
+// The scan's queue references: msg ids as [16]byte keys, each to an
 // interned sorted list of queue names, instead of maps and slices of hex
 // strings.
 
@@ -15,7 +15,7 @@ import (
 	"github.com/storectl/storectl/pkg/scan"
 )
 
-// leanRefs is what lean mode keeps of the queue indexes: the interned
+// leanRefs is what the scan keeps of the queue indexes: the interned
 // name lists. The referenced ids themselves are in the scanner's seen map
 // (idEntry.set); the references are read again only when one of them is
 // found in no .rdq (missingLean), which keeps memory flat in the common

@@ -18,7 +18,7 @@ import (
 const victimTemp = "storectl-victims-"
 
 // TestVictimSpillSameAndGone: with every victim list spilled to the temp
-// file (spillAll, the test-only budget of one victim), lean Scan and
+// file (spillAll, the test-only budget of one victim), Scan and
 // Verify give exactly the findings, queue lines and record lines of the
 // in-memory ones (spillNone) on every fixture dataset and on a generated
 // store whose zero holes give every file a long victim list; while they

@@ -46,9 +46,9 @@ type scanner struct {
 	ready     func()
 	readyOnce sync.Once
 	lrefs     *leanRefs    // the queues' references (nil: references unknown)
-	lidx      *leanIndex   // lean mode's msg_store_index.ets (clean_lean.go)
+	lidx      *leanIndex   // the off-heap msg_store_index.ets (clean_lean.go)
 	cdig      *cleanDigest // or its digest (clean_digest.go)
-	// spill holds lean mode's long victim lists (victim_spill.go): its own
+	// spill holds released files' long victim lists (victim_spill.go): its own
 	// object, since the findings that point into it outlive the scanner.
 	spill *victimSpill
 	// each is VHostOptions.EachFile bound to its vhost; eachErr is the

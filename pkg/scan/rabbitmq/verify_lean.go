@@ -1,13 +1,13 @@
 package rabbitmq
 
-// Lean verify: the lean scan (lean.go: records released per file, queue
+// Verify: the scan (lean.go: records released per file, queue
 // indexes read without entries) plus a prediction made per queue dir
 // (--jobs dirs at once, results in dir order). Each queue dir is read
 // again one .qi segment at a time (ReadQueueDirSegments), its
 // entries decided against the scanner's pointer-free id map (found /
 // missing) and a compact set of hazard victims and dropped, so memory
 // does not grow with a queue. A store with a clean-shutdown index
-// (msg_store_index.ets) is checked against the lean scan's off-heap copy
+// (msg_store_index.ets) is checked against the scan's off-heap copy
 // of the index and its file-by-file places (clean_lean.go).
 
 import (
@@ -133,7 +133,7 @@ type fileIDPath struct {
 	id   [16]byte
 }
 
-// leanPredict decides entries from the lean scanner's id map.
+// leanPredict decides entries from the scanner's id map.
 type leanPredict struct {
 	s   *scanner
 	bad map[fileIDPath]int64 // offset of a bad-body first copy

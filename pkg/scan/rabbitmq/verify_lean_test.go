@@ -186,9 +186,8 @@ func TestVerifyPredicts(t *testing.T) {
 // ref counts too high, too low and 0, two referenced ids dropped, one id
 // given twice) and a damaged file_summary.ets (a valid size off, one
 // file's entry dropped, an entry for a missing file, a file size that
-// cuts a record), lean Verify, which keeps neither the records nor the
-// dump, reports exactly what the detailed VerifyVHost does, and each kind
-// of damage shows.
+// cuts a record), Verify, which keeps neither the records nor the
+// dump, reports each kind of damage.
 func TestLeanVerifyCleanIndexDamage(t *testing.T) {
 	defer spillAll()()
 	for _, d := range datasets {
@@ -263,8 +262,8 @@ func TestLeanVerifyCleanIndexDamage(t *testing.T) {
 // TestGeneratedCleanShutdown: a generated store with the clean-shutdown
 // files (gen.Config.CleanShutdown, what `genstore -clean` writes for the
 // benchmarks) verifies as a clean state whose index and file summary agree
-// with the files, lean as detailed; with one index entry moved, the one
-// index.mismatch shows.
+// with the files; with one index entry moved, the one index.mismatch
+// shows.
 func TestGeneratedCleanShutdown(t *testing.T) {
 	defer spillAll()()
 	root := t.TempDir()
@@ -296,10 +295,10 @@ func TestGeneratedCleanShutdown(t *testing.T) {
 
 // TestLeanCleanIndexWideValues: index entries whose file, offset, size or
 // ref count do not fit the lean index's 32-bit fields (only a damaged dump
-// has them: the lean index keeps them aside at full width) give the lean
-// scan and verify exactly the detailed results, among them entries that
-// still hold their record (a wide ref count) and ones with a wide value in
-// the file of a real record.
+// has them: the off-heap index keeps them aside at full width) give
+// index.mismatch findings in verify, among them entries that still hold
+// their record (a wide ref count) and ones with a wide value in the file
+// of a real record.
 func TestLeanCleanIndexWideValues(t *testing.T) {
 	defer spillAll()()
 	root, dir := unpack(t, "clean-shutdown")

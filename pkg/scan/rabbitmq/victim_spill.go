@@ -2,8 +2,8 @@ package rabbitmq
 
 // Victim lists on disk. After 3.13.2+ compaction nearly every .rdq has a
 // zero hole, and the generation-1 model then loses every later record of
-// the file: its victim list is most of the store. In lean mode (storectl
-// scan and verify) a released file's long lists go to an unlinked temp
+// the file: its victim list is most of the store. A released file's long
+// lists go to an unlinked temp
 // file, 33 bytes a victim, and are read back only when their finding is
 // written, so they do not stay on the heap for the whole scan.
 
