@@ -243,41 +243,52 @@ func walkSections(b []byte, off int64, start int, fn func(SectionInfo) error) er
 // the full decoder (other encodings, and every error, whose report it
 // makes).
 func fastSection(b []byte, q int) (data []byte, end int, ok bool) {
-	if q >= len(b) {
+	c, w, start, end, ok := sectionSpan(b, q)
+	switch {
+	case !ok:
+		return nil, 0, false
+	case c == codeList0:
+		return nil, end, true
+	case c == codeVbin8 || c == codeVbin32:
+		return b[start:end:end], end, true
+	case !compoundOK(b, c == codeMap8 || c == codeMap32, w, start, end):
 		return nil, 0, false
 	}
-	c := b[q]
-	if c == codeList0 {
-		return nil, q + 1, true
+	return nil, end, true
+}
+
+// sectionSpan reads the constructor at q of a section value in one of
+// the encodings fastSection takes (list0, vbin, list, map) and the bytes
+// its size says it holds: the code, the width of its size (0 for list0),
+// where its bytes start and end. ok is false for any other code or a
+// size past b.
+func sectionSpan(b []byte, q int) (c byte, w, start, end int, ok bool) {
+	if q >= len(b) {
+		return 0, 0, 0, 0, false
 	}
-	var w int
+	c = b[q]
 	switch c {
+	case codeList0:
+		return c, 0, q + 1, q + 1, true
 	case codeVbin8, codeList8, codeMap8:
 		w = 1
 	case codeVbin32, codeList32, codeMap32:
 		w = 4
 	default:
-		return nil, 0, false
+		return 0, 0, 0, 0, false
 	}
 	if q+1+w > len(b) {
-		return nil, 0, false
+		return 0, 0, 0, 0, false
 	}
 	n := int(b[q+1])
 	if w == 4 {
 		n = int(be.Uint32(b[q+1:]))
 	}
-	start := q + 1 + w
+	start = q + 1 + w
 	if n < 0 || n > len(b)-start {
-		return nil, 0, false
+		return 0, 0, 0, 0, false
 	}
-	end = start + n
-	if c == codeVbin8 || c == codeVbin32 {
-		return b[start:end:end], end, true
-	}
-	if !compoundOK(b, c == codeMap8 || c == codeMap32, w, start, end) {
-		return nil, 0, false
-	}
-	return nil, end, true
+	return c, w, start, start + n, true
 }
 
 // compoundOK makes shallowCompound's checks of the list or map whose
@@ -300,37 +311,14 @@ func compoundOK(b []byte, isMap bool, w, p, end int) bool {
 // had compoundOK: walkSections' path, and what TestWalkSectionsFastSame
 // holds fastSection to.
 func decoderSection(d *decoder, q int) (data []byte, end int, ok bool) {
-	b := d.b
-	if q >= len(b) {
+	c, _, start, end, ok := sectionSpan(d.b, q)
+	switch {
+	case !ok:
 		return nil, 0, false
-	}
-	c := b[q]
-	if c == codeList0 {
-		return nil, q + 1, true
-	}
-	var w int
-	switch c {
-	case codeVbin8, codeList8, codeMap8:
-		w = 1
-	case codeVbin32, codeList32, codeMap32:
-		w = 4
-	default:
-		return nil, 0, false
-	}
-	if q+1+w > len(b) {
-		return nil, 0, false
-	}
-	n := int(b[q+1])
-	if w == 4 {
-		n = int(be.Uint32(b[q+1:]))
-	}
-	start := q + 1 + w
-	if n < 0 || n > len(b)-start {
-		return nil, 0, false
-	}
-	end = start + n
-	if c == codeVbin8 || c == codeVbin32 {
-		return b[start:end:end], end, true
+	case c == codeList0:
+		return nil, end, true
+	case c == codeVbin8 || c == codeVbin32:
+		return d.b[start:end:end], end, true
 	}
 	if _, e := d.shallowCompound(Value{Type: codeTypes[c], Code: c}, start, end); e != end || d.err != nil {
 		d.err = nil
