@@ -163,14 +163,8 @@ func WalkSections(b []byte, off int64, fn func(SectionInfo) error) error {
 		if !ok || want != Described && codeTypes[b[q]] != want {
 			return walkSections(b, off, p, fn)
 		}
-		if fn != nil {
-			si := SectionInfo{Code: code, Offset: off + int64(p), Size: r - p}
-			if code == SectionData {
-				si.Data = data
-			}
-			if err := fn(si); err != nil {
-				return err
-			}
+		if err := emitSection(fn, code, off+int64(p), r-p, data); err != nil {
+			return err
 		}
 		p = r
 	}
@@ -223,18 +217,25 @@ func walkSections(b []byte, off int64, start int, fn func(SectionInfo) error) er
 		} else if want != Described && codeTypes[b[q]] != want {
 			return format.Corrupt(off+int64(q), SectionName(code), format.ErrInvalid)
 		}
-		if fn != nil {
-			si := SectionInfo{Code: code, Offset: off + int64(p), Size: r - p}
-			if code == SectionData {
-				si.Data = data
-			}
-			if err := fn(si); err != nil {
-				return err
-			}
+		if err := emitSection(fn, code, off+int64(p), r-p, data); err != nil {
+			return err
 		}
 		p = r
 	}
 	return nil
+}
+
+// emitSection hands one walked section to fn (nil: no callback); only a
+// data section carries its bytes.
+func emitSection(fn func(SectionInfo) error, code uint64, off int64, size int, data []byte) error {
+	if fn == nil {
+		return nil
+	}
+	si := SectionInfo{Code: code, Offset: off, Size: size}
+	if code == SectionData {
+		si.Data = data
+	}
+	return fn(si)
 }
 
 // fastSection skips the section value at q when it has one of the
