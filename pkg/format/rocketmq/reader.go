@@ -59,7 +59,8 @@ const DefaultReadWindow = 512 << 10
 // Reader reads the records of one commitlog file through an io.ReaderAt,
 // in the style of prometheus tsdb/wlog.Reader and archive/zip.NewReader:
 // one reusable window of DefaultReadWindow bytes, read in file order, so
-// memory does not grow with the file. Use it like bufio.Scanner:
+// memory does not grow with the file (or, when the io.ReaderAt is also a
+// Slicer, windows of the same size taken in place from a mapping). Use it like bufio.Scanner:
 //
 //	r := rocketmq.NewReader(f, size, base, 0)
 //	for r.Next() {
@@ -78,6 +79,7 @@ const DefaultReadWindow = 512 << 10
 // messages and errors carry physical offsets (base + file offset).
 type Reader struct {
 	ra      io.ReaderAt
+	sl      Slicer   // ra's bytes in place, when it offers them
 	ext     Extenter // ra's data extents, when it knows them
 	extOff  [2]int64 // the last extent ext returned: [start, end)
 	size    int64
@@ -116,7 +118,20 @@ func NewReader(ra io.ReaderAt, size, base int64, maxSize int) *Reader {
 	}
 	r := &Reader{ra: ra, size: size, base: base, maxSize: maxSize, window: DefaultReadWindow}
 	r.ext, _ = ra.(Extenter)
+	r.sl, _ = ra.(Slicer)
 	return r
+}
+
+// Slicer is what an io.ReaderAt over a file mapped into memory may also
+// implement: Slice returns the file's bytes [off, off+n) in place, with
+// no copy (n <= the file's size - off). The Reader then takes its windows
+// from Slice instead of reading them into its buffer: the same bytes, so
+// the same walk, without the copy out of the page cache. The bytes are
+// only read, and must stay valid at least until the next Slice (the
+// caller that mapped the file keeps them until it closes it, and guards
+// the walk against a file that shrinks under the mapping).
+type Slicer interface {
+	Slice(off int64, n int) ([]byte, error)
 }
 
 // Extenter is what an io.ReaderAt over a sparse file may also implement:
@@ -233,6 +248,19 @@ func (r *Reader) Bytes(off int64, want int) ([]byte, error) {
 		return r.data[off-r.start:], nil
 	}
 	n := min(int64(max(want, r.window)), r.size-off)
+	if r.sl != nil {
+		r.data = nil
+		b, err := r.sl.Slice(off, int(n))
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(b)) < n {
+			return nil, io.ErrUnexpectedEOF
+		}
+		r.data, r.start = b[:n:n], off
+		r.maxRead = max(r.maxRead, off+n)
+		return r.data, nil
+	}
 	if int64(cap(r.buf)) < n {
 		r.buf = make([]byte, n)
 	}

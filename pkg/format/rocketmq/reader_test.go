@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -289,5 +290,94 @@ func TestReaderSkipsHoles(t *testing.T) {
 		if h.read > 8*DefaultReadWindow {
 			t.Fatalf("garbage=%v: read %d bytes of a 1 TiB file holding %d", garbage, h.read, len(h.blob))
 		}
+	}
+}
+
+// sliceReaderAt is an io.ReaderAt over b that also hands its bytes out in
+// place (Slicer), as a mapped file does.
+type sliceReaderAt struct {
+	*bytes.Reader
+	b      []byte
+	slices int
+}
+
+func (s *sliceReaderAt) Slice(off int64, n int) ([]byte, error) {
+	if off < 0 || n < 0 || off+int64(n) > int64(len(s.b)) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	s.slices++
+	return s.b[off : off+int64(n)], nil
+}
+
+// TestReaderSlicer: over a Slicer the Reader walks every fixture file as
+// it does reading through its buffer (the same records at the same
+// offsets, the same end, error, Raw and MaxRead), its messages alias the
+// Slicer's bytes (no copy), and past a damaged record Resync and
+// LastNonZero find what they find reading.
+func TestReaderSlicer(t *testing.T) {
+	tars, _ := filepath.Glob(testutil.Testdata("rocketmq", "*.tar.gz"))
+	files := 0
+	for _, tp := range tars {
+		for name, b := range testutil.ReadTar(t, tp) {
+			dir, file := filepath.Split(name)
+			base, err := ParseFileName(file)
+			if dir != "store/commitlog/" || err != nil || len(b) == 0 {
+				continue
+			}
+			files++
+			damaged := append([]byte(nil), b...)
+			damaged[len(b)/3] ^= 0x5A // somewhere in a record, or in the zeros after the last
+			for _, data := range [][]byte{b, damaged} {
+				compareSlicer(t, tp+":"+name, data, base)
+			}
+		}
+	}
+	if files < 20 {
+		t.Fatalf("only %d commitlog files in the fixtures", files)
+	}
+}
+
+func compareSlicer(t *testing.T, name string, b []byte, base int64) {
+	t.Helper()
+	sl := &sliceReaderAt{Reader: bytes.NewReader(b), b: b}
+	rp := NewReader(bytes.NewReader(b), int64(len(b)), base, 0)
+	rs := NewReader(sl, int64(len(b)), base, 0)
+	n := 0
+	for {
+		okp, oks := rp.Next(), rs.Next()
+		if okp != oks || rp.Offset() != rs.Offset() || rp.End() != rs.End() || fmt.Sprint(rp.Err()) != fmt.Sprint(rs.Err()) {
+			t.Fatalf("%s: record %d: read %v at %d (end %d, %v), sliced %v at %d (end %d, %v)", name, n,
+				okp, rp.Offset(), rp.End(), rp.Err(), oks, rs.Offset(), rs.End(), rs.Err())
+		}
+		if !okp {
+			break
+		}
+		mp, ms := rp.Message(), rs.Message()
+		if !bytes.Equal(mp.Raw, ms.Raw) || mp.MsgID() != ms.MsgID() || !bytes.Equal(mp.Body, ms.Body) {
+			t.Fatalf("%s@%d: the messages differ", name, rp.Offset())
+		}
+		if len(ms.Raw) > 0 && &ms.Raw[0] != &b[rs.Offset()] {
+			t.Fatalf("%s@%d: the sliced message is a copy", name, rs.Offset())
+		}
+		n++
+	}
+	if !bytes.Equal(rp.Raw(), rs.Raw()) || rp.MaxRead() != rs.MaxRead() {
+		t.Fatalf("%s: Raw or MaxRead differ (%d, %d)", name, rp.MaxRead(), rs.MaxRead())
+	}
+	if rp.End() == EndCorrupt {
+		from := rp.Offset() + 1
+		cp, errp := rp.Resync(from)
+		cs, errs := rs.Resync(from)
+		if cp != cs || fmt.Sprint(errp) != fmt.Sprint(errs) {
+			t.Fatalf("%s: Resync from %d: read %d (%v), sliced %d (%v)", name, from, cp, errp, cs, errs)
+		}
+		lp, errp := rp.LastNonZero(from, int64(len(b)))
+		ls, errs := rs.LastNonZero(from, int64(len(b)))
+		if lp != ls || fmt.Sprint(errp) != fmt.Sprint(errs) {
+			t.Fatalf("%s: LastNonZero from %d: read %d (%v), sliced %d (%v)", name, from, lp, errp, ls, errs)
+		}
+	}
+	if sl.slices == 0 {
+		t.Fatalf("%s: the Reader never sliced", name)
 	}
 }

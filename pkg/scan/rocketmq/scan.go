@@ -78,7 +78,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 				}
 			}
 		}
-		fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr)
+		fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr, !perRecord)
 		fr.done = hook.Done
 		cs.done(i, fr)
 	})
@@ -100,8 +100,11 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	return res, ctx.Err()
 }
 
+// scanFile walks commitlog file i. With inPlace (nothing outside the scan
+// sees its records but a Tap) the Reader takes its windows from the file's
+// mapping (rmq.Slicer) instead of copying them out of the page cache.
 func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
-	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult) (fr *fileResult) {
+	emit func(*rmq.Message, *segment, int64) error, progress func(int64), out **fileResult, inPlace bool) (fr *fileResult) {
 	seg := lay.segs[i]
 	fr = &fileResult{seg: seg, file: scan.File{Path: seg.rel, Kind: "commitlog", Size: seg.size,
 		FirstValid: -1, LastValid: -1}}
@@ -127,7 +130,7 @@ func scanFile(ctx context.Context, cfg *Config, lay *layout, i int,
 	if len(cfg.Files) > 0 {
 		wk.mapped = cfg.MappedFileSize // a single-file scan can't infer the mapped size
 	}
-	r := rmq.NewReader(ctxReaderAt{ctx, f}, size, seg.base, cfg.MaxMessageSize)
+	r := rmq.NewReader(fileReaderAt(ctx, f, inPlace), size, seg.base, cfg.MaxMessageSize)
 	if err := wk.run(r); err != nil {
 		fr.err = fmt.Errorf("%s: %w", seg.rel, err)
 	}
@@ -156,4 +159,34 @@ func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	return c.f.ReadAt(p, off)
+}
+
+// readInPlace lets scanFile read from mappings (tests compare the two).
+var readInPlace = true
+
+// fileReaderAt is what a Reader of f reads through: f's mapping in place
+// when inPlace and f is mapped, else f's reads.
+func fileReaderAt(ctx context.Context, f *fileview.File, inPlace bool) io.ReaderAt {
+	if inPlace && readInPlace && f.Mapped() {
+		return ctxSlicer{ctxReaderAt{ctx, f}, f}
+	}
+	return ctxReaderAt{ctx, f}
+}
+
+// ctxSlicer is ctxReaderAt for a mapped file: the Reader takes its
+// windows in place (rmq.Slicer; fileview.File.Slice populates the mapping
+// ahead of the walk and lets it go behind, so memory stays flat). The
+// slices live until the file is closed; the walk runs under
+// fileview.Guard, so a file that shrinks under it is an error naming the
+// file and offset.
+type ctxSlicer struct {
+	ctxReaderAt
+	v *fileview.File
+}
+
+func (c ctxSlicer) Slice(off int64, n int) ([]byte, error) {
+	if err := c.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.v.Slice(off, n)
 }
