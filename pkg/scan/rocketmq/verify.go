@@ -22,6 +22,15 @@ type VerifyConfig struct {
 	IndexEntries int   // maxIndexNum; 0 = follows from the size and IndexSlots
 }
 
+// Tests: indexSequential runs the index files' structure checks after
+// the commitlog walk instead of beside it; indexStructuresHook, when set,
+// runs before they start (with their context, cancelled when Verify
+// returns early).
+var (
+	indexSequential     bool
+	indexStructuresHook func(ctx context.Context)
+)
+
 // maxFindingsPerUnit bounds the findings one consume queue or one index
 // file adds, so a wholly wrong file gives a readable report; the rest are
 // counted in one CodeVerifyTooMany finding.
@@ -121,7 +130,29 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 		mu.Unlock()
 		return FileHook{Message: c.collect, Done: func() { v.absorb(c) }}
 	}
+	// The index files' own structure (header counts, slot chains and
+	// heads) needs no record: it is checked beside the commitlog walk, on
+	// a verifier of its own, and the entries against their records after
+	// it (checkIndexFiles).
+	ia := &verifier{cfg: &cfg, res: &scan.Result{Layout: map[string]any{}}, capped: map[string]int{}}
+	ictx, icancel := context.WithCancel(ctx)
+	var ic *indexCheck
+	icDone := make(chan struct{})
+	structures := func() {
+		defer close(icDone)
+		if indexStructuresHook != nil {
+			indexStructuresHook(ictx)
+		}
+		ic = ia.indexStructures(ictx)
+	}
+	if !indexSequential {
+		go structures()
+	}
+	defer func() { icancel(); <-icDone }() // an early return stops it
 	res, err := ScanCommitLog(ctx, inner, opts)
+	if indexSequential {
+		structures()
+	}
 	if err != nil {
 		return res, err
 	}
@@ -158,13 +189,16 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	// own lookups and findings; they share only what the scan made), and
 	// their findings and errors follow the consume queues', as when the
 	// two ran one after the other.
-	iv, err := v.forIndex()
+	iv, err := v.forIndex(ia)
 	if err != nil {
 		return res, err
 	}
 	defer iv.store.Close()
 	idxDone := make(chan error, 1)
-	go func() { idxDone <- iv.checkIndexFiles(ctx) }()
+	go func() {
+		<-icDone
+		idxDone <- iv.checkIndexFiles(ctx, ic)
+	}()
 	cqErr := v.checkConsumeQueues(ctx)
 	idxErr := <-idxDone
 	if err := ctx.Err(); err != nil {
@@ -386,14 +420,14 @@ func (v *verifier) add(key string, f scan.Finding) {
 
 func (v *verifier) rel(p string) string { return v.cfg.rel(p) }
 
-// forIndex is a verifier for the index files' checks, to run beside the
-// consume queues': it shares what the scan made (read only from here on)
-// and has its own record lookups (a reader of the record table, a Store),
-// findings, caps and counters.
-func (v *verifier) forIndex() (*verifier, error) {
+// forIndex is a verifier for the index files' checks after the walk, to
+// run beside the consume queues': it shares what the scan made (read only
+// from here on) and has its own record lookups (a reader of the record
+// table, a Store), counters, and the findings and caps of ia, the
+// verifier that ran indexStructures.
+func (v *verifier) forIndex(ia *verifier) (*verifier, error) {
 	iv := *v
-	iv.res = &scan.Result{Layout: map[string]any{}}
-	iv.capped = map[string]int{}
+	iv.res, iv.capped = ia.res, ia.capped // what indexStructures found
 	iv.tab = v.tab.reader()
 	iv.hint, iv.entriesLinked = 0, 0
 	var err error

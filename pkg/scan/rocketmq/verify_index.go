@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,11 @@ type indexWalk struct {
 	firstPhy       int64
 	firstTS        int64
 	firstTSChecked bool
+	// entriesDone is the first entry indexStructure did not walk (an
+	// error stopped it there; w.used when it did not); entriesOK and
+	// structureOK say that its entries walk, and all of it, finished.
+	entriesDone            int64
+	entriesOK, structureOK bool
 }
 
 // readFull reads len(b) bytes of f at off; a short read (the file ends
@@ -59,10 +65,24 @@ func readFull(f *os.File, b []byte, off int64) error {
 	return nil
 }
 
-// checkIndexFile checks one index file (§5): size, header counts and
-// ranges, every used entry against the record it points at, and the
-// slot chains.
-func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
+// An index file is checked in two halves, so that the larger one can run
+// beside the commitlog walk (Verify): indexStructure judges what the file
+// says of itself (size, header counts, the slot chains, the slot heads,
+// reachability; it needs no record), indexRecords, after the walk, every
+// used entry against the record it points at and the header's ranges
+// against the entries. Both add to the file's orderedFindings, which lists
+// them in the order of one walk that did both (an entry's record findings
+// after its chain findings: sub numbers from entryRecordSub).
+
+// entryRecordSub is the first sub number of an entry's record findings:
+// above those of its chain checks (at most two).
+const entryRecordSub = 8
+
+// indexStructure is the first half of checking one index file (§5): size,
+// header counts, the chains and slot heads. It returns the walk for
+// indexRecords (nil when the file has no header to walk) and the error
+// that stopped it, if any; w.entriesDone says how far the entries got.
+func (v *verifier) indexStructure(ctx context.Context, f *indexFile, lay rmq.IndexLayout) (*indexWalk, error) {
 	if want := lay.Size(); f.size != want {
 		v.add(f.rel, scan.Finding{Code: CodeIndexBadHeader, Severity: scan.Warning, Path: f.rel, Offset: min(f.size, want),
 			Length: abs(want - f.size), Repair: scan.RepairRebuildIndex, Expected: fmtInt(want), Actual: fmtInt(f.size),
@@ -70,24 +90,21 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 			Message:  fmt.Sprintf("index file size does not fit %d slots and %d entries; the broker maps it at full size, so missing bytes read as zeros", lay.Slots, lay.Entries)})
 	}
 	if f.size < rmq.IndexHeaderSize {
-		return nil
+		return nil, nil
 	}
 	fh, err := storefile.Open(f.path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer fh.Close()
 	var hb [rmq.IndexHeaderSize]byte
 	if err := readFull(fh, hb[:], 0); err != nil {
-		return err
+		return nil, err
 	}
 	f.hdr, _ = rmq.DecodeIndexHeader(hb[:], 0) // 40 bytes: never fails
 	f.hdrOK = true
 	h := f.hdr
-	w := &indexWalk{f: f, lay: lay, used: max(int64(h.IndexCount), 1), beyondSev: scan.Warning}
-	if v.abort && v.cpPresent && h.EndTimestamp > v.cp.IndexMsgTimestamp {
-		w.beyondSev = scan.Info // the broker deletes this file at load after an abnormal exit
-	}
+	w := &indexWalk{f: f, lay: lay, used: max(int64(h.IndexCount), 1)}
 	if w.used > lay.Entries {
 		v.add(f.rel, v.indexFinding(f, CodeIndexBadHeader, 36, 4, fmt.Sprintf("indexCount %d exceeds the %d entries of the file", h.IndexCount, lay.Entries),
 			map[string]string{"index_count": "fail"}))
@@ -102,7 +119,7 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 	w.used = max(min(w.used, inFile), 1)
 	w.referenced = newBitset(w.used)
 	w.out = newOrderedFindings(maxFindingsPerUnit + 1 - v.capped[f.rel])
-	defer w.out.flush(v, f.rel) // also after an error: what was found so far, in order
+	defer func() { w.last, w.referenced, w.head, w.keyHash = nil, nil, nil, nil }() // not needed by indexRecords
 	if indexInMemory {
 		w.keyHash = make([]int32, w.used)
 	} else {
@@ -115,16 +132,17 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 		w.join = newChainJoin()
 		defer w.join.close()
 	}
-	if err := v.indexEntries(fh, w); err != nil {
-		return err
+	if err := v.indexEntries(ctx, fh, w); err != nil {
+		return w, err
 	}
+	w.entriesOK = true
 	if err := v.indexSlots(fh, w); err != nil {
-		return err
+		return w, err
 	}
 	if err := v.chainChecks(fh, w); err != nil {
-		return err
+		return w, err
 	}
-	v.indexHeaderVsEntries(w)
+	w.structureOK = true
 	if n := w.used; n < inFile && n < lay.Entries {
 		var eb [rmq.IndexEntrySize]byte
 		if err := readFull(fh, eb[:], lay.EntryOffset(n)); err == nil && slices.ContainsFunc(eb[:], func(b byte) bool { return b != 0 }) {
@@ -132,6 +150,38 @@ func (v *verifier) checkIndexFile(f *indexFile, lay rmq.IndexLayout) error {
 				fmt.Sprintf("entry %d (at indexCount) holds data: the header's indexCount is too low", n), map[string]string{"index_count": "fail"}))
 		}
 	}
+	return w, nil
+}
+
+// indexRecords is the second half of checking one index file, after the
+// commitlog walk and indexStructure: the entries indexStructure walked
+// against their records, the header against the entries, then the file's
+// findings in walk order. errA is indexStructure's error, returned after
+// what was found before it, as one walk that stopped there would.
+func (v *verifier) indexRecords(w *indexWalk, errA error) error {
+	defer w.out.flush(v, w.f.rel) // also after an error: what was found so far, in order
+	w.beyondSev = scan.Warning
+	if v.abort && v.cpPresent && w.f.hdr.EndTimestamp > v.cp.IndexMsgTimestamp {
+		w.beyondSev = scan.Info // the broker deletes this file at load after an abnormal exit
+	}
+	if w.entriesDone > 1 {
+		fh, err := storefile.Open(w.f.path)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		if err := v.indexEntryRecords(fh, w); err != nil {
+			return err
+		}
+	}
+	if !w.entriesOK {
+		return errA
+	}
+	v.indexEntrySummary(w)
+	if !w.structureOK {
+		return errA
+	}
+	v.indexHeaderVsEntries(w)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -13,11 +14,15 @@ import (
 const indexPrefetch = 16
 
 // indexEntries reads entries 1..used-1 in order and checks each against
-// its chain predecessor, the header ranges and the record it points at.
-func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
+// its chain predecessor (indexStructure's half of the entry checks).
+func (v *verifier) indexEntries(ctx context.Context, fh *os.File, w *indexWalk) error {
 	lay := w.lay
 	buf := make([]byte, indexReadSize)
+	w.entriesDone = 1
 	for n0 := int64(1); n0 < w.used; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		k := min(int64(len(buf))/rmq.IndexEntrySize, w.used-n0)
 		off := lay.EntryOffset(n0)
 		if err := readFull(fh, buf[:k*rmq.IndexEntrySize], off); err != nil {
@@ -52,7 +57,34 @@ func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
 			}
 		}
 		n0 += k
+		w.entriesDone = n0
 	}
+	return nil
+}
+
+// indexEntryRecords reads entries 1..entriesDone-1 again, after the
+// commitlog walk, and checks each against the record it points at
+// (indexRecords' half of the entry checks).
+func (v *verifier) indexEntryRecords(fh *os.File, w *indexWalk) error {
+	lay := w.lay
+	buf := make([]byte, indexReadSize)
+	for n0 := int64(1); n0 < w.entriesDone; {
+		k := min(int64(len(buf))/rmq.IndexEntrySize, w.entriesDone-n0)
+		if err := readFull(fh, buf[:k*rmq.IndexEntrySize], lay.EntryOffset(n0)); err != nil {
+			return err
+		}
+		for j := range k {
+			v.indexEntryRecord(w, n0+j, rmq.IndexEntryOf((*[rmq.IndexEntrySize]byte)(buf[j*rmq.IndexEntrySize:])))
+		}
+		n0 += k
+	}
+	return nil
+}
+
+// indexEntrySummary adds the counted entries' findings (beyond the
+// recovery end, past an unread file, expired).
+func (v *verifier) indexEntrySummary(w *indexWalk) {
+	lay := w.lay
 	if w.beyond > 0 {
 		f := w.f
 		v.res.Add(scan.Finding{Code: CodeIndexBeyondEnd, Severity: w.beyondSev, Path: f.rel, Offset: lay.EntryOffset(1),
@@ -72,7 +104,6 @@ func (v *verifier) indexEntries(fh *os.File, w *indexWalk) error {
 			Repair: scan.RepairNone, Details: map[string]any{"entries": w.expired, "commitlog_min_offset": v.minPhy},
 			Message: fmt.Sprintf("%d index entries point below the commitlog's first file (expired messages; normal)", w.expired)})
 	}
-	return nil
 }
 
 // slotOf is the slot of key hash h >= 0 among slots: h % slots, in 32
@@ -84,9 +115,10 @@ func slotOf(h int32, slots int64) int64 {
 	return int64(h) % slots
 }
 
-// indexEntry checks entry n, whose slot (when e.KeyHash >= 0) is slot.
+// indexEntry checks entry n, whose slot (when e.KeyHash >= 0) is slot,
+// against its chain predecessor.
 func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry, slot int64) {
-	lay, h := w.lay, w.f.hdr
+	lay := w.lay
 	sub := 0
 	bad := func(code, msg string, ev map[string]string, exp, act string) {
 		sub++
@@ -129,6 +161,16 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry, slot int6
 		w.firstPhy = e.PhyOffset
 	}
 	w.maxPhy = max(w.maxPhy, e.PhyOffset)
+}
+
+// indexEntryRecord checks entry n against the record it points at.
+func (v *verifier) indexEntryRecord(w *indexWalk, n int64, e rmq.IndexEntry) {
+	h := w.f.hdr
+	sub := entryRecordSub - 1
+	bad := func(code, msg string, ev map[string]string, exp, act string) {
+		sub++
+		w.out.add(phaseEntries, n, sub, v.entryFinding(w, n, e, code, msg, ev, exp, act))
+	}
 	switch {
 	case e.PhyOffset < v.minPhy:
 		w.expired++

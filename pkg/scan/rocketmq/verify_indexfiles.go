@@ -53,15 +53,28 @@ func (v *verifier) pickIndexLayout(files []indexFile) (rmq.IndexLayout, string) 
 	return rmq.IndexLayout{Slots: rmq.DefaultIndexSlots, Entries: rmq.DefaultIndexEntries}, "default"
 }
 
-// checkIndexFiles lists index/ and checks every file (verify_index.go).
-func (v *verifier) checkIndexFiles(ctx context.Context) error {
+// indexCheck is indexStructure's result for every index file, which
+// indexRecords completes.
+type indexCheck struct {
+	files []indexFile
+	walks []*indexWalk // per file (nil: no entries to walk)
+	errs  []error      // per file: what stopped indexStructure
+	err   error        // index/ could not be listed, or the check was cancelled
+}
+
+// indexStructures lists index/ and runs indexStructure on every file (the
+// half of the index checks that needs no record; Verify runs it beside
+// the commitlog walk).
+func (v *verifier) indexStructures(ctx context.Context) *indexCheck {
+	ic := &indexCheck{}
 	dir := filepath.Join(v.cfg.Root, "index")
 	ents, err := storefile.ReadDir(dir)
 	if os.IsNotExist(err) {
-		return nil
+		return ic
 	}
 	if err != nil {
-		return err
+		ic.err = err
+		return ic
 	}
 	var files []indexFile
 	for _, e := range ents {
@@ -70,7 +83,8 @@ func (v *verifier) checkIndexFiles(ctx context.Context) error {
 		}
 		st, err := storefile.Info(dir, e)
 		if err != nil {
-			return err
+			ic.err = err
+			return ic
 		}
 		p := filepath.Join(dir, e.Name())
 		f := indexFile{name: e.Name(), path: p, rel: v.rel(p), size: st.Size()}
@@ -85,11 +99,34 @@ func (v *verifier) checkIndexFiles(ctx context.Context) error {
 	lay, src := v.pickIndexLayout(files)
 	v.res.Layout["index_files"], v.res.Layout["index_slots"], v.res.Layout["index_entries"] = len(files), lay.Slots, lay.Entries
 	v.res.Layout["index_layout_source"] = src
+	ic.files = files
+	ic.walks, ic.errs = make([]*indexWalk, len(files)), make([]error, len(files))
+	for i := range files {
+		if err := ctx.Err(); err != nil {
+			ic.err = err
+			return ic
+		}
+		ic.walks[i], ic.errs[i] = v.indexStructure(ctx, &ic.files[i], lay)
+	}
+	return ic
+}
+
+// checkIndexFiles completes the index checks of ic (indexRecords per
+// file, after the commitlog walk) and checks the files' order.
+func (v *verifier) checkIndexFiles(ctx context.Context, ic *indexCheck) error {
+	if ic.err != nil {
+		return ic.err
+	}
+	files := ic.files
 	for i := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := v.checkIndexFile(&files[i], lay); err != nil {
+		err := ic.errs[i]
+		if w := ic.walks[i]; w != nil {
+			err = v.indexRecords(w, err)
+		}
+		if err != nil {
 			v.res.Fail(fmt.Errorf("%s: %w", files[i].rel, err))
 		}
 	}

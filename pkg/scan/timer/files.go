@@ -16,14 +16,12 @@ import (
 
 // scanner carries the state of one Scan.
 type scanner struct {
-	cfg     Config
-	res     *scan.Result
-	opts    scan.Options
-	cl      CommitLog
-	own     *FileCommitLog // cl when the scan opened it (closed at its end)
-	present bool           // the root has a timer store
-	end     int64          // commitlog recovery end
-	capped  map[string]int
+	cfg    Config
+	res    *scan.Result
+	opts   scan.Options
+	cl     CommitLog
+	end    int64 // commitlog recovery end
+	capped map[string]int
 
 	cp        ftimer.Checkpoint
 	cpPresent bool
@@ -50,12 +48,6 @@ type scanner struct {
 	expired    []expiredUnit
 	rv         *resolver // target's record lookups
 	pre        *Prepass  // what the commitlog's own scan found of the units' targets (nil: none)
-
-	// deferTargets: the walk checks the units' frames only and notes them
-	// in spans; checkTargets checks their targets once the commitlog scan
-	// is done (Prepass.Begin).
-	deferTargets bool
-	spans        []unitSpan
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the
