@@ -38,6 +38,7 @@ const readChunk = 512 << 10
 // error (Err). Offsets are data offsets: base plus the file position.
 type Reader struct {
 	ra      io.ReaderAt
+	sl      Slicer // ra as a Slicer, nil when it is not one
 	size    int64
 	base    int64
 	maxSize int
@@ -58,8 +59,23 @@ func NewReader(ra io.ReaderAt, size, base int64, maxSize int) *Reader {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxEntrySize
 	}
-	return &Reader{ra: ra, size: size, base: base, maxSize: maxSize, bufAt: -1}
+	r := &Reader{ra: ra, size: size, base: base, maxSize: maxSize, bufAt: -1}
+	r.sl, _ = ra.(Slicer)
+	return r
 }
+
+// Slicer is an io.ReaderAt over memory (a mapped file): Slice returns the
+// bytes [off, off+n) in place, without a copy, valid as long as the
+// Slicer is (not only until the next call), or an error when they are
+// not all there. A Reader over a Slicer takes the same windows from it
+// that it would read, and its Body stays valid after Next (InPlace).
+type Slicer interface {
+	Slice(off int64, n int) ([]byte, error)
+}
+
+// InPlace reports whether the Reader takes its windows from a Slicer:
+// then a Body stays valid after the next Next, as long as the Slicer is.
+func (r *Reader) InPlace() bool { return r.sl != nil }
 
 // Next reads the next entry.
 func (r *Reader) Next() bool {
@@ -122,6 +138,18 @@ func (r *Reader) bytes(pos int64, n int) ([]byte, error) {
 		return r.buf[pos-r.bufAt : pos-r.bufAt+int64(n)], nil
 	}
 	m := min(max(int64(readChunk), int64(n)), r.size-pos)
+	if r.sl != nil {
+		b, err := r.sl.Slice(pos, int(m))
+		if err != nil || len(b) < n {
+			r.bufAt = -1
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("reading data at %d: %w", r.base+pos, err)
+		}
+		r.buf, r.bufAt = b, pos
+		return b[:n:n], nil
+	}
 	if int64(cap(r.buf)) < m {
 		r.buf = make([]byte, m)
 	}
@@ -149,7 +177,8 @@ func (r *Reader) Restart(pos int64) {
 func (r *Reader) Header() Header { return r.h }
 
 // Body is the body of the entry Next just read; it aliases the reader's
-// buffer and is valid until the next Next.
+// buffer and is valid until the next Next (over a Slicer: as long as the
+// Slicer is).
 func (r *Reader) Body() []byte { return r.body }
 
 // Offset is the data offset of the next entry: after a stop, where the

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"sync"
 
+	"github.com/storectl/storectl/internal/fileview"
 	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
@@ -29,44 +30,52 @@ type Record struct {
 
 // walk reads every data file entry by entry, once: the entry checks, the
 // recovery walk, the abnormal recovery's sums and the consume queue merge
-// all go along with it, so memory does not grow with the log. Files are
-// decoded (headers, inner records, CRCs) by scan.Options.Jobs goroutines
-// ahead of the checks, which take the entries in log order; a record
-// callback (Options.Records, Config.OnMessage) makes it one goroutine.
+// all go along with it, so memory does not grow with the log.
+//
+// Each file is cut into segments of about segmentSize at positions where
+// an entry header seems to start (its pos field is its own offset), and
+// scan.Options.Jobs goroutines frame and decode the segments (headers,
+// inner records, body CRC: the bulk of the CPU) from windows of their own
+// mapping of the file, while the checks that need log order take the
+// segments' items in order on the scan's goroutine. A cut is only a
+// guess: a segment's walk must land exactly on the next one's start,
+// else (a damaged entry, a resync, a body that looked like a header) it
+// walks on to the end of the file and the file's later segments are not
+// used, so the items are always those of one walk from the file's start.
+// At most jobs+3 segments are out at once. A record callback
+// (Options.Records, Config.OnMessage) or --jobs 1 makes it one segment
+// per file on one goroutine, so that records come in order.
 func (s *scanner) walk(ctx context.Context) error {
 	if len(s.data) == 0 {
 		s.add(scan.Finding{Code: CodeNoDataFiles, Severity: scan.Warning, Path: s.rel + "/" + fdl.DataDir,
 			Message: "the DLedger data dir holds no files"})
 	}
 	jobs := max(s.opts.Jobs, 1)
-	if s.opts.Records != nil || s.cfg.OnMessage != nil {
-		jobs = 1
+	split := true
+	if jobs == 1 || s.opts.Records != nil || s.cfg.OnMessage != nil {
+		jobs, split = 1, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	chans := make([]chan []item, len(s.data))
-	for i := range chans {
-		chans[i] = make(chan []item, 4)
-	}
-	sem := make(chan struct{}, jobs)
-	go func() {
-		for i := range s.data {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				for k := i; k < len(chans); k++ {
-					close(chans[k])
-				}
-				return
-			}
-			go func(i int) {
-				defer func() { <-sem }()
-				s.decodeFile(ctx, i, chans[i])
-			}(i)
-		}
+	p := &pipe{s: s, ctx: ctx, split: split, tokens: make(chan struct{}, jobs+3)}
+	p.ordered, p.work = make(chan *segment, cap(p.tokens)), make(chan *segment, cap(p.tokens))
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
 	}()
+	wg.Add(1 + jobs)
+	go func() {
+		defer wg.Done()
+		p.dispatch()
+	}()
+	for range jobs {
+		go func() {
+			defer wg.Done()
+			p.worker()
+		}()
+	}
 	for i := range s.data {
-		if err := s.checkFile(i, chans[i]); err != nil {
+		if err := s.checkFile(i, p); err != nil {
 			s.res.Fail(fmt.Errorf("%s: %w", s.data[i].rel, err))
 		}
 		if err := ctx.Err(); err != nil {
@@ -102,6 +111,13 @@ const (
 
 const batchSize = 512
 
+// segmentSize is how much of a file one segment covers (a variable for
+// the tests); segBatches is how many batches a segment's channel holds
+// (its worker waits when the checks are further behind).
+var segmentSize int64 = 4 << 20
+
+const segBatches = 16
+
 // batches recycles the decode stage's item batches: checkFile hands each
 // one back when it has taken its items, so a scan allocates a few
 // batches, not one per 512 entries.
@@ -115,89 +131,259 @@ func putBatch(b []item) {
 	batches.Put(&b)
 }
 
-// decodeFile reads file i with the DLedger reader, resyncing past a
-// rejected entry, and sends what it finds in batches.
-func (s *scanner) decodeFile(ctx context.Context, i int, out chan<- []item) {
-	defer close(out)
-	f := &s.data[i]
-	send := func(b []item) bool {
-		select {
-		case out <- b:
-			return true
-		case <-ctx.Done():
-			return false
+// segment is a run of one file's entries: from start to where the next
+// segment starts (stop), or to the end of the file.
+type segment struct {
+	file  int
+	start int64 // file position of its first entry
+	stop  int64 // the next segment's start; -1: the end of the file
+	last  bool  // the file's last segment
+	ch    chan []item
+	// tail: its walk did not land on stop (it stopped, resynced or went
+	// past it) and went on to the end of the file: the file's later
+	// segments are not used. Set before ch is closed.
+	tail bool
+}
+
+// pipe is the walk's stages: dispatch sends each segment, in order, to
+// ordered (for the checks) and to work (for a worker).
+type pipe struct {
+	s       *scanner
+	ctx     context.Context
+	split   bool
+	tokens  chan struct{} // one per segment out and not yet checked
+	ordered chan *segment
+	work    chan *segment
+}
+
+// dispatch cuts the files into segments.
+func (p *pipe) dispatch() {
+	defer close(p.work)
+	defer close(p.ordered)
+	for i := range p.s.data {
+		starts := []int64{0}
+		if p.split {
+			starts = p.s.cuts(&p.s.data[i])
 		}
+		for k, st := range starts {
+			seg := &segment{file: i, start: st, stop: -1, last: k+1 == len(starts), ch: make(chan []item, segBatches)}
+			if !seg.last {
+				seg.stop = starts[k+1]
+			}
+			select {
+			case p.tokens <- struct{}{}:
+			case <-p.ctx.Done():
+				return
+			}
+			p.ordered <- seg // both hold as many segments as there are tokens: no wait
+			p.work <- seg
+		}
+	}
+}
+
+// cuts returns file positions to start segments at: 0, then after every
+// segmentSize the first position where a header passes Header.Check
+// within the next 8 KiB (a guess the walk checks).
+func (s *scanner) cuts(f *dataFile) []int64 {
+	out := []int64{0}
+	if f.size < 2*segmentSize {
+		return out
 	}
 	fh, err := storefile.Open(f.path)
 	if err != nil {
-		send([]item{{kind: itemErr, err: err}})
-		return
+		return out
 	}
 	defer fh.Close()
-	names := &topicNames{m: map[string]string{}}
-	m := new(rmq.Message) // the inner record, reused (one allocation per file, not per entry)
-	r := fdl.NewReader(fh, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
-	batch := getBatch()
+	buf := make([]byte, 8<<10+fdl.BodyOffset)
+	for at := segmentSize; at+segmentSize <= f.size; at += segmentSize {
+		n, _ := fh.ReadAt(buf, at)
+		for k := 0; k+fdl.BodyOffset <= n; k++ {
+			if buf[k+3] != fdl.Magic1 || buf[k] != 0 {
+				continue
+			}
+			pos := at + int64(k)
+			if h, _ := fdl.DecodeHeader(buf[k:], f.base+pos); h.Check(f.base+pos) == nil {
+				out = append(out, pos)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// worker frames and decodes segments, each file through its own view.
+func (p *pipe) worker() {
+	w := &walker{file: -1, m: new(rmq.Message), names: &topicNames{m: map[string]string{}}}
+	defer w.closeView()
+	for seg := range p.work {
+		p.runSegment(w, seg)
+	}
+}
+
+// walker is a worker's state: its view of the file it is in, and the
+// inner record and topic names it reuses.
+type walker struct {
+	file  int
+	v     *fileview.File
+	err   error // opening file
+	m     *rmq.Message
+	names *topicNames
+	batch []item
+}
+
+func (w *walker) closeView() {
+	if w.v != nil {
+		w.v.Close()
+		w.v = nil
+	}
+}
+
+// runSegment walks seg and closes its channel.
+func (p *pipe) runSegment(w *walker, seg *segment) {
+	defer close(seg.ch)
+	f := &p.s.data[seg.file]
+	if w.file != seg.file {
+		w.closeView()
+		w.file = seg.file
+		w.v, w.err = fileview.Open(f.path)
+	}
+	w.batch = getBatch()
+	if w.err != nil {
+		seg.tail = true
+		w.batch = append(w.batch, item{kind: itemErr, err: w.err})
+	} else if err := p.walkSegment(w, f, seg); err != nil { // a fault: the file shrank under the mapping
+		seg.tail = true
+		w.batch = append(w.batch, item{kind: itemErr, err: err})
+	}
+	if w.batch != nil {
+		p.send(seg, w.batch)
+		w.batch = nil
+	}
+}
+
+// send hands a batch to the checks; false when the scan was cancelled.
+func (p *pipe) send(seg *segment, b []item) bool {
+	select {
+	case seg.ch <- b:
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
+}
+
+// plainReader hides fileview.File's Slice from the reader, for a file
+// that can't be mapped (Slice's windows would then be reused): the reader
+// copies with pread.
+type plainReader struct{ v *fileview.File }
+
+func (r plainReader) ReadAt(b []byte, off int64) (int, error) { return r.v.ReadAt(b, off) }
+
+// walkSegment reads seg's entries with the DLedger reader, resyncing past
+// a rejected entry, and sends what it finds in batches. A memory fault
+// (the file shrank under its mapping) is err, a *fileview.FaultError
+// with the file offset.
+func (p *pipe) walkSegment(w *walker, f *dataFile, seg *segment) (err error) {
+	defer fileview.Guard(&err)()
+	s := p.s
+	var ra io.ReaderAt = plainReader{w.v}
+	if w.v.Mapped() {
+		ra = w.v // a dledger.Slicer: windows of the mapping, no copy
+	}
+	r := fdl.NewReader(ra, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
+	r.Restart(seg.start)
 	for {
+		if seg.stop >= 0 && !seg.tail {
+			switch at := r.Offset() - f.base; {
+			case at == seg.stop:
+				return nil // the next segment goes on from here
+			case at > seg.stop:
+				seg.tail = true // the cut was not an entry's start: walk on
+			}
+		}
 		if !r.Next() {
+			seg.tail = true
 			end, endPos := r.End()
 			err := r.Err()
 			var ce *format.CorruptError
 			if err != nil && !errors.As(err, &ce) {
-				batch = append(batch, item{kind: itemErr, err: err})
-				break
+				w.batch = append(w.batch, item{kind: itemErr, err: err})
+				return nil
 			}
 			if err == nil {
-				batch = append(batch, item{kind: itemEnd, end: end, endPos: endPos})
-				break
+				w.batch = append(w.batch, item{kind: itemEnd, end: end, endPos: endPos})
+				return nil
 			}
-			batch = append(batch, item{kind: itemStop, h: r.Header(), err: err, end: end, endPos: endPos})
-			next := s.resync(fh, f, endPos+1)
+			w.batch = append(w.batch, item{kind: itemStop, h: r.Header(), err: err, end: end, endPos: endPos})
+			next := s.resync(w.v, f, endPos+1)
 			if next < 0 {
-				batch = append(batch, item{kind: itemEnd, end: end, endPos: endPos})
-				break
+				w.batch = append(w.batch, item{kind: itemEnd, end: end, endPos: endPos})
+				return nil
 			}
 			r.Restart(next)
 			continue
 		}
-		h := r.Header()
-		it := item{kind: itemEntry, h: h, bodyN: len(r.Body())}
-		it.in, it.err = s.decodeInner(f, &h, r.Body(), names, m)
-		batch = append(batch, it)
-		if len(batch) == batchSize {
-			if !send(batch) {
-				return
+		b := w.batch
+		n := len(b)
+		if n < cap(b) {
+			b = b[:n+1]
+		} else {
+			b = append(b, item{})
+		}
+		it := &b[n]
+		it.kind, it.h = itemEntry, r.Header()
+		body := r.Body()
+		it.bodyN = len(body)
+		it.in, it.err = s.decodeInner(f, &it.h, body, w.names, w.m)
+		w.batch = b
+		if len(b) >= batchSize {
+			w.batch = nil
+			if !p.send(seg, b) {
+				return nil
 			}
-			batch = getBatch()
+			w.batch = getBatch()
 		}
 	}
-	send(batch)
 }
 
-// checkFile runs the in-order checks over what decodeFile sent for file i.
-func (s *scanner) checkFile(i int, in <-chan []item) error {
+// checkFile runs the in-order checks over the segments of file i.
+func (s *scanner) checkFile(i int, p *pipe) error {
 	f := &s.data[i]
 	if i >= s.abnStart && !s.abnStopped {
 		s.abnBase, s.abnSum = f.base, 0
 	}
 	var ioErr error
-	for batch := range in {
-		for k := range batch {
-			it := &batch[k]
-			switch it.kind {
-			case itemErr:
-				ioErr = it.err
-			case itemEnd:
-				if f.cut < 0 {
-					f.end, f.endPos = it.end, it.endPos
-				}
-			case itemStop:
-				s.stopEntry(f, it)
-			case itemEntry:
-				s.checkEntry(f, it)
-			}
+	skip := false // a segment ran on to the end of the file: the later ones are not used
+	for {
+		seg, ok := <-p.ordered
+		if !ok {
+			return p.ctx.Err()
 		}
-		putBatch(batch)
+		for batch := range seg.ch {
+			for k := range batch {
+				if skip || ioErr != nil {
+					break
+				}
+				it := &batch[k]
+				switch it.kind {
+				case itemErr:
+					ioErr = it.err
+				case itemEnd:
+					if f.cut < 0 {
+						f.end, f.endPos = it.end, it.endPos
+					}
+				case itemStop:
+					s.stopEntry(f, it)
+				case itemEntry:
+					s.checkEntry(f, it)
+				}
+			}
+			putBatch(batch)
+		}
+		skip = skip || seg.tail
+		<-p.tokens
+		if seg.last {
+			break
+		}
 	}
 	if ioErr != nil {
 		return ioErr
@@ -285,7 +471,7 @@ func (s *scanner) stopEntry(f *dataFile, it *item) {
 
 // resync finds the first position at or after from where a header passes
 // Header.Check (pos == its own offset), or -1.
-func (s *scanner) resync(fh *os.File, f *dataFile, from int64) int64 {
+func (s *scanner) resync(fh io.ReaderAt, f *dataFile, from int64) int64 {
 	const chunk = 1 << 20
 	buf := make([]byte, chunk+fdl.BodyOffset)
 	for at := from; at+fdl.BodyOffset <= f.size; at += chunk {
