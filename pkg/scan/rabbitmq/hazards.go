@@ -422,6 +422,9 @@ func gen1(b []byte, recs []HazardRecord, out []Hazard, reached func(int64)) []Ha
 			}
 			continue
 		}
+		if vs == nil { // every later record may be lost: one allocation, not a doubling series
+			vs = make(Victims, 0, len(recs)-i)
+		}
 		vs = append(vs, r.victim())
 	}
 	if len(vs) == 0 {

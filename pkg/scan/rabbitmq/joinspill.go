@@ -26,7 +26,6 @@ package rabbitmq
 // from the table afterwards (Scan; not verify) spills.
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -493,22 +492,22 @@ func (w *fateStore) done() error {
 	if err != nil {
 		return err
 	}
-	bw := bytes.Buffer{}
+	bw := make([]byte, 0, 1<<16+fateSize)
 	var off int64
 	for it.Next() {
-		bw.Write(appendFate(nil, it.Record().fate))
-		if bw.Len() >= 1<<16 {
-			if _, err := w.j.fates.WriteAt(bw.Bytes(), off); err != nil {
+		bw = appendFate(bw, it.Record().fate)
+		if len(bw) >= 1<<16 {
+			if _, err := w.j.fates.WriteAt(bw, off); err != nil {
 				return err
 			}
-			off += int64(bw.Len())
-			bw.Reset()
+			off += int64(len(bw))
+			bw = bw[:0]
 		}
 	}
 	if err := it.Err(); err != nil {
 		return err
 	}
-	_, err = w.j.fates.WriteAt(bw.Bytes(), off)
+	_, err = w.j.fates.WriteAt(bw, off)
 	return err
 }
 
