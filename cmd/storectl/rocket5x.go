@@ -53,9 +53,11 @@ func timerNow(env *Env) (time.Time, error) {
 // timerPrepass sets up the timer scan's part of the plain commitlog's
 // scan (cfg.Tap) when the store root has a timer store beside it: the
 // records the timer units point at are checked as that scan reads them,
-// not read again. nil when there is nothing to prepare (or the timerlog
-// could not be read: the timer scan then looks every record up itself).
-func timerPrepass(ctx context.Context, t scan.Target, so scan.Options, cfg *rmqscan.Config) *timerscan.Prepass {
+// not read again, and the timer walk runs beside it (Prepass.Begin; the
+// caller Stops it when it does not get to rocket5x). nil when there is
+// nothing to prepare (or the timerlog could not be read: the timer scan
+// then looks every record up itself).
+func timerPrepass(ctx context.Context, env *Env, t scan.Target, so scan.Options, cfg *rmqscan.Config) *timerscan.Prepass {
 	if t.Store != scan.RocketMQ || t.Kind != scan.TargetRocketStore || !hasCommitLog(t) || so.Records != nil || !timerscan.Present(t.Root) {
 		return nil
 	}
@@ -64,7 +66,21 @@ func timerPrepass(ctx context.Context, t scan.Target, so scan.Options, cfg *rmqs
 		return nil
 	}
 	cfg.Tap = pre.Tap
+	if now, err := timerNow(env); err == nil {
+		pre.Begin(ctx, timerConfig(env, t, now, pre), timerOptions(so))
+	}
 	return pre
+}
+
+// timerConfig is the timer scan's Config for a store root, but for its
+// RecoveryEnd and CommitLog.
+func timerConfig(env *Env, t scan.Target, now time.Time, pre *timerscan.Prepass) timerscan.Config {
+	return timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: env.Config.GetInt64("mapped-file-size"), Now: now, Prepass: pre}
+}
+
+// timerOptions are the timer scan's options.
+func timerOptions(so scan.Options) scan.Options {
+	return scan.Options{Records: so.Records, Progress: so.Progress}
 }
 
 // rocket5x runs the 5.x scanners for a RocketMQ store root and merges their
@@ -111,17 +127,21 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 		res.RecoveryEnd = &e
 	}
 	if timerscan.Present(t.Root) {
-		now, err := timerNow(env)
-		if err != nil {
-			return res, err
+		tc, begun := pre.Begun() // the walk timerPrepass began, with its start time
+		if !begun {
+			now, err := timerNow(env)
+			if err != nil {
+				return res, err
+			}
+			tc = timerConfig(env, t, now, pre)
 		}
-		tc := timerscan.Config{Root: t.Root, CommitLogDir: t.CommitLogDir, MappedFileSize: mapped, RecoveryEnd: end, Now: now, Prepass: pre}
+		tc.RecoveryEnd = end
 		if dlog != nil {
 			tc.CommitLog = dlog
 		} else if !hasCommitLog(t) {
 			tc.RecoveryEnd = 0 // no log at all: every unit points at nothing
 		}
-		tr, err := timerscan.Scan(ctx, tc, scan.Options{Records: so.Records, Progress: so.Progress})
+		tr, err := timerscan.Scan(ctx, tc, timerOptions(so))
 		if err != nil {
 			res.Fail(err)
 		}

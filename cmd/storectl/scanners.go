@@ -53,7 +53,8 @@ func scanTarget(ctx context.Context, t scan.Target, so scan.Options, opts *scanO
 			return nil, err
 		}
 		var res *scan.Result
-		pre := timerPrepass(ctx, t, so, &cfg)
+		pre := timerPrepass(ctx, opts.Env, t, so, &cfg)
+		defer pre.Stop()
 		if hasCommitLog(t) {
 			if res, err = rmqscan.ScanCommitLog(ctx, cfg, so); err != nil {
 				return res, err

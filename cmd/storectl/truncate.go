@@ -89,7 +89,8 @@ func truncateWriter(env *Env, t scan.Target) (*writer, error) {
 			}
 			so := scan.Options{Jobs: env.Config.GetInt("jobs")}
 			var res *scan.Result
-			pre := timerPrepass(ctx, t, so, &cfg)
+			pre := timerPrepass(ctx, env, t, so, &cfg)
+			defer pre.Stop()
 			if hasCommitLog(t) {
 				if res, err = rmqscan.ScanCommitLog(ctx, cfg, so); err != nil {
 					return res, err

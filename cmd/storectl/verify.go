@@ -157,7 +157,8 @@ func verifyTarget(ctx context.Context, env *Env, t scan.Target, so scan.Options)
 			}
 		}
 		var res *scan.Result
-		pre := timerPrepass(ctx, t, so, &vc.Config)
+		pre := timerPrepass(ctx, env, t, so, &vc.Config)
+		defer pre.Stop()
 		if hasCommitLog(t) {
 			if res, err = rmqscan.Verify(ctx, vc, so); err != nil {
 				return res, err

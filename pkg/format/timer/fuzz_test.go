@@ -65,7 +65,8 @@ func FuzzDecodeUnit(f *testing.F) {
 }
 
 // FuzzLogReader walks arbitrary file contents: no panic, progress in
-// 52-byte steps, End within the file, errors are *CorruptError.
+// 52-byte steps, each entry DecodeEntry's, End within the file, errors
+// are *CorruptError.
 func FuzzLogReader(f *testing.F) {
 	log := fixtureBytes(f, "timerlog/00000000000000000000")
 	f.Add(log)
@@ -78,6 +79,12 @@ func FuzzLogReader(f *testing.F) {
 			n++
 			if n > len(b)/UnitSize+1 {
 				t.Fatal("no progress")
+			}
+			// Each entry is DecodeEntry's of its bytes (Next decodes a
+			// unit it accepts in place).
+			pos := r.Offset() - 4096
+			if want, _ := DecodeEntry(b[pos:min(pos+UnitSize, int64(len(b)))], r.Offset()); r.Entry() != want {
+				t.Fatalf("at %d: Next %+v, DecodeEntry %+v", pos, r.Entry(), want)
 			}
 		}
 		mustCorrupt(t, r.Err())

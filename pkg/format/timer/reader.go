@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -66,9 +67,20 @@ func (r *LogReader) Next() bool {
 		r.err, r.done = err, true
 		return false
 	}
+	if want == UnitSize {
+		// A unit recovery accepts (DecodeEntry's EntryUnit: not the
+		// BLANK magic, size 52, a magic within 0xF), decoded in place.
+		be := binary.BigEndian
+		if magic := int32(be.Uint32(b[unitMagicOff:])); magic != BlankMagic && be.Uint32(b) == UnitSize && MagicOK(magic) {
+			r.e.Kind, r.e.Rest = EntryUnit, 0
+			r.e.Unit, _ = DecodeUnit(b, r.base+r.pos)
+			r.next = r.pos + UnitSize
+			r.end = r.next
+			return true
+		}
+	}
 	e, derr := DecodeEntry(b, r.base+r.pos)
-	var ce *format.CorruptError
-	if derr != nil && !errors.As(derr, &ce) {
+	if derr != nil && !isCorrupt(derr) {
 		r.err, r.done = derr, true
 		return false
 	}
@@ -90,6 +102,14 @@ func (r *LogReader) Next() bool {
 	}
 	r.done = true // blank or zero: the end of this file's units
 	return true
+}
+
+// isCorrupt reports whether err is a *format.CorruptError (a function of
+// its own: the pointer errors.As fills would otherwise be allocated on
+// every Next).
+func isCorrupt(err error) bool {
+	var ce *format.CorruptError
+	return errors.As(err, &ce)
 }
 
 // bytes returns n bytes at file position pos, reading ahead in chunks.

@@ -50,6 +50,7 @@ func TestDamage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sameJSON(t, "the damaged store's timer scan begun beside the commitlog scan", res, scanOverlapped(t, store, Config{Now: now}))
 		return res
 	}
 	t.Run("bad-magic", func(t *testing.T) {

@@ -16,12 +16,14 @@ import (
 
 // scanner carries the state of one Scan.
 type scanner struct {
-	cfg    Config
-	res    *scan.Result
-	opts   scan.Options
-	cl     CommitLog
-	end    int64 // commitlog recovery end
-	capped map[string]int
+	cfg     Config
+	res     *scan.Result
+	opts    scan.Options
+	cl      CommitLog
+	own     *FileCommitLog // cl when the scan opened it (closed at its end)
+	present bool           // the root has a timer store
+	end     int64          // commitlog recovery end
+	capped  map[string]int
 
 	cp        ftimer.Checkpoint
 	cpPresent bool
@@ -38,7 +40,7 @@ type scanner struct {
 	units      int
 	validPos   []uint64               // bit per 52-byte step of the log: a unit recovery accepts sits here
 	lastInSlot slotTable[int64]       // slot time -> offset of the last unit seen with it
-	wheel      map[int]ftimer.Slot    // the on-disk wheel's non-zero slots
+	wheel      slotTable[ftimer.Slot] // the on-disk wheel's non-zero slots, by index
 	revised    slotTable[ftimer.Slot] // the slots recovery's reviseSlot left other than the wheel's (eachRevised)
 	wheelOK    bool
 	pending    map[int64]*pendingUnit // units whose slot is read again at the next start, by offset
@@ -48,6 +50,13 @@ type scanner struct {
 	expired    []expiredUnit
 	rv         *resolver // target's record lookups
 	pre        *Prepass  // what the commitlog's own scan found of the units' targets (nil: none)
+
+	// deferTargets: the walk checks the units' frames only and notes them
+	// in spans; checkTargets checks their targets once the commitlog scan
+	// is done (Prepass.Begin).
+	deferTargets bool
+	spans        []unitSpan
+	tail         *tailReputs // readTail's, for predict (nil: predict reads the tail)
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the
@@ -71,6 +80,7 @@ type logFile struct {
 	size int64
 	end  int64 // file position past its last unit
 	kind string
+	step int64 // stepIndex of its first byte
 }
 
 func (s *scanner) readCheckpoint(context.Context) error {
@@ -153,6 +163,11 @@ func (s *scanner) listLog(context.Context) error {
 			s.logSize = ftimer.DefaultLogFileSize
 		}
 	}
+	for i := range s.files {
+		if s.logSize > 0 {
+			s.files[i].step = (s.files[i].base / s.logSize) * (s.logSize/ftimer.UnitSize + 1)
+		}
+	}
 	for i, f := range s.files {
 		if f.size != s.logSize {
 			s.add(scan.Finding{Code: CodeLogBadFileSize, Severity: scan.Error, Path: f.rel, Length: f.size,
@@ -216,8 +231,7 @@ func (s *scanner) stepIndex(off int64) int64 {
 	if pos%ftimer.UnitSize != 0 {
 		return -1
 	}
-	perFile := s.logSize/ftimer.UnitSize + 1
-	return (s.files[i].base/s.logSize)*perFile + pos/ftimer.UnitSize
+	return s.files[i].step + pos/ftimer.UnitSize // (base/logSize)*(logSize/UnitSize+1) + pos/UnitSize
 }
 
 func corruptOf(err error) *formatCorrupt {

@@ -136,17 +136,24 @@ func (s *scanner) predict(ctx context.Context) error {
 	// commitlog tail stored after the checkpoint's read time.
 	before := map[string]int{}
 	if s.cl != nil && s.cpPresent {
-		err := s.cl.Tail(ctx, s.cp.LastReadTimeMs-60_000, func(m *rmq.Message, phy int64) error {
-			if phy >= s.end || string(m.Topic) == Topic {
-				return nil
-			}
-			if _, ok := m.Property(PropDequeueMs); ok {
-				if k := m.UniqKey(); k != "" {
-					before["k:"+k]++
+		var err error
+		if s.tail != nil { // read beside the commitlog scan (readTail)
+			for _, r := range s.tail.reputs {
+				if r.phy < s.end {
+					before[r.key]++
 				}
 			}
-			return nil
-		})
+			err = s.tail.err
+		} else {
+			err = s.cl.Tail(ctx, s.cp.LastReadTimeMs-60_000, func(m *rmq.Message, phy int64) error {
+				if phy < s.end {
+					if k, ok := reputKey(m); ok {
+						before[k]++
+					}
+				}
+				return nil
+			})
+		}
 		if err != nil {
 			s.res.Fail(fmt.Errorf("reading the commitlog tail for delivered timer messages: %w", err))
 		}
@@ -198,25 +205,30 @@ func (s *scanner) predict(ctx context.Context) error {
 			m.o.Before = n
 		}
 	}
-	keys := make([]string, 0, len(msgs))
-	for k := range msgs {
-		keys = append(keys, k)
+	type keyed struct {
+		k string
+		m *msgState
+	}
+	keys := make([]keyed, 0, len(msgs))
+	for k, m := range msgs {
+		keys = append(keys, keyed{k, m})
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		a, b := msgs[keys[i]].o, msgs[keys[j]].o
-		if a.DeliverMs != b.DeliverMs {
-			return a.DeliverMs < b.DeliverMs
+		a, b := keys[i].m.o.DeliverMs, keys[j].m.o.DeliverMs
+		if a != b {
+			return a < b
 		}
-		return keys[i] < keys[j]
+		return keys[i].k < keys[j].k
 	})
+	rc.Messages = make([]Outcome, 0, len(s.expired)+len(keys))
 	for _, e := range s.expired {
 		rc.Lost++
 		rc.Messages = append(rc.Messages, Outcome{UniqKey: e.uniqKey, MsgID: e.msgID, RealTopic: e.realTopic, DeliverMs: e.deliverMs,
 			OffsetPy: e.offsetPy, SizePy: e.sizePy, Unit: e.off, QueueOff: -1, Outcome: OutcomeLost,
 			Why: "the broker has been down longer than the wheel's 7 days: its slot is older than the oldest one a start now reads"})
 	}
-	for _, k := range keys {
-		m := msgs[k]
+	for _, km := range keys {
+		m := km.m
 		total := m.o.Before + m.o.After
 		switch {
 		case total >= 2:
@@ -246,6 +258,20 @@ func (s *scanner) predict(ctx context.Context) error {
 	}
 	s.outcomeFindings(rc)
 	return nil
+}
+
+// reputKey is the key of a message the broker delivered before the stop
+// (a re-put: TIMER_DEQUEUE_MS, outside the timer topic, with a UNIQ_KEY).
+func reputKey(m *rmq.Message) (string, bool) {
+	if string(m.Topic) == Topic {
+		return "", false
+	}
+	if _, ok := m.Property(PropDequeueMs); ok {
+		if k := m.UniqKey(); k != "" {
+			return "k:" + k, true
+		}
+	}
+	return "", false
 }
 
 // slotsToRead lists the revised wheel's slots the dequeue reads from

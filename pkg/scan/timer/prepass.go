@@ -47,6 +47,7 @@ type Prepass struct {
 	maxHi  []int64         // maxHi[k]: the highest offsetPy of chunks 0..k
 	marks  []atomic.Uint64 // bit per step: the unit there checks out
 	units  int
+	early  *early // a walk Begin started, for Scan to finish
 }
 
 type preFile struct {
@@ -264,6 +265,26 @@ func (p *Prepass) mark(k int64) { p.marks[k/64].Or(1 << (k % 64)) }
 func (p *Prepass) clean(off int64) bool {
 	k := p.step(off)
 	return k >= 0 && p.marks[k/64].Load()&(1<<(k%64)) != 0
+}
+
+// allClean reports whether the tap found the targets of the n units from
+// timerlog offset off on (one file's consecutive steps) all to check out.
+func (p *Prepass) allClean(off int64, n int) bool {
+	i := sort.Search(len(p.files), func(i int) bool { return p.files[i].base > off }) - 1
+	if i < 0 || n <= 0 || (off-p.files[i].base)%ftimer.UnitSize != 0 || off+int64(n)*ftimer.UnitSize > p.files[i].base+p.files[i].size {
+		return false
+	}
+	k := p.files[i].step + (off-p.files[i].base)/ftimer.UnitSize
+	for end := k + int64(n); k < end; {
+		w, b := k/64, k%64
+		span := min(64-b, end-k)
+		mask := ^uint64(0) >> (64 - span) << b // span bits from bit b
+		if p.marks[w].Load()&mask != mask {
+			return false
+		}
+		k += span
+	}
+	return true
 }
 
 // Marked is how many units the tap marked, of how many indexed.

@@ -21,7 +21,8 @@ import (
 // scanTapped scans store's commitlog and timer store twice, as the CLI
 // did before the prepass (the timer scan reads every record itself) and
 // with it (the commitlog scan's Tap checks the records), and fails the
-// test unless both give the same results. It returns the prepass.
+// test unless both give the same results, and the same as the overlapped
+// scan (scanOverlapped). It returns the prepass.
 func scanTapped(t *testing.T, store string, now time.Time) *Prepass {
 	t.Helper()
 	ctx := context.Background()
@@ -60,6 +61,9 @@ func scanTapped(t *testing.T, store string, now time.Time) *Prepass {
 	}
 	same("the commitlog scan", plainCL, tappedCL)
 	same("the timer scan", plain, tapped)
+	// And with the timer walk beside the commitlog scan (Begin), as the
+	// CLI runs it.
+	sameJSON(t, "the timer scan begun beside the commitlog scan", plain, scanOverlapped(t, store, Config{Now: now}))
 	return pre
 }
 

@@ -106,6 +106,42 @@ func Present(root string) bool {
 // mark the result Incomplete. A root without a timer store gives a result
 // with no files and Layout["timer_store"] = false.
 func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, error) {
+	s := newScanner(cfg, opts)
+	if !s.present {
+		cfg.Prepass.Stop()
+		return s.res, nil
+	}
+	e := cfg.Prepass.take(cfg)
+	if e != nil {
+		// Begin ran the steps that read only the timer store beside the
+		// commitlog scan.
+		if s = e.s; e.err != nil {
+			return s.res, e.err
+		}
+		s.cfg.RecoveryEnd = cfg.RecoveryEnd
+	}
+	if err := s.openLog(ctx); err != nil {
+		return &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{"timer_store": true}}, err
+	}
+	if s.own != nil {
+		defer s.own.Close()
+	}
+	if e == nil {
+		if err := s.run(ctx, s.framesSteps()); err != nil {
+			return s.res, err
+		}
+	}
+	if err := s.run(ctx, s.targetSteps()); err != nil {
+		return s.res, err
+	}
+	s.flushCaps()
+	s.res.Extra = map[string]any{"timer": s.summary()}
+	s.res.SortFindings()
+	return s.res, ctx.Err()
+}
+
+// newScanner applies cfg's defaults and checks that there is a timer store.
+func newScanner(cfg Config, opts scan.Options) *scanner {
 	if cfg.PrecisionMs <= 0 {
 		cfg.PrecisionMs = ftimer.DefaultPrecisionMs
 	}
@@ -118,20 +154,59 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	if cfg.PendingCache <= 0 {
 		cfg.PendingCache = DefaultPendingCache
 	}
-	res := &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{"timer_store": Present(cfg.Root)}}
-	if !Present(cfg.Root) {
-		return res, nil
+	present := Present(cfg.Root)
+	res := &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{"timer_store": present}}
+	return &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{}, present: present,
+		pending: map[int64]*pendingUnit{}, rv: newResolver()}
+}
+
+// framesSteps are the steps that read only the timer store's files; with
+// deferTargets the walk leaves the units' targets to targetSteps, and the
+// commitlog's tail is read for the prediction (readTail).
+func (s *scanner) framesSteps() []func(context.Context) error {
+	steps := []func(context.Context) error{s.readCheckpoint, s.readMetrics, s.listLog, s.readWheel, s.walkLog}
+	if s.deferTargets {
+		steps = append(steps, s.readTail)
 	}
-	s := &scanner{cfg: cfg, res: res, opts: opts, capped: map[string]int{},
-		wheel: map[int]ftimer.Slot{}, pending: map[int64]*pendingUnit{}, rv: newResolver()}
+	return steps
+}
+
+// targetSteps are the steps after the walk: the units' targets (when the
+// walk deferred them), the wheel and checkpoint checks, the prediction.
+func (s *scanner) targetSteps() []func(context.Context) error {
+	steps := []func(context.Context) error{s.checkWheel, s.checkCheckpoint, s.predict}
+	if s.deferTargets {
+		steps = append([]func(context.Context) error{s.checkTargets}, steps...)
+	}
+	return steps
+}
+
+// run runs steps in order: a step's error fails the result, a cancelled
+// context stops the run.
+func (s *scanner) run(ctx context.Context, steps []func(context.Context) error) error {
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := step(ctx); err != nil {
+			s.res.Fail(err)
+		}
+	}
+	return nil
+}
+
+// openLog opens the commitlog the units point into and settles its
+// recovery end (scanning it when cfg.RecoveryEnd is unknown). The caller
+// closes s.cl when it is a FileCommitLog (closeLog).
+func (s *scanner) openLog(ctx context.Context) error {
+	cfg := s.cfg
 	if cfg.CommitLog == nil {
 		fc, err := NewFileCommitLog(rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return res, err
+			return err
 		}
 		if fc != nil {
-			defer fc.Close()
-			s.cl = fc
+			s.cl, s.own = fc, fc
 			s.pre = cfg.Prepass
 		}
 	} else {
@@ -139,29 +214,16 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}
 	s.end = cfg.RecoveryEnd
 	if s.end < 0 && s.cl != nil {
-		cr, err := rmqscan.ScanCommitLog(ctx, rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize}, scan.Options{Jobs: opts.Jobs})
+		cr, err := rmqscan.ScanCommitLog(ctx, rmqscan.Config{Root: cfg.Root, CommitLogDir: cfg.CommitLogDir, MappedFileSize: cfg.MappedFileSize}, scan.Options{Jobs: s.opts.Jobs})
 		if err != nil {
-			return res, fmt.Errorf("scanning the commitlog for its recovery end: %w", err)
+			return fmt.Errorf("scanning the commitlog for its recovery end: %w", err)
 		}
 		if cr.RecoveryEnd != nil {
 			s.end = *cr.RecoveryEnd
 		}
 	}
 	s.end = max(s.end, 0)
-	steps := []func(context.Context) error{s.readCheckpoint, s.readMetrics, s.listLog, s.readWheel, s.walkLog, s.checkWheel,
-		s.checkCheckpoint, s.predict}
-	for _, step := range steps {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		if err := step(ctx); err != nil {
-			res.Fail(err)
-		}
-	}
-	s.flushCaps()
-	res.Extra = map[string]any{"timer": s.summary()}
-	res.SortFindings()
-	return res, ctx.Err()
+	return nil
 }
 
 // add records a finding, keeping at most MaxFindings per code.

@@ -27,7 +27,7 @@ type CheckSum struct {
 
 func (s *scanner) summary() *Summary {
 	sm := &Summary{Units: s.units, TimerLogEnd: s.logEnd, TimerLogFiles: len(s.files), LogFileSize: s.logSize,
-		WheelSlots: len(s.wheel), CommitLogEnd: s.end, Neutralised: s.neutral, Recovery: s.rec}
+		WheelSlots: s.wheel.len(), CommitLogEnd: s.end, Neutralised: s.neutral, Recovery: s.rec}
 	if s.cpPresent {
 		sm.Checkpoint = &CheckSum{s.cp.LastReadTimeMs, s.cp.LastTimerLogFlushPos, s.cp.LastTimerQueueOffset, s.cp.MasterTimerQueueOffset}
 	}

@@ -91,6 +91,15 @@ func (s *scanner) walkLog(ctx context.Context) error {
 			s.res.Fail(fmt.Errorf("%s: %w", s.files[i].rel, err))
 		}
 	}
+	if !s.deferTargets {
+		s.walkEnd()
+	}
+	return nil
+}
+
+// walkEnd reports what the whole walk found once every unit's target is
+// checked: the units the 7-day TTL skips and those past recovery's stop.
+func (s *scanner) walkEnd() {
 	if n := len(s.expired); n > 0 {
 		rel, pos := s.loc(s.expired[0].off)
 		ids := []string{}
@@ -107,7 +116,6 @@ func (s *scanner) walkLog(ctx context.Context) error {
 			Details: map[string]any{"units": s.dropped, "process_offset": s.process},
 			Message: fmt.Sprintf("%d timer units lie past timerlog offset %d, where the broker's timer recovery stops: it truncates them away and their messages never fire", s.dropped, s.process)})
 	}
-	return nil
 }
 
 func (s *scanner) walkFile(i int) error {
@@ -126,7 +134,7 @@ func (s *scanner) walkFile(i int) error {
 		switch e.Kind {
 		case ftimer.EntryUnit:
 			fileRecords++
-			s.unit(f, pos, &e.Unit, inWalk && !s.stopped)
+			s.unit(i, pos, &e.Unit, inWalk && !s.stopped)
 			if s.stopped && i >= s.beginFile {
 				s.dropped++
 			}
@@ -258,8 +266,23 @@ func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last i
 	return n, last, nil
 }
 
-// unit checks one unit recovery accepts at file position pos.
-func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
+// unit checks one unit recovery accepts at position pos of file i: its
+// frame (the slot's chain, the slot revision) and, unless the targets
+// wait for the commitlog scan (deferTargets), its target.
+func (s *scanner) unit(i int, pos int64, u *ftimer.Unit, revise bool) {
+	f := &s.files[i]
+	s.unitFrame(f, pos, u, revise)
+	if s.deferTargets {
+		s.spanAdd(i, pos, u)
+		return
+	}
+	s.unitTarget(f, pos, u)
+}
+
+// unitFrame is the part of a unit's checks that needs only the timerlog
+// and the wheel: the chain of its slot, the slot recovery revises, and
+// whether it is kept as pending (its target is filled in by unitTarget).
+func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	s.units++
 	off := u.Offset
 	s.setValid(off)
@@ -286,8 +309,25 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 	if revise {
 		s.reviseSlot(u.DeliverMs(), off)
 	}
-	st := slotT * s.cfg.PrecisionMs
-	keep := st >= s.readFrom || s.opts.Records != nil || s.cpPresent && st >= s.cp.LastReadTimeMs
+	if slotT*s.cfg.PrecisionMs >= s.readFrom && len(s.pending) < s.cfg.PendingCache {
+		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
+			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs}
+	}
+}
+
+// keep reports whether a unit of slot time st needs its target whatever
+// the prepass found: it is pending or expired (its ids are kept), or
+// every unit goes to the Records callback.
+func (s *scanner) keep(st int64) bool {
+	return st >= s.readFrom || s.opts.Records != nil || s.cpPresent && st >= s.cp.LastReadTimeMs
+}
+
+// unitTarget checks what the unit at position pos of f points at in the
+// commitlog, after unitFrame.
+func (s *scanner) unitTarget(f *logFile, pos int64, u *ftimer.Unit) {
+	off := u.Offset
+	st := u.DeliverMs() / s.cfg.PrecisionMs * s.cfg.PrecisionMs
+	keep := s.keep(st)
 	if !keep && s.pre != nil && s.pre.clean(off) {
 		if _, decided := s.endTarget(u); !decided {
 			return // the commitlog scan found its target to check out, and nothing else needs it
@@ -304,9 +344,10 @@ func (s *scanner) unit(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
 		s.expired = append(s.expired, expiredUnit{off: off, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy, sizePy: u.SizePy,
 			uniqKey: t.uniqKey, msgID: t.msgID, realTopic: t.realTopic})
 	}
-	if st >= s.readFrom && len(s.pending) < s.cfg.PendingCache {
-		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
-			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs, t: t}
+	if st >= s.readFrom {
+		if pu, ok := s.pending[off]; ok {
+			pu.t = t
+		}
 	}
 	if s.opts.Records != nil {
 		_ = s.opts.Records(UnitRecord{Path: f.rel, Offset: pos, Size: ftimer.UnitSize, MsgID: t.msgID, Kind: "timer_unit",
@@ -340,7 +381,7 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 	idx := ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs)
 	sl, revised := s.revised.get(int64(idx))
-	w, inWheel := s.wheel[idx]
+	w, inWheel := s.wheel.get(int64(idx))
 	if !revised {
 		sl = w
 	}
@@ -361,11 +402,11 @@ func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 // revised holds (it keeps only the slots that differ, so a healthy store
 // does not hold the wheel twice).
 func (s *scanner) eachRevised(fn func(idx int, sl ftimer.Slot)) {
-	for i, sl := range s.wheel {
-		if _, ok := s.revised.get(int64(i)); !ok {
-			fn(i, sl)
+	s.wheel.each(func(i int64, sl ftimer.Slot) {
+		if _, ok := s.revised.get(i); !ok {
+			fn(int(i), sl)
 		}
-	}
+	})
 	s.revised.each(func(i int64, sl ftimer.Slot) { fn(int(i), sl) })
 }
 

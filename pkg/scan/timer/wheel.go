@@ -52,7 +52,7 @@ func (s *scanner) readWheel(context.Context) error {
 		return err
 	}
 	err = ftimer.ReadWheel(ra, st.Size(), func(i int, sl ftimer.Slot) error {
-		s.wheel[i] = sl
+		s.wheel.put(int64(i), sl)
 		if f.FirstValid < 0 {
 			f.FirstValid = int64(i) * ftimer.SlotSize
 		}
@@ -62,7 +62,7 @@ func (s *scanner) readWheel(context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.Records, f.ValidEnd = len(s.wheel), st.Size()
+	f.Records, f.ValidEnd = s.wheel.len(), st.Size()
 	f.BytesScanned = st.Size()
 	s.res.BytesScanned += st.Size()
 	s.res.Files = append(s.res.Files, f)
@@ -75,14 +75,12 @@ func (s *scanner) checkWheel(context.Context) error {
 	if !s.wheelOK {
 		return nil
 	}
-	idx := make([]int, 0, len(s.wheel))
-	for i := range s.wheel {
-		idx = append(idx, i)
-	}
+	idx := make([]int, 0, s.wheel.len())
+	s.wheel.each(func(i int64, _ ftimer.Slot) { idx = append(idx, int(i)) })
 	sort.Ints(idx)
 	behind := 0
 	for _, i := range idx {
-		sl := s.wheel[i]
+		sl, _ := s.wheel.get(int64(i))
 		off := int64(i) * ftimer.SlotSize
 		tm := sl.TimeMs(s.cfg.PrecisionMs)
 		if ftimer.SlotIndex(tm, s.cfg.PrecisionMs) != i {
