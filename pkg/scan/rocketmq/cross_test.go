@@ -87,11 +87,7 @@ func crossFindings(res *scan.Result) []string {
 // the start of a file, one going back in the middle, a store time going
 // back an hour at the start of a file and one inside a file.
 func TestCrossChecksMatchReference(t *testing.T) {
-	var roots []string
-	tarballs, _ := filepath.Glob(testutil.Testdata("rocketmq", "*.tar.gz"))
-	for _, tb := range tarballs {
-		roots = append(roots, filepath.Join(testutil.Untar(t, tb), "store"))
-	}
+	roots := fixtureStoreRoots(t)
 	clean := t.TempDir()
 	if _, err := gen.Generate(clean, gen.Config{MappedFileSize: 1 << 20, TotalBytes: 6 << 20, Seed: 7, BodyMin: 10, BodyMax: 900, MaxBody: 900}); err != nil {
 		t.Fatal(err)
@@ -162,4 +158,19 @@ func damage(t *testing.T, root string) {
 	edit(files[3], func(i int, m *rmq.Message) bool { return i > 200 && m.Dispatched() && m.QueueOffset > 0 }, queueBack)
 	edit(files[4], func(i int, m *rmq.Message) bool { return true }, timeBack)
 	edit(files[1], func(i int, m *rmq.Message) bool { return i > 100 }, timeBack)
+}
+
+// fixtureStoreRoots unpacks every RocketMQ fixture and returns the store
+// root of each.
+func fixtureStoreRoots(t *testing.T) []string {
+	t.Helper()
+	var roots []string
+	tarballs, _ := filepath.Glob(testutil.Testdata("rocketmq", "*.tar.gz"))
+	for _, tb := range tarballs {
+		roots = append(roots, filepath.Join(testutil.Untar(t, tb), "store"))
+	}
+	if len(roots) == 0 {
+		t.Fatal("no RocketMQ fixtures in testdata/rocketmq")
+	}
+	return roots
 }

@@ -23,11 +23,7 @@ import (
 // heads were rewritten at random (to entries of other slots, of the same
 // slot, out of range, to more than the findings cap lists).
 func TestIndexChainJoinMatchesMemory(t *testing.T) {
-	var roots []string
-	tarballs, _ := filepath.Glob(testutil.Testdata("rocketmq", "*.tar.gz"))
-	for _, tb := range tarballs {
-		roots = append(roots, filepath.Join(testutil.Untar(t, tb), "store"))
-	}
+	roots := fixtureStoreRoots(t)
 	for _, n := range []int{5, 40, 600} {
 		root := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
 		damageIndexChains(t, root, n, uint64(n))

@@ -27,11 +27,7 @@ import (
 // findings than a file's cap lists, and with the commitlog cut short so
 // that entries point past the recovery end.
 func TestIndexBesideWalk(t *testing.T) {
-	var roots []string
-	tarballs, _ := filepath.Glob(testutil.Testdata("rocketmq", "*.tar.gz"))
-	for _, tb := range tarballs {
-		roots = append(roots, filepath.Join(testutil.Untar(t, tb), "store"))
-	}
+	roots := fixtureStoreRoots(t)
 	for i, n := range []int{5, 40, 600} {
 		root := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
 		damageIndexChains(t, root, n, uint64(n))
