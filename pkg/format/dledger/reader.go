@@ -181,6 +181,17 @@ func (r *Reader) Header() Header { return r.h }
 // Slicer is).
 func (r *Reader) Body() []byte { return r.body }
 
+// Ahead is what the reader's current window holds from the next entry's
+// start on (nil when the window does not reach it): bytes the next calls
+// of Next will likely read, for a caller that prefetches them. It aliases
+// the window, valid as Body is.
+func (r *Reader) Ahead() []byte {
+	if r.bufAt < 0 || r.pos < r.bufAt || r.pos >= r.bufAt+int64(len(r.buf)) {
+		return nil
+	}
+	return r.buf[r.pos-r.bufAt:]
+}
+
 // Offset is the data offset of the next entry: after a stop, where the
 // walk stopped.
 func (r *Reader) Offset() int64 { return r.base + r.pos }

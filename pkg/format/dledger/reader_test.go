@@ -61,3 +61,34 @@ func TestReaderSlicerSame(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderAhead: after each Next, Ahead is the file's bytes from the
+// next entry's start (the offset Next goes on from) to its window's end,
+// over a Slicer and over pread, and nil past the last entry.
+func TestReaderAhead(t *testing.T) {
+	var file []byte
+	for i := range 2000 {
+		file = AppendEntry(file, Header{Magic: Magic1, Index: int64(i), Pos: int64(len(file))}, bytes.Repeat([]byte{byte(i)}, 100+i%900))
+	}
+	for _, r := range []*Reader{NewReader(bytes.NewReader(file), int64(len(file)), 0, 0), NewReader(memSlicer{bytes.NewReader(file)}, int64(len(file)), 0, 0)} {
+		n, reached := 0, 0
+		for r.Next() {
+			at := r.Offset()
+			a := r.Ahead()
+			if at == int64(len(file)) {
+				if a != nil {
+					t.Fatalf("entry %d, the last: Ahead has %d bytes", n, len(a))
+				}
+				break
+			}
+			if len(a) == 0 || !bytes.Equal(a, file[at:at+int64(len(a))]) {
+				t.Fatalf("entry %d: Ahead (%d bytes) is not the file from %d", n, len(a), at)
+			}
+			reached = max(reached, int(at)+len(a))
+			n++
+		}
+		if n != 1999 || reached != len(file) {
+			t.Fatalf("in place %v: %d entries checked, Ahead reached %d of %d", r.InPlace(), n, reached, len(file))
+		}
+	}
+}

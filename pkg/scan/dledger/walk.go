@@ -118,6 +118,10 @@ var segmentSize int64 = 4 << 20
 
 const segBatches = 16
 
+// prefetchAhead is how far past the entry it decodes a segment's walk
+// prefetches the mapping.
+var prefetchAhead int64 = 4 << 10
+
 // batches recycles the decode stage's item batches: checkFile hands each
 // one back when it has taken its items, so a scan allocates a few
 // batches, not one per 512 entries.
@@ -291,6 +295,7 @@ func (p *pipe) walkSegment(w *walker, f *dataFile, seg *segment) (err error) {
 	}
 	r := fdl.NewReader(ra, f.size, f.base, s.cfg.MaxMessageSize+fdl.BodyOffset)
 	r.Restart(seg.start)
+	pf := int64(0) // the file position prefetched up to
 	for {
 		if seg.stop >= 0 && !seg.tail {
 			switch at := r.Offset() - f.base; {
@@ -331,6 +336,18 @@ func (p *pipe) walkSegment(w *walker, f *dataFile, seg *segment) (err error) {
 		}
 		it := &b[n]
 		it.kind, it.h = itemEntry, r.Header()
+		if next := r.Offset() - f.base; pf < next+prefetchAhead && w.v.Mapped() {
+			// The walk is memory-bound: ask for the bytes
+			// prefetchAhead past this entry while it is decoded.
+			if a := r.Ahead(); len(a) > 0 {
+				from := max(pf-next, 0)
+				to := min(prefetchAhead, int64(len(a)))
+				if from < to {
+					fileview.Prefetch(a[from:to])
+				}
+				pf = next + to
+			}
+		}
 		body := r.Body()
 		it.bodyN = len(body)
 		it.in, it.err = s.decodeInner(f, &it.h, body, w.names, w.m)
