@@ -6,6 +6,12 @@ import "testing"
 // strings shaped like the generator's and a broker's (UNIQ_KEY, TAGS,
 // KEYS, user properties, WAIT/CLUSTER-like system properties).
 func BenchmarkLookupDispatchProps(b *testing.B) {
+	for _, fast := range []bool{false, true} {
+		b.Run(map[bool]string{false: "LookupProperties", true: "LookupDispatchProps"}[fast], func(b *testing.B) { benchDispatchProps(b, fast) })
+	}
+}
+
+func benchDispatchProps(b *testing.B, fast bool) {
 	props := [][]byte{
 		[]byte("UNIQ_KEY\x017F0000010000200A9F000000000000002A\x02seq\x010\x02unicode\x01caf\xc3\xa9-\xe2\x9c\x93-\xe4\xb8\xad\x02"),
 		[]byte("TAGS\x01TagA\x02KEYS\x01order-1 order-2\x02UNIQ_KEY\x017F0000010000200A9F000000000000002B\x02WAIT\x01true\x02"),
@@ -16,7 +22,11 @@ func BenchmarkLookupDispatchProps(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, p := range props {
-			LookupProperties(p, DispatchProps[:], vals[:], found[:])
+			if fast {
+				LookupDispatchProps(p, vals[:], found[:])
+			} else {
+				LookupProperties(p, DispatchProps[:], vals[:], found[:])
+			}
 		}
 	}
 }

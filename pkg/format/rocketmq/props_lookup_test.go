@@ -84,3 +84,26 @@ func FuzzDispatchTagsCode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLookupDispatchProps checks the first-byte dispatch lookup against
+// LookupProperties for the four dispatch keys, on arbitrary property
+// bytes (keys cut short, duplicates, empty values, near-miss keys).
+func FuzzLookupDispatchProps(f *testing.F) {
+	f.Add([]byte("TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01u\x02INNER_MULTI_DISPATCH\x01%LMQ%a,%LMQ%b\x02"))
+	f.Add([]byte("TAGS\x01a\x02TAGS\x01b\x02\x02\x01x\x02KEYS\x01\x02TAGS\x01\x02"))
+	f.Add([]byte("TAGX\x01a\x02KEYSS\x01b\x02UNIQ_KEY\x01\x02INNER_MULTI_DISPATC\x01c\x02INNER_MULTI_DISPATCH\x01"))
+	f.Add([]byte("T\x01\x02K\x01v\x02UNIQ_KEY\x01\x01\x02TAGS\x01\x01\x01\x02KEYS"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var wv, gv [len(DispatchProps)][]byte
+		var wf, gf [len(DispatchProps)]bool
+		LookupProperties(raw, DispatchProps[:], wv[:], wf[:])
+		gf = [len(DispatchProps)]bool{true, true, true, true} // must be cleared
+		LookupDispatchProps(raw, gv[:], gf[:])
+		for k := range DispatchProps {
+			if wf[k] != gf[k] || (wf[k] && !bytes.Equal(wv[k], gv[k])) || (wf[k] && len(wv[k]) > 0 && &wv[k][0] != &gv[k][0]) {
+				t.Fatalf("%q: key %s: LookupProperties %v %q, LookupDispatchProps %v %q", raw, DispatchProps[k], wf[k], wv[k], gf[k], gv[k])
+			}
+		}
+	})
+}

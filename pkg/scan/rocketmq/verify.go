@@ -253,10 +253,11 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 		c.keyPrefix = append(c.keyPrefix, rmq.IndexKeyPrefix(m.Topic))
 	}
 	// One walk of the properties for the four keys (LookupProperty each
-	// would walk them four times).
+	// would walk them four times), each segment compared with the one key
+	// its first byte can be.
 	var vals [len(rmq.DispatchProps)][]byte
 	var found [len(rmq.DispatchProps)]bool
-	rmq.LookupProperties(m.Properties, rmq.DispatchProps[:], vals[:], found[:])
+	rmq.LookupDispatchProps(m.Properties, vals[:], found[:])
 	tags := rmq.DispatchTagsCode(m, vals[:], found[:])
 	r := vrec{phy: phy, queueOff: m.QueueOffset, tagsCode: tags, storeTS: m.StoreTimestamp,
 		size: m.TotalSize, topic: id, queueID: m.QueueID, sysFlag: m.SysFlag, hashOff: int64(len(c.w.hashes))}
