@@ -51,6 +51,10 @@ type Config struct {
 	// result are what they are without it (another scanner takes what it
 	// needs of the records the walk reads anyway).
 	Tap func(i int, base int64) func(m *rmq.Message, phyOffset int64)
+	// hooksInPlace (Verify's collectors) says OnFile's hooks keep nothing
+	// of a record past their call: without Records and OnMessage the walk
+	// then reads in place, as with no callback.
+	hooksInPlace bool
 }
 
 // FileHook is what Config.OnFile returns for one file.

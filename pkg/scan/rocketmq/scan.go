@@ -78,7 +78,8 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 				}
 			}
 		}
-		fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr, !perRecord)
+		inPlace := !perRecord || cfg.hooksInPlace && opts.Records == nil && cfg.OnMessage == nil
+		fr = scanFile(ctx, &cfg, lay, i, emit, opts.Progress, &fr, inPlace)
 		fr.done = hook.Done
 		cs.done(i, fr)
 	})

@@ -115,7 +115,8 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	}
 	defer v.tab.Close()
 	inner := cfg.Config
-	inner.OnMessage = nil // called by the collectors, in file order (it makes the scan sequential)
+	inner.OnMessage = nil     // called by the collectors, in file order (it makes the scan sequential)
+	inner.hooksInPlace = true // the collectors copy what they keep of a record
 	if cfg.OnMessage != nil {
 		inner.OnMessage = func(*rmq.Message, int64) error { return nil }
 	}
