@@ -280,6 +280,83 @@ func testDropCold(t *testing.T, read func(*testing.T, *File)) {
 	}
 }
 
+// TestDropColdPartly: a scan of a file whose first 3.25 MiB were cached
+// and the rest not leaves the first part cached and drops the rest: a
+// chunk wholly cached, one partly cached (mincore's path) and chunks not
+// cached at all (cachestat's).
+func TestDropColdPartly(t *testing.T) {
+	p, _ := tempFile(t, 8<<20)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Sync()
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM) // no readahead past the prefix
+	const prefix = 3<<20 + 256<<10
+	buf := make([]byte, prefix)
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	vec := residency(t, p)
+	pages, k := len(vec), int(prefix/pageSize)
+	for i, r := range vec {
+		if (r&1 == 1) != (i < k) {
+			t.Skipf("page cache did not keep exactly the first %d pages (page %d resident=%v)", k, i, r&1 == 1)
+		}
+	}
+	if n, ok := cachedPages(f, 0, int64(pages)*pageSize); ok && n != int64(k) {
+		t.Fatalf("cachestat counts %d cached pages, mincore %d", n, k)
+	}
+	v, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := int64(0); off < v.Size(); off += 256 << 10 {
+		if _, err := v.ReadAt(buf[:256<<10], off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.Close()
+	vec = residency(t, p)
+	first, rest := 0, 0
+	for i, r := range vec {
+		if r&1 == 1 && i < k {
+			first++
+		} else if r&1 == 1 {
+			rest++
+		}
+	}
+	if first != k || rest > (pages-k)/8 {
+		t.Fatalf("after the scan %d/%d pages of the cached part and %d/%d of the rest are cached", first, k, rest, pages-k)
+	}
+}
+
+// TestCachedPages: cachestat's count agrees with mincore's for a cached
+// and an evicted file.
+func TestCachedPages(t *testing.T) {
+	p, _ := tempFile(t, 1<<20)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, ok := cachedPages(f, 0, 1<<20)
+	if !ok {
+		t.Skip("cachestat(2) is not supported here (Linux < 6.5): the mincore path is used")
+	}
+	if want, _ := resident(t, p); n != int64(want) {
+		t.Fatalf("cachestat: %d cached pages, mincore %d", n, want)
+	}
+	f.Sync()
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	n, _ = cachedPages(f, 0, 1<<20)
+	if want, _ := resident(t, p); n != int64(want) {
+		t.Fatalf("after FADV_DONTNEED: cachestat %d cached pages, mincore %d", n, want)
+	}
+}
+
 // mappedRss returns the resident KiB of the mapping holding b
 // (/proc/self/smaps).
 func mappedRss(t *testing.T, b []byte) int64 {
