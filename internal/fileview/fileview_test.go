@@ -460,7 +460,7 @@ func TestStreamFile(t *testing.T) {
 
 // TestSlice reads a 24 MiB file front to back through Slice in
 // overlapping windows and checks the bytes, that the mapping holds at
-// most about SliceAhead+SliceBehind of it at the end, and that the pages
+// most about SliceBehind of it (and the window) at the end, and that the pages
 // of an uncached file the scan has left behind are out of the page cache
 // before Close (as View drops them). Past the end is an error.
 func TestSlice(t *testing.T) {
@@ -496,7 +496,7 @@ func TestSlice(t *testing.T) {
 	if progress != size || v.MaxRead() != size {
 		t.Errorf("progress %d, MaxRead %d, want %d", progress, v.MaxRead(), size)
 	}
-	limit := int64(SliceAhead+SliceBehind+2*StreamWindow) / 1024
+	limit := int64(SliceBehind+2*StreamWindow) / 1024
 	if rss := mappedRss(t, v.probe); rss > limit {
 		t.Errorf("the mapping holds %d KiB, want at most %d", rss, limit)
 	}
