@@ -114,7 +114,7 @@ func StrictFrame(b []byte, p int) Frame {
 	}
 	f.Fits, f.End = true, p+RDQSizeFieldLen+int(f.Size)
 	f.OK = b[f.End] == RDQWriteOK
-	f.Term = b[p+RDQHeaderLen] == 0x83 && etf.IsExactTerm(b[p+RDQHeaderLen:f.End])
+	f.Term = b[p+RDQHeaderLen] == 0x83 && exactBody(b[p+RDQHeaderLen:f.End])
 	return f
 }
 
@@ -202,7 +202,7 @@ func CheckCandidate(b []byte, pos int, base int64) Candidate {
 	body := rest[RDQHeaderLen:end]
 	if len(body) > 0 && body[0] == etf.Version {
 		c.Evidence |= EvETFMagic
-		if etf.IsExactTerm(body) {
+		if exactBody(body) {
 			c.Evidence |= EvExactTerm
 		}
 	}
