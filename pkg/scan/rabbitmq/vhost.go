@@ -51,6 +51,10 @@ type VHostOptions struct {
 // stops the scan as a whole (bad version string, unreadable queues dir);
 // per file I/O errors are in FileScan.Err and in the findings.
 func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHostScan, error) {
+	// The scanner is freed on return: nothing reads its id table after
+	// the scan, so the join may spill (joinspill.go) on a store large
+	// enough, as Scan's does.
+	o.join.allow = true
 	v, s, err := scanVHostKeep(ctx, root, vhostDir, o)
 	if s != nil {
 		s.free()
