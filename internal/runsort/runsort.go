@@ -28,12 +28,22 @@ type Codec[T any] struct {
 }
 
 // Defaults: a run of 256 Ki records (8 MiB of 32-byte records) and 64
-// runs merged at once (64 read buffers of 64 KiB).
+// runs merged at once (64 read buffers of 64 KiB). A merge of more runs
+// (a larger FanIn) shares readTotal among them, minReadBuf at least each:
+// a merge pass writes and reads every record once more, which costs more
+// than the smaller reads.
 const (
 	DefaultRunLen = 256 << 10
 	DefaultFanIn  = 64
 	readBuf       = 64 << 10
+	readTotal     = DefaultFanIn * readBuf
+	minReadBuf    = 4 << 10
 )
+
+// readLen is the read buffer of each of k merged sources.
+func readLen(k int) int {
+	return max(minReadBuf, min(readBuf, readTotal/max(k, 1)))
+}
 
 // Sorter collects records and sorts them by Compare (a stable sort: equal
 // records keep the order they were added in).
@@ -129,7 +139,7 @@ func (s *Sorter[T]) Iter() (*Iter[T], error) {
 			return nil, err
 		}
 	}
-	it := &Iter[T]{cmp: s.Compare, size: s.Codec.Size, decode: s.Codec.Decode}
+	it := &Iter[T]{cmp: s.Compare, size: s.Codec.Size, decode: s.Codec.Decode, bufLen: readLen(len(s.runs) + 1)}
 	for i, f := range s.runs {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, err
@@ -200,6 +210,7 @@ func (s *Sorter[T]) Close() error {
 type Iter[T any] struct {
 	cmp    func(a, b T) int
 	size   int
+	bufLen int // bytes read ahead a source (readLen)
 	decode func([]byte) T
 	src    []source[T]
 	// tree[0] is the source holding the smallest head; tree[t] for t in
@@ -237,7 +248,7 @@ func (it *Iter[T]) advance(i int) error {
 		return nil
 	}
 	if s.pos+it.size > len(s.buf) {
-		n := min((s.left+1)*it.size, readBuf/it.size*it.size)
+		n := min((s.left+1)*it.size, max(it.bufLen/it.size, 1)*it.size)
 		if cap(s.buf) < n {
 			s.buf = make([]byte, n)
 		}

@@ -24,10 +24,11 @@ var codec = Codec[rec]{Size: 8,
 
 // TestSorterMatchesInMemory: with runs of every size (one record, a few,
 // more than fit one merge pass) the merged stream is the stable in-memory
-// sort of the same records.
+// sort of the same records (a fan-in past DefaultFanIn: one merge of
+// hundreds or thousands of runs with smaller read buffers).
 func TestSorterMatchesInMemory(t *testing.T) {
 	for _, c := range []struct{ n, runLen, fanIn int }{
-		{0, 4, 2}, {1, 4, 2}, {10, 3, 2}, {1000, 7, 3}, {5000, 50, 4}, {5000, 1 << 20, 64}, {20000, 100, 64},
+		{0, 4, 2}, {1, 4, 2}, {10, 3, 2}, {1000, 7, 3}, {5000, 50, 4}, {5000, 1 << 20, 64}, {20000, 100, 64}, {30000, 100, 512}, {3000, 1, 4096},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(c.n), 9))
 		in := make([]rec, c.n)
@@ -40,9 +41,13 @@ func TestSorterMatchesInMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		spilled := s.Runs()
 		it, err := s.Iter()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if spilled+1 <= c.fanIn && s.Runs() != spilled {
+			t.Fatalf("n=%d run=%d fan-in=%d: %d runs merged into %d before the last merge", c.n, c.runLen, c.fanIn, spilled, s.Runs())
 		}
 		var got []rec
 		for it.Next() {

@@ -55,6 +55,23 @@ type joinSpill struct {
 	allow  bool // the caller needs nothing of the id table after the scan
 	budget int  // bytes of references held before spilling; defaultJoinBudget when 0, <0: always spill
 	runLen int  // records per sorted run; runsort's default when 0 (tests: small, many runs)
+	fanIn  int  // runs merged at once; joinFanIn when 0 (tests: small, merge passes)
+}
+
+// joinFanIn is how many runs the join's sorts merge at once: 512 runs of
+// joinRunBytes, 1 GiB of keys (38 million records), before a merge pass
+// writes and reads them all once more. At runsort's default of 64 a 4
+// GiB store of small messages (11.4 M records: 109 runs of references,
+// 152 of record keys, 109 of decisions) had merge passes that were 18%
+// of rebuild-index's CPU. The runs share runsort's read-ahead (4 KiB a
+// run at least: 2 MiB for 512).
+const joinFanIn = 512
+
+func (j joinSpill) fan() int {
+	if j.fanIn > 0 {
+		return j.fanIn
+	}
+	return joinFanIn
 }
 
 func (j joinSpill) refLimit() int {
@@ -177,7 +194,7 @@ func (j *spilledJoin) close() {
 // takeSpill moves the references taken so far into a sorter (the caller
 // holds b.mu).
 func (b *leanRefsBuilder) takeSpill() {
-	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Codec: refCodec, RunLen: b.join.runs(unsafe.Sizeof(refSlot{})), Sort: sortRefs}
+	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Codec: refCodec, RunLen: b.join.runs(unsafe.Sizeof(refSlot{})), FanIn: b.join.fan(), Sort: sortRefs}
 	if b.slots != nil {
 		for _, s := range b.slots.Slice() {
 			if b.sorter.Add(s) != nil {
@@ -212,7 +229,7 @@ func (b *leanRefsBuilder) buildSpill(q *VHostQueues) (*leanRefs, *spilledJoin, [
 
 // prepass walks the persistent store's files and sorts their record keys.
 func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*runsort.Sorter[recKey], error) {
-	recs := &runsort.Sorter[recKey]{Compare: compareRec, Codec: recCodec, RunLen: j.cfg.runs(unsafe.Sizeof(recKey{})),
+	recs := &runsort.Sorter[recKey]{Compare: compareRec, Codec: recCodec, RunLen: j.cfg.runs(unsafe.Sizeof(recKey{})), FanIn: j.cfg.fan(),
 		Sort: func(rs []recKey) { // keys differ: (file, k) is a record's place
 			sortByID(rs, func(r *recKey) *[16]byte { return &r.id }, func(a, b *recKey) int {
 				if c := cmp.Compare(a.file, b.file); c != 0 {
@@ -434,7 +451,7 @@ func newFateStore(j *spilledJoin, total int64) *fateStore {
 	var tmp []placedFate // sortPlaced's scratch, reused run after run
 	return &fateStore{j: j, sorter: &runsort.Sorter[placedFate]{
 		Compare: func(a, b placedFate) int { return cmp.Compare(a.place, b.place) },
-		Codec:   placedCodec, RunLen: j.cfg.runs(unsafe.Sizeof(placedFate{})),
+		Codec:   placedCodec, RunLen: j.cfg.runs(unsafe.Sizeof(placedFate{})), FanIn: j.cfg.fan(),
 		Sort: func(ps []placedFate) { tmp = sortPlaced(ps, tmp) }}}
 }
 

@@ -30,7 +30,9 @@ func scanJoinErr(ctx context.Context, spill bool, runLen int, root, dir string) 
 	opts := scan.Options{Jobs: 2, Records: func(r any) error { recs = append(recs, r); return nil }}
 	cfg := Config{Root: root, VHostDirs: []string{dir}, joinBudget: 1 << 40}
 	if spill {
-		cfg.joinBudget, cfg.joinRun = -1, runLen
+		// runsort's default fan-in, not joinFanIn: the many-runs store
+		// below has merge passes (ScanVHost's tests merge in one).
+		cfg.joinBudget, cfg.joinRun, cfg.joinFanIn = -1, runLen, 64
 	}
 	res, err := Scan(ctx, cfg, opts)
 	return res, recs, err

@@ -36,9 +36,10 @@ type Config struct {
 	// generations' hazards count: hazards of other generations become
 	// info. Empty: every generation counts.
 	BrokerVersion string
-	// joinBudget and joinRun tune the spilled join (joinSpill.budget and
-	// runLen): tests force it, with many runs.
-	joinBudget, joinRun int
+	// joinBudget, joinRun and joinFanIn tune the spilled join
+	// (joinSpill.budget, runLen and fanIn): tests force it, with many
+	// runs and merge passes.
+	joinBudget, joinRun, joinFanIn int
 }
 
 // Scan scans everything cfg names. Result.Store is "rabbitmq"; Files has
@@ -55,7 +56,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	var vhosts []map[string]any
 	for _, d := range cfg.VHostDirs {
 		v, err := ScanVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true,
-			join: joinSpill{allow: true, budget: cfg.joinBudget, runLen: cfg.joinRun}})
+			join: joinSpill{allow: true, budget: cfg.joinBudget, runLen: cfg.joinRun, fanIn: cfg.joinFanIn}})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue

@@ -143,7 +143,7 @@ type fixtureVHost struct{ root, dir string }
 // those whose queues reference nothing must not spill), on
 // a generated store with holes, unreferenced records and a deleted file
 // (message-missing findings), and on a generated store of small records
-// whose runs of 300 records make several merge passes, ScanVHost (the
+// whose 300-record runs are merged in one (joinFanIn), ScanVHost (the
 // scan truncate, rebuild-index, harden and salvage plan from) gives the
 // same result and hands the same files and records to EachFile with its
 // join spilled as in memory, and leaves no temp file open.
