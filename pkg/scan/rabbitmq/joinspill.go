@@ -23,9 +23,11 @@ package rabbitmq
 // write buffers, whatever the number of records; the cost is a second
 // walk of the files and the sorts (docs/performance.md). Only the scan of
 // an unclean store (no clean-shutdown files) whose caller needs nothing
-// from the table afterwards (Scan; not verify) spills.
+// from the table afterwards (Scan) spills, or that answers what it needs
+// by another join (verify: joinSpill.keepRefs, verify_spill.go).
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -56,6 +58,10 @@ type joinSpill struct {
 	budget int  // bytes of references held before spilling; defaultJoinBudget when 0, <0: always spill
 	runLen int  // records per sorted run; runsort's default when 0 (tests: small, many runs)
 	fanIn  int  // runs merged at once; joinFanIn when 0 (tests: small, merge passes)
+	// keepRefs: the join also writes every referenced id, in id order,
+	// to a temp file (spilledJoin.ids) the caller reads afterwards
+	// (verify's spilled prediction, verify_spill.go).
+	keepRefs bool
 }
 
 // joinFanIn is how many runs the join's sorts merge at once: 512 runs of
@@ -176,6 +182,28 @@ type spilledJoin struct {
 	missing map[[16]byte]int32
 	buf     []byte // a file's decisions while it is classified
 	cur     []recFate
+	// ids holds, when cfg.keepRefs, every referenced id in id order with
+	// 1 + its first copy's file (0: no record holds it) and 1 + its set
+	// (refIDSize bytes each, idsN of them); idsW writes it during the join.
+	ids  *os.File
+	idsN int64
+	idsW *bufio.Writer
+}
+
+// refIDSize is one referenced id in spilledJoin.ids: id, first, set.
+const refIDSize = 16 + 4 + 4
+
+// keepRef writes one referenced id to ids (when kept), in id order.
+func (j *spilledJoin) keepRef(id *[16]byte, first, set int32) {
+	if j.idsW == nil {
+		return
+	}
+	var b [refIDSize]byte
+	copy(b[:], id[:])
+	binary.LittleEndian.PutUint32(b[16:], uint32(first))
+	binary.LittleEndian.PutUint32(b[20:], uint32(set))
+	j.idsW.Write(b[:]) // its error stays in idsW, returned by Flush
+	j.idsN++
 }
 
 func (j *spilledJoin) close() {
@@ -188,6 +216,10 @@ func (j *spilledJoin) close() {
 	if j.fates != nil {
 		j.fates.Close()
 		j.fates = nil
+	}
+	if j.ids != nil {
+		j.ids.Close()
+		j.ids, j.idsW = nil, nil
 	}
 }
 
@@ -378,6 +410,12 @@ func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int
 	nextRef()
 	fw := newFateStore(j, total)
 	j.missing = map[[16]byte]int32{}
+	if j.cfg.keepRefs {
+		if j.ids, err = scan.UnlinkedTemp("storectl-joinids-*"); err != nil {
+			return err
+		}
+		j.idsW = bufio.NewWriterSize(j.ids, 1<<16)
+	}
 	var cur recKey
 	curOK := kit.Next()
 	if curOK {
@@ -386,6 +424,7 @@ func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int
 	for curOK || refOK {
 		if !curOK || (refOK && compareID(&refID, &cur.id) < 0) {
 			j.missing[refID] = refSet // referenced, in no record
+			j.keepRef(&refID, 0, refSet)
 			nextRef()
 			continue
 		}
@@ -396,6 +435,9 @@ func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int
 			nextRef()
 		}
 		first := cur
+		if sid != 0 {
+			j.keepRef(&id, first.file+1, sid)
+		}
 		fw.put(cur.file, cur.k, recFate{set: sid})
 		for curOK = kit.Next(); curOK; curOK = kit.Next() {
 			if cur = kit.Record(); cur.id != id {
@@ -406,6 +448,12 @@ func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int
 	}
 	if err := errors.Join(rit.Err(), kit.Err()); err != nil {
 		return err
+	}
+	if j.idsW != nil {
+		if err := j.idsW.Flush(); err != nil {
+			return err
+		}
+		j.idsW = nil
 	}
 	recs.Close()
 	j.refs.Close()

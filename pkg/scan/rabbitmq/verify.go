@@ -103,7 +103,8 @@ func Verify(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, e
 	res := &scan.Result{Store: "rabbitmq", Layout: map[string]any{}}
 	vhosts := []map[string]any{}
 	for _, d := range cfg.VHostDirs {
-		vv, err := verifyVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true})
+		vv, err := verifyVHost(ctx, cfg.Root, d, VHostOptions{BrokerVersion: cfg.BrokerVersion, Options: opts, partialQueues: true,
+			join: joinSpill{allow: true, keepRefs: true, budget: cfg.joinBudget, runLen: cfg.joinRun, fanIn: cfg.joinFanIn}})
 		if err != nil {
 			res.Fail(fmt.Errorf("%s: %w", scan.Rel(cfg.Root, d), err))
 			continue

@@ -6,7 +6,9 @@ package rabbitmq
 // again one .qi segment at a time (ReadQueueDirSegments), its
 // entries decided against the scanner's pointer-free id map (found /
 // missing) and a compact set of hazard victims and dropped, so memory
-// does not grow with a queue. A store with a clean-shutdown index
+// does not grow with a queue (when the scan spilled its join, from an
+// external join of the entries' ids instead: verify_spill.go). A store
+// with a clean-shutdown index
 // (msg_store_index.ets) is checked against the scan's off-heap copy
 // of the index and its file-by-file places (clean_lean.go).
 
@@ -80,11 +82,17 @@ func verifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*v
 		return res.queues.add(qf.Queue)
 	}
 	if v.Queues != nil {
-		vic, err := compactVictims(v, ver, s.seen)
-		if err != nil {
+		lp := &leanPredict{s: s, bad: bad}
+		if s.sj != nil {
+			// The scan spilled its join: the entries' questions are
+			// answered by an external join too (verify_spill.go).
+			if lp.vs, err = buildVerifySpill(ctx, v, ver, s, bad); err != nil {
+				return nil, err
+			}
+			defer lp.vs.close()
+		} else if lp.vic, err = compactVictims(v, ver, s.seen); err != nil {
 			return nil, err
 		}
-		lp := &leanPredict{s: s, bad: bad, vic: vic}
 		anoms, orphans, missing, err := lp.queues(ctx, root, v, clean, keep)
 		if err != nil {
 			return nil, err
@@ -138,6 +146,7 @@ type leanPredict struct {
 	s   *scanner
 	bad map[fileIDPath]int64 // offset of a bad-body first copy
 	vic *victimIDs
+	vs  *verifySpill // the answers when the scan spilled its join (vic and the table unused)
 }
 
 // foundRecord stands for every found record that is not a bad body: the
@@ -229,7 +238,7 @@ func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, cl
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i%window] <- lp.queue(ctx, root, v, vq.Queues[i].Dir, vq.SegmentEntryCount, clean)
+				out[i%window] <- lp.queue(ctx, root, v, i, vq.SegmentEntryCount, clean)
 			}
 		}()
 	}
@@ -255,24 +264,35 @@ func (lp *leanPredict) queues(ctx context.Context, root string, v *VHostScan, cl
 }
 
 // queue reads, predicts and reports one queue dir.
-func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir string, segEntries int, clean bool) (r queueResult) {
+func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, qi int, segEntries int, clean bool) (r queueResult) {
+	dir := v.Queues.Queues[qi].Dir
 	if r.err = ctx.Err(); r.err != nil {
 		return r
 	}
 	// One .qi segment at a time: memory does not grow with the queue.
 	var qf *QueueFate
 	n := 0
+	lookup, vic, names := lp.lookup, lp.vic, lp.queueNames
+	var cur *answerCursor
+	if lp.vs != nil {
+		// A spilled verify: the answers come in the order the entries
+		// are read, for this queue only.
+		cur = lp.vs.cursor(qi)
+		lookup, vic, names = cur.lookup, &victimIDs{cur: cur}, cur.queueNames
+	}
 	qd, err := ReadQueueDirSegmentsIDs(dir, segEntries, func(q *QueueDir, es []QueueEntry) error {
 		if qf == nil {
 			qf = startQueueFate(q, v.VHost, false, 0)
 		}
-		lookup, keep := unreadLookup(lp.lookup, v.Unread()), findingEntries(q)
+		lookup, keep := unreadLookup(lookup, v.Unread()), findingEntries(q)
 		for from := 0; from < len(es); from += warmBatch {
 			// The ids warmed a batch at a time, just before their lookups
 			// (idTable.warm): the same fates as one add of the whole segment.
 			part := es[from:min(from+warmBatch, len(es))]
-			lp.s.seen.warm(len(part), func(k int) *[16]byte { return &part[k].ID })
-			qf.add(part, clean, lookup, lp.vic, keep)
+			if cur == nil {
+				lp.s.seen.warm(len(part), func(k int) *[16]byte { return &part[k].ID })
+			}
+			qf.add(part, clean, lookup, vic, keep)
 		}
 		n += len(es)
 		return ctx.Err()
@@ -280,9 +300,12 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	if errors.Is(err, ErrSegmentOrder) {
 		// Overlapping segments: decide the queue whole, in seq order.
 		if qd, err = ReadQueueDir(dir, segEntries); err == nil {
-			qf, n = predictQueue(qd, v.VHost, clean, unreadLookup(lp.lookup, v.Unread()), lp.vic, findingEntries(qd)), len(qd.Entries)
+			qf, n = predictQueue(qd, v.VHost, clean, unreadLookup(lookup, v.Unread()), vic, findingEntries(qd)), len(qd.Entries)
 			qd.Entries = nil
 		}
+	}
+	if err == nil && cur != nil {
+		err = cur.end()
 	}
 	if err != nil {
 		r.err = err
@@ -300,7 +323,7 @@ func (lp *leanPredict) queue(ctx context.Context, root string, v *VHostScan, dir
 	for _, ef := range qf.Entries {
 		if (ef.Record == nil || ef.Record.BadBody || ef.Unknown) && ef.Entry.Location == LocationSharedStore {
 			if _, ok := refs[ef.Entry.MsgID]; !ok {
-				refs[ef.Entry.MsgID] = lp.queueNames(ef.Entry.MsgID)
+				refs[ef.Entry.MsgID] = names(ef.Entry.MsgID)
 			}
 		}
 	}

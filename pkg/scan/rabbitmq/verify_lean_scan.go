@@ -37,8 +37,10 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	// index is read first to know.
 	join := joinSpill{}
 	cleanRead := false
+	_, statErr := os.Stat(filepath.Join(vhostDir, "queues"))
+	hasQueues := statErr == nil
 	if o.join.allow {
-		v.Clean, s.lidx, s.cdig, err = readClean(store, useCleanDigest(o, true))
+		v.Clean, s.lidx, s.cdig, err = readClean(store, useCleanDigest(o, hasQueues))
 		if err != nil {
 			s.free()
 			return nil, nil, err
@@ -58,8 +60,6 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 	// statuses wait for them (scanner.prepare).
 	var qerr error
 	qdone := make(chan struct{})
-	_, statErr := os.Stat(filepath.Join(vhostDir, "queues"))
-	hasQueues := statErr == nil
 	if hasQueues {
 		go func() {
 			defer close(qdone)

@@ -152,6 +152,9 @@ func fate(e QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *
 		id, idOK = decodeID(ef.MsgID)
 	}
 	shared := e.Location == LocationSharedStore
+	if shared && idOK {
+		vic.entry(id) // a spilled verify's answers for the id (verify_spill.go)
+	}
 	// The store is looked up by the entry's own id, not one from a body.
 	unknown := false
 	if shared && idOK && own {
@@ -184,6 +187,18 @@ func fate(e QueueEntry, orphan, clean bool, lookup func([16]byte) *Record, vic *
 		}
 	}
 	return ef, id, idOK
+}
+
+// askedID is the id fate asks the lookup and the victims about for e
+// (vic.entry): a shared-store entry's id, its own or one from its body.
+func askedID(e QueueEntry) (id [16]byte, ok bool) {
+	if e.Location != LocationSharedStore {
+		return id, false
+	}
+	if e.HasID {
+		return e.ID, true
+	}
+	return decodeID(entryMsgID(e))
 }
 
 // entryMsgID is the entry's store msg id, or for a .qs or embedded

@@ -11,6 +11,16 @@ type victimIDs struct {
 	seen *idTable
 	any  bool // some id has risk bits
 	lost map[[16]byte]string
+	// cur, in a spilled verify, answers instead for the entry fate
+	// decides (entry: one queue's, in the order the entries are read).
+	cur *answerCursor
+}
+
+// entry tells a spilled verify's cursor which entry is decided next.
+func (c *victimIDs) entry(id [16]byte) {
+	if c.cur != nil {
+		c.cur.at(id)
+	}
 }
 
 // compactVictims collects, from every persistent file's hazards, the ids
@@ -77,6 +87,9 @@ func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs,
 // risk returns the at-risk key bits of the shared-store msg id (bit k: a
 // version with the scanner bug of atRiskKeys[k] loses it).
 func (c *victimIDs) risk(id [16]byte) uint8 {
+	if c.cur != nil {
+		return c.cur.risk()
+	}
 	if !c.any {
 		return 0
 	}
@@ -86,6 +99,9 @@ func (c *victimIDs) risk(id [16]byte) uint8 {
 // lostBy returns the hazard code that makes the configured version lose
 // the msg id in a dirty recovery, "" if none.
 func (c *victimIDs) lostBy(id [16]byte) string {
+	if c.cur != nil {
+		return c.cur.lostBy()
+	}
 	if len(c.lost) == 0 {
 		return ""
 	}

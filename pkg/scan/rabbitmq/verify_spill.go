@@ -1,0 +1,633 @@
+package rabbitmq
+
+// The spilled verify. When the scan spilled its join (joinspill.go: an
+// unclean store referencing more ids than joinBudget's worth of table),
+// the id table verify's prediction asks per queue entry (found, bad
+// body, the hazards' at-risk bits and lost ids, the queue names of a
+// missing one) is not there. The prediction asks by id in the order it
+// reads the queue entries, so the questions are answered as an external
+// join instead, and nothing held grows with the records or the entries:
+//
+//  1. Pass 1 reads every queue dir as the prediction will (--jobs dirs at
+//     once) and sorts its questions, (id, queue, k: the entry's place
+//     among the queue's questions), in runs; it keeps per queue their
+//     count and a hash of their ids.
+//  2. The hazards' victims are sorted by id too, (id, sequence, at-risk
+//     bit, lost code), in the order compactVictims marks them.
+//  3. One merge of the questions with the join's referenced ids
+//     (spilledJoin.ids: id, first copy's file, queue-name set, in id
+//     order) and the victims decides each question. Most answers are
+//     "found, a good body, at no risk" and are not written; the others
+//     (exceptions) go through one more sort, by place, to a temp file.
+//  4. The prediction reads each queue's exceptions back in order while
+//     it decides its entries (answerCursor, fate's vic.entry), and checks
+//     at the queue's end that it asked as many questions of the same ids
+//     as pass 1 (a queue dir changed between the reads is an error).
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/storectl/storectl/internal/parallel"
+	"github.com/storectl/storectl/internal/runsort"
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// verifySpillHook, when set (tests), is called once a spilled verify's
+// questions are sorted, with their number of runs.
+var verifySpillHook func(askRuns int)
+
+// askKey is one question of pass 1: the entry's id, its queue (index in
+// VHostQueues.Queues) and its place among that queue's questions.
+type askKey struct {
+	id   [16]byte
+	q, k uint32
+}
+
+var askCodec = runsort.Codec[askKey]{Size: 24,
+	Append: func(dst []byte, a askKey) []byte {
+		dst = append(dst, a.id[:]...)
+		dst = binary.LittleEndian.AppendUint32(dst, a.q)
+		return binary.LittleEndian.AppendUint32(dst, a.k)
+	},
+	Decode: func(b []byte) (a askKey) {
+		copy(a.id[:], b)
+		a.q = binary.LittleEndian.Uint32(b[16:])
+		a.k = binary.LittleEndian.Uint32(b[20:])
+		return a
+	}}
+
+// victimKey is one victim id of a hazard with an at-risk bit or one the
+// configured version loses (lost: 1 + an index into verifySpill.codes),
+// seq its place in compactVictims' order (a later lost code wins).
+type victimKey struct {
+	id        [16]byte
+	seq       uint64
+	bit, lost uint8
+}
+
+var victimCodec = runsort.Codec[victimKey]{Size: 26,
+	Append: func(dst []byte, v victimKey) []byte {
+		dst = append(dst, v.id[:]...)
+		dst = binary.LittleEndian.AppendUint64(dst, v.seq)
+		return append(dst, v.bit, v.lost)
+	},
+	Decode: func(b []byte) (v victimKey) {
+		copy(v.id[:], b)
+		v.seq = binary.LittleEndian.Uint64(b[16:])
+		v.bit, v.lost = b[24], b[25]
+		return v
+	}}
+
+// entryAnswer is what a question's id is: 1 + its first copy's file in
+// the join's listing (0: none), 1 + its queue-name set (0: not
+// referenced), its at-risk bits and 1 + its lost code (0: none).
+type entryAnswer struct {
+	first, set int32
+	risk, lost uint8
+}
+
+// placedAnswer is an exception at its question's place.
+type placedAnswer struct {
+	q, k uint32
+	a    entryAnswer
+}
+
+const placedAnswerSize = 4 + 4 + 4 + 4 + 1 + 1
+
+var placedAnswerCodec = runsort.Codec[placedAnswer]{Size: placedAnswerSize,
+	Append: func(dst []byte, p placedAnswer) []byte {
+		dst = binary.LittleEndian.AppendUint32(dst, p.q)
+		dst = binary.LittleEndian.AppendUint32(dst, p.k)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(p.a.first))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(p.a.set))
+		return append(dst, p.a.risk, p.a.lost)
+	},
+	Decode: func(b []byte) placedAnswer {
+		return placedAnswer{q: binary.LittleEndian.Uint32(b), k: binary.LittleEndian.Uint32(b[4:]),
+			a: entryAnswer{first: int32(binary.LittleEndian.Uint32(b[8:])), set: int32(binary.LittleEndian.Uint32(b[12:])),
+				risk: b[16], lost: b[17]}}
+	}}
+
+// verifySpill holds the answers of a spilled verify.
+type verifySpill struct {
+	s     *scanner
+	bad   map[fileIDPath]int64
+	dirs  []string // the queue dirs, as pass 1 read them
+	codes []string // lost codes: entryAnswer.lost - 1 indexes it
+	count []uint32 // per queue: its questions (pass 1)
+	hash  []uint64 // and a hash of their ids
+	excAt []int64  // per queue: the index of its first exception in exc
+	excN  []int64  // and how many it has
+	exc   *os.File
+}
+
+func (vs *verifySpill) close() {
+	if vs != nil && vs.exc != nil {
+		vs.exc.Close()
+		vs.exc = nil
+	}
+}
+
+// mixID adds id to a queue's hash of its questions.
+func mixID(h uint64, id *[16]byte) uint64 {
+	const prime = 0x100000001b3
+	h = (h ^ binary.LittleEndian.Uint64(id[:8])) * prime
+	return (h ^ binary.LittleEndian.Uint64(id[8:])) * prime
+}
+
+// askQueue calls fn with the ids of one queue dir's questions, in the
+// order the prediction asks them (leanPredict.queue: segment by segment;
+// a queue whose segments overlap again whole, in seq order). A read
+// error ends the questions: the prediction reports it.
+func askQueue(ctx context.Context, dir string, segEntries int, fn func(id *[16]byte)) {
+	each := func(es []QueueEntry) {
+		for i := range es {
+			if id, ok := askedID(es[i]); ok {
+				fn(&id)
+			}
+		}
+	}
+	_, err := ReadQueueDirSegmentsIDs(dir, segEntries, func(_ *QueueDir, es []QueueEntry) error {
+		each(es)
+		return ctx.Err()
+	})
+	if errors.Is(err, ErrSegmentOrder) {
+		if qd, err := ReadQueueDir(dir, segEntries); err == nil {
+			each(qd.Entries)
+		}
+	}
+}
+
+// askBatch questions of a queue are added to the sorter at a time.
+const askBatch = 4096
+
+// buildVerifySpill answers every question of the prediction of v (whose
+// scan s spilled its join with keepRefs).
+func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *scanner, bad map[fileIDPath]int64) (vs *verifySpill, err error) {
+	j := s.sj
+	vq := v.Queues
+	vs = &verifySpill{s: s, bad: bad, dirs: make([]string, len(vq.Queues)),
+		count: make([]uint32, len(vq.Queues)), hash: make([]uint64, len(vq.Queues)),
+		excAt: make([]int64, len(vq.Queues)), excN: make([]int64, len(vq.Queues))}
+	defer func() {
+		if err != nil {
+			vs.close()
+			vs = nil
+		}
+	}()
+	if j.ids == nil {
+		return nil, errors.New("spilled join without its referenced ids")
+	}
+	vics, err := vs.sortVictims(v, ver, j.cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer vics.Close()
+	asks := &runsort.Sorter[askKey]{Codec: askCodec, RunLen: j.cfg.runs(unsafe.Sizeof(askKey{})), FanIn: j.cfg.fan(),
+		Compare: func(a, b askKey) int {
+			if c := compareID(&a.id, &b.id); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.q, b.q); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.k, b.k)
+		},
+		Sort: func(as []askKey) { // keys differ: (q, k) is a question's place
+			sortByID(as, func(a *askKey) *[16]byte { return &a.id }, func(a, b *askKey) int {
+				if c := cmp.Compare(a.q, b.q); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.k, b.k)
+			})
+		}}
+	defer asks.Close()
+	var mu sync.Mutex
+	var addErr error
+	parallel.For(len(vq.Queues), s.opts.Jobs, func(qi int) {
+		vs.dirs[qi] = vq.Queues[qi].Dir
+		batch := make([]askKey, 0, askBatch)
+		flush := func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range batch {
+				if err := asks.Add(a); err != nil && addErr == nil {
+					addErr = err
+				}
+			}
+			batch = batch[:0]
+		}
+		var k uint32
+		var h uint64
+		askQueue(ctx, vq.Queues[qi].Dir, vq.SegmentEntryCount, func(id *[16]byte) {
+			if k == ^uint32(0) {
+				return // past 4 billion questions: the prediction's count disagrees (an error)
+			}
+			batch = append(batch, askKey{id: *id, q: uint32(qi), k: k})
+			k++
+			h = mixID(h, id)
+			if len(batch) == askBatch {
+				flush()
+			}
+		})
+		flush()
+		vs.count[qi], vs.hash[qi] = k, h
+	})
+	if err := errors.Join(addErr, ctx.Err()); err != nil {
+		return nil, err
+	}
+	if verifySpillHook != nil {
+		verifySpillHook(asks.Runs())
+	}
+	if err := vs.merge(j, asks, vics); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// sortVictims sorts the victim ids compactVictims would mark.
+func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpill) (*runsort.Sorter[victimKey], error) {
+	vics := &runsort.Sorter[victimKey]{Codec: victimCodec, RunLen: cfg.runs(unsafe.Sizeof(victimKey{})), FanIn: cfg.fan(),
+		Compare: func(a, b victimKey) int {
+			if c := compareID(&a.id, &b.id); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		},
+		Sort: func(vs []victimKey) { // keys differ: seq is a victim's place
+			sortByID(vs, func(v *victimKey) *[16]byte { return &v.id }, func(a, b *victimKey) int { return cmp.Compare(a.seq, b.seq) })
+		}}
+	codes := map[string]uint8{}
+	var seq uint64
+	var addErr error
+	for _, f := range v.Files {
+		if f.Transient {
+			continue
+		}
+		for i := range f.Hazards {
+			h := &f.Hazards[i]
+			bit := uint8(0)
+			for k, key := range atRiskKeys {
+				if atRiskKey(h.Code) == key {
+					bit = 1 << k
+				}
+			}
+			dirty := false
+			for _, w := range h.When {
+				dirty = dirty || w == "dirty recovery"
+			}
+			lose := ver.set && dirty && ver.affected(h)
+			if bit == 0 && !lose {
+				continue
+			}
+			lost := uint8(0)
+			if lose {
+				c, ok := codes[h.Code]
+				if !ok {
+					if len(vs.codes) >= 255 {
+						vics.Close()
+						return nil, fmt.Errorf("more than 255 hazard codes")
+					}
+					vs.codes = append(vs.codes, h.Code)
+					c = uint8(len(vs.codes))
+					codes[h.Code] = c
+				}
+				lost = c
+			}
+			err := h.EachVictim(func(vic Victim) {
+				if err := vics.Add(victimKey{id: vic.ID, seq: seq, bit: bit, lost: lost}); err != nil && addErr == nil {
+					addErr = err
+				}
+				seq++
+			})
+			if err = errors.Join(err, addErr); err != nil {
+				vics.Close()
+				return nil, err
+			}
+		}
+	}
+	return vics, nil
+}
+
+// refIDReader reads spilledJoin.ids in order.
+type refIDReader struct {
+	r          io.Reader
+	left       int64
+	buf        [refIDSize]byte
+	id         [16]byte
+	first, set int32
+	err        error
+}
+
+func (r *refIDReader) next() bool {
+	if r.left == 0 || r.err != nil {
+		return false
+	}
+	if _, r.err = io.ReadFull(r.r, r.buf[:]); r.err != nil {
+		return false
+	}
+	r.left--
+	copy(r.id[:], r.buf[:16])
+	r.first = int32(binary.LittleEndian.Uint32(r.buf[16:]))
+	r.set = int32(binary.LittleEndian.Uint32(r.buf[20:]))
+	return true
+}
+
+// merge decides every question and writes the exceptions in place order.
+func (vs *verifySpill) merge(j *spilledJoin, asks *runsort.Sorter[askKey], vics *runsort.Sorter[victimKey]) error {
+	ait, err := asks.Iter()
+	if err != nil {
+		return err
+	}
+	vit, err := vics.Iter()
+	if err != nil {
+		return err
+	}
+	refs := &refIDReader{r: newSectionBuf(j.ids, j.idsN*refIDSize), left: j.idsN}
+	refOK := refs.next()
+	var vic victimKey
+	vicOK := vit.Next()
+	if vicOK {
+		vic = vit.Record()
+	}
+	var tmp []placedAnswer
+	exc := &runsort.Sorter[placedAnswer]{Codec: placedAnswerCodec, RunLen: j.cfg.runs(unsafe.Sizeof(placedAnswer{})), FanIn: j.cfg.fan(),
+		Compare: func(a, b placedAnswer) int {
+			if c := cmp.Compare(a.q, b.q); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.k, b.k)
+		},
+		Sort: func(ps []placedAnswer) { tmp = sortPlacedAnswers(ps, tmp) }}
+	defer exc.Close()
+	var lastID [16]byte
+	var last entryAnswer
+	lastExc, have := false, false
+	var addErr error
+	for ait.Next() {
+		a := ait.Record()
+		if !have || a.id != lastID {
+			have, lastID = true, a.id
+			last = entryAnswer{}
+			for refOK && compareID(&refs.id, &a.id) < 0 {
+				refOK = refs.next()
+			}
+			if refOK && refs.id == a.id {
+				last.first, last.set = refs.first, refs.set
+			}
+			for vicOK && compareID(&vic.id, &a.id) < 0 {
+				if vicOK = vit.Next(); vicOK {
+					vic = vit.Record()
+				}
+			}
+			for vicOK && vic.id == a.id {
+				last.risk |= vic.bit
+				if vic.lost != 0 {
+					last.lost = vic.lost
+				}
+				if vicOK = vit.Next(); vicOK {
+					vic = vit.Record()
+				}
+			}
+			lastExc = !(last.first > 0 && last.set > 0) || last.risk != 0 || last.lost != 0
+			if !lastExc {
+				_, lastExc = vs.bad[fileIDPath{j.rel[last.first-1], a.id}]
+			}
+		}
+		if lastExc {
+			if err := exc.Add(placedAnswer{q: a.q, k: a.k, a: last}); err != nil && addErr == nil {
+				addErr = err
+			}
+		}
+	}
+	if err := errors.Join(ait.Err(), vit.Err(), refs.err, addErr); err != nil {
+		return err
+	}
+	asks.Close()
+	vics.Close()
+	f, err := scan.UnlinkedTemp("storectl-answers-*")
+	if err != nil {
+		return err
+	}
+	vs.exc = f
+	it, err := exc.Iter()
+	if err != nil {
+		return err
+	}
+	bw := make([]byte, 0, 1<<16+placedAnswerSize)
+	var n, off int64
+	for it.Next() {
+		p := it.Record()
+		if vs.excN[p.q] == 0 {
+			vs.excAt[p.q] = n
+		}
+		vs.excN[p.q]++
+		n++
+		bw = placedAnswerCodec.Append(bw, p)
+		if len(bw) >= 1<<16 {
+			if _, err := f.WriteAt(bw, off); err != nil {
+				return err
+			}
+			off += int64(len(bw))
+			bw = bw[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	_, err = f.WriteAt(bw, off)
+	return err
+}
+
+// sortPlacedAnswers sorts exceptions by place (queue, k): an LSD radix
+// sort on the 64-bit key q<<32|k, one pass per byte the largest key has.
+func sortPlacedAnswers(ps, tmp []placedAnswer) []placedAnswer {
+	if len(ps) < 2 {
+		return tmp
+	}
+	key := func(p *placedAnswer) uint64 { return uint64(p.q)<<32 | uint64(p.k) }
+	var top uint64
+	for i := range ps {
+		top = max(top, key(&ps[i]))
+	}
+	if cap(tmp) < len(ps) {
+		tmp = make([]placedAnswer, len(ps))
+	}
+	tmp = tmp[:len(ps)]
+	src, dst := ps, tmp
+	for shift := uint(0); shift < 64 && top>>shift > 0; shift += 8 {
+		var count [257]int
+		for i := range src {
+			count[int(key(&src[i])>>shift&0xff)+1]++
+		}
+		for b := 1; b < 257; b++ {
+			count[b] += count[b-1]
+		}
+		for i := range src {
+			b := int(key(&src[i]) >> shift & 0xff)
+			dst[count[b]] = src[i]
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &ps[0] {
+		copy(ps, src)
+	}
+	return tmp
+}
+
+// answerCursor reads one queue's answers back while the prediction
+// decides its entries (victimIDs.cur; at is called by fate through
+// victimIDs.entry for every question, in pass 1's order).
+type answerCursor struct {
+	vs   *verifySpill
+	q    int
+	k    uint32
+	h    uint64
+	over bool // more questions than pass 1 asked
+	// The queue's exceptions not read yet: left of them from index from.
+	from, left int64
+	buf        []byte
+	pend       []placedAnswer
+	err        error
+	// The current question: its id and answer (plain: found, a good
+	// body, at no risk, not written).
+	id    [16]byte
+	plain bool
+	a     entryAnswer
+	// names holds the sets of the queue's ids that are missing or bad
+	// (queueNames asks only of them).
+	names map[[16]byte]int32
+}
+
+func (vs *verifySpill) cursor(q int) *answerCursor {
+	return &answerCursor{vs: vs, q: q, from: vs.excAt[q], left: vs.excN[q]}
+}
+
+// answerChunk exceptions are read at a time.
+const answerChunk = 4096
+
+func (c *answerCursor) fill() {
+	if c.left == 0 || c.err != nil {
+		return
+	}
+	n := min(c.left, answerChunk)
+	size := int(n) * placedAnswerSize
+	if cap(c.buf) < size {
+		c.buf = make([]byte, size)
+	}
+	b := c.buf[:size]
+	if _, err := c.vs.exc.ReadAt(b, c.from*placedAnswerSize); err != nil {
+		c.err = err
+		return
+	}
+	c.pend = c.pend[:0]
+	for i := 0; i < int(n); i++ {
+		c.pend = append(c.pend, placedAnswerCodec.Decode(b[i*placedAnswerSize:]))
+	}
+	c.from += n
+	c.left -= n
+}
+
+// at moves to the next question, about id.
+func (c *answerCursor) at(id [16]byte) {
+	if c.k == ^uint32(0) {
+		c.over = true
+	}
+	c.id = id
+	c.h = mixID(c.h, &id)
+	if len(c.pend) == 0 {
+		c.fill()
+	}
+	c.plain = true
+	if len(c.pend) > 0 && c.pend[0].k == c.k {
+		c.plain, c.a = false, c.pend[0].a
+		c.pend = c.pend[1:]
+		if !(c.a.first > 0 && c.a.set > 0) || c.bad() != nil {
+			if c.names == nil {
+				c.names = map[[16]byte]int32{}
+			}
+			c.names[id] = c.a.set
+		}
+	}
+	c.k++
+}
+
+// bad returns the bad-body record of the current question, or nil.
+func (c *answerCursor) bad() *Record {
+	if c.a.first <= 0 {
+		return nil
+	}
+	p := c.vs.s.sj.rel[c.a.first-1]
+	if off, ok := c.vs.bad[fileIDPath{p, c.id}]; ok {
+		return &Record{Path: p, Offset: off, MsgID: c.id, Status: StatusReferenced, BadBody: true}
+	}
+	return nil
+}
+
+// lookup is leanPredict.lookup for the current question.
+func (c *answerCursor) lookup([16]byte) *Record {
+	if c.plain {
+		return foundRecord
+	}
+	if c.a.first <= 0 || c.a.set <= 0 {
+		return nil
+	}
+	if r := c.bad(); r != nil {
+		return r
+	}
+	return foundRecord
+}
+
+func (c *answerCursor) risk() uint8 {
+	if c.plain {
+		return 0
+	}
+	return c.a.risk
+}
+
+func (c *answerCursor) lostBy() string {
+	if c.plain || c.a.lost == 0 {
+		return ""
+	}
+	return c.vs.codes[c.a.lost-1]
+}
+
+// queueNames is leanPredict.queueNames for the queue's missing and bad
+// ids.
+func (c *answerCursor) queueNames(id string) []string {
+	b, ok := decodeID(id)
+	if !ok {
+		return nil
+	}
+	if set := c.names[b]; set > 0 {
+		return c.vs.s.lrefs.sets[set-1]
+	}
+	return nil
+}
+
+// end checks, once the queue's entries are decided, that they asked
+// what pass 1 did.
+func (c *answerCursor) end() error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.over || c.k != c.vs.count[c.q] || c.h != c.vs.hash[c.q] || c.left != 0 || len(c.pend) != 0 {
+		return fmt.Errorf("%s changed while it was read (%d store lookups, %d before)", c.vs.dirs[c.q], c.k, c.vs.count[c.q])
+	}
+	return nil
+}
+
+// newSectionBuf reads the first n bytes of f from the start, buffered.
+func newSectionBuf(f *os.File, n int64) io.Reader {
+	return bufio.NewReaderSize(io.NewSectionReader(f, 0, n), 1<<16)
+}
