@@ -284,16 +284,17 @@ func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*run
 	var mu sync.Mutex
 	var addErr error
 	parallel.For(len(files), s.opts.Jobs, func(i int) {
-		fs, ok := walkOnly(ctx, files[i])
+		keys, ok := walkOnly(ctx, files[i], int32(i))
+		defer keys.free()
 		mu.Lock()
 		defer mu.Unlock()
 		if !ok {
 			j.count[i] = -1
 			return
 		}
-		j.count[i] = len(fs.Records)
-		for k, r := range fs.Records {
-			if err := recs.Add(recKey{id: r.MsgID, file: int32(i), k: int32(k), off: uint32(r.Offset)}); err != nil && addErr == nil {
+		j.count[i] = len(keys.s)
+		for _, key := range keys.s {
+			if err := recs.Add(key); err != nil && addErr == nil {
 				addErr = err
 			}
 		}
@@ -307,20 +308,21 @@ func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*run
 
 // walkOnly maps and walks one file (Stream: a window of pages at a
 // time) as scanner.open does (no progress:
-// the scan proper reports the bytes); ok is false when the scan proper
+// the scan proper reports the bytes) and returns its records' keys
+// (walkKeys; the caller frees them); ok is false when the scan proper
 // will not classify it (an error).
-func walkOnly(ctx context.Context, f rdqFile) (fs *FileScan, ok bool) {
-	fs = &FileScan{Abs: f.path, Number: f.num}
+func walkOnly(ctx context.Context, f rdqFile, file int32) (keys *fileKeys, ok bool) {
+	keys = newFileKeys()
 	if ctx.Err() != nil {
-		return fs, false
+		return keys, false
 	}
 	v, err := fileview.Open(f.path)
 	if err != nil {
-		return fs, false
+		return keys, false
 	}
 	defer v.Close()
 	if v.Size() > MaxFileSize {
-		return fs, false
+		return keys, false
 	}
 	err = func() (err error) {
 		defer fileview.Guard(&err)()
@@ -328,10 +330,10 @@ func walkOnly(ctx context.Context, f rdqFile) (fs *FileScan, ok bool) {
 		if err != nil {
 			return err
 		}
-		walk(b, fs, reached)
+		walkKeys(b, file, keys, reached)
 		return nil
 	}()
-	return fs, err == nil && fs.Err == nil
+	return keys, err == nil
 }
 
 // join merges the sorted references with the sorted record keys and

@@ -12,6 +12,7 @@ package rabbitmq
 
 import (
 	"encoding/binary"
+	"sync"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -24,9 +25,51 @@ const minFrame = rfmt.RDQSizeFieldLen + rfmt.RDQMinStrictSize + 1
 // every rfmt.ReachedStep bytes how far the walk is (fileview.Stream: the
 // pages behind go; the walk reads nothing before a gap's start again).
 func walk(b []byte, fs *FileScan, reached func(off int64)) {
+	var slab recordSlab
+	walkFrames(b, fs, reached, func(p int, total int64, bad bool) {
+		r := slab.next()
+		*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p), TotalSize: total, BadBody: bad}
+		if !bad {
+			r.Term = termKind(b[p+rfmt.RDQHeaderLen : p+int(total)-1])
+		}
+		copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
+		fs.Records = append(fs.Records, r)
+	})
+}
+
+// fileKeys are the join's keys of one file's records, in file order: a
+// pointer-free list, reused from file to file (keysPool).
+type fileKeys struct{ s []recKey }
+
+var keysPool = sync.Pool{New: func() any { return new(fileKeys) }}
+
+func newFileKeys() *fileKeys { return keysPool.Get().(*fileKeys) }
+
+// free hands the list back for another file.
+func (k *fileKeys) free() {
+	k.s = k.s[:0]
+	keysPool.Put(k)
+}
+
+// walkKeys walks b as walk does and appends the join key of every record
+// walk would make to keys (file is the file's index), without making the
+// Records: the join's prepass needs only their ids and places.
+func walkKeys(b []byte, file int32, keys *fileKeys, reached func(off int64)) {
+	var fs FileScan
+	walkFrames(b, &fs, reached, func(p int, _ int64, _ bool) {
+		key := recKey{file: file, k: int32(len(keys.s)), off: uint32(p)}
+		copy(key.id[:], b[p+rfmt.RDQSizeFieldLen:])
+		keys.s = append(keys.s, key)
+	})
+}
+
+// walkFrames finds the records of b (a strict frame whose body is one
+// term, or an aligned frame whose body is not: bad) and hands each one to
+// rec, in file order, with its offset and TotalSize; it fills fs.Gaps,
+// End, ValidEnd, Torn and BadMarkers.
+func walkFrames(b []byte, fs *FileScan, reached func(off int64), rec func(p int, total int64, bad bool)) {
 	n := len(b)
 	p, gapStart := 0, 0
-	var slab recordSlab
 	next := n + 1 // the next offset to report
 	if reached != nil {
 		next = rfmt.ReachedStep
@@ -46,11 +89,7 @@ func walk(b []byte, fs *FileScan, reached func(off int64)) {
 				if gapStart < p {
 					fs.Gaps = append(fs.Gaps, mkGap(b, gapStart, p))
 				}
-				r := slab.next()
-				*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
-					TotalSize: int64(f.Size) + rfmt.RDQOverhead, Term: termKind(b[p+rfmt.RDQHeaderLen : f.End])}
-				copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
-				fs.Records = append(fs.Records, r)
+				rec(p, int64(f.Size)+rfmt.RDQOverhead, false)
 				p = f.End + 1
 				gapStart = p
 				continue
@@ -62,11 +101,7 @@ func walk(b []byte, fs *FileScan, reached func(off int64)) {
 				// whose body is no ETF term: every RabbitMQ scanner takes
 				// it, its reader would fail on it. Taken only when no real
 				// record starts inside it, so a misread frame never hides one.
-				r := slab.next()
-				*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p),
-					TotalSize: int64(f.Size) + rfmt.RDQOverhead, BadBody: true}
-				copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
-				fs.Records = append(fs.Records, r)
+				rec(p, int64(f.Size)+rfmt.RDQOverhead, true)
 				p = f.End + 1
 				gapStart = p
 				continue
