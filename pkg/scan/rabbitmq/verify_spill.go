@@ -497,7 +497,8 @@ type answerCursor struct {
 	// The queue's exceptions not read yet: left of them from index from.
 	from, left int64
 	buf        []byte
-	pend       []placedAnswer
+	pend       []placedAnswer // the chunk read, pend[pi:] not taken yet
+	pi         int
 	err        error
 	// The current question: its id and answer (plain: found, a good
 	// body, at no risk, not written).
@@ -530,7 +531,7 @@ func (c *answerCursor) fill() {
 		c.err = err
 		return
 	}
-	c.pend = c.pend[:0]
+	c.pend, c.pi = c.pend[:0], 0
 	for i := 0; i < int(n); i++ {
 		c.pend = append(c.pend, placedAnswerCodec.Decode(b[i*placedAnswerSize:]))
 	}
@@ -545,13 +546,13 @@ func (c *answerCursor) at(id [16]byte) {
 	}
 	c.id = id
 	c.h = mixID(c.h, &id)
-	if len(c.pend) == 0 {
+	if c.pi == len(c.pend) {
 		c.fill()
 	}
 	c.plain = true
-	if len(c.pend) > 0 && c.pend[0].k == c.k {
-		c.plain, c.a = false, c.pend[0].a
-		c.pend = c.pend[1:]
+	if c.pi < len(c.pend) && c.pend[c.pi].k == c.k {
+		c.plain, c.a = false, c.pend[c.pi].a
+		c.pi++
 		if !(c.a.first > 0 && c.a.set > 0) || c.bad() != nil {
 			if c.names == nil {
 				c.names = map[[16]byte]int32{}
@@ -621,7 +622,7 @@ func (c *answerCursor) end() error {
 	if c.err != nil {
 		return c.err
 	}
-	if c.over || c.k != c.vs.count[c.q] || c.h != c.vs.hash[c.q] || c.left != 0 || len(c.pend) != 0 {
+	if c.over || c.k != c.vs.count[c.q] || c.h != c.vs.hash[c.q] || c.left != 0 || c.pi != len(c.pend) {
 		return fmt.Errorf("%s changed while it was read (%d store lookups, %d before)", c.vs.dirs[c.q], c.k, c.vs.count[c.q])
 	}
 	return nil
