@@ -20,7 +20,6 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/storectl/storectl/pkg/format"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
@@ -90,18 +89,13 @@ func hazards(b []byte, fs *FileScan, reached func(int64)) {
 			irregular = true
 		}
 	}
-	rp, _ := hazardRecs.Get().(*[]HazardRecord)
-	if rp == nil {
-		rp = new([]HazardRecord)
-	}
-	recs := appendHazardRecords((*rp)[:0], fs.Records)
+	recs := appendHazardRecords(hazardRecs.get(), fs.Records)
 	fs.ModelsRun = irregular
 	hs := fileHazards(b, recs, fs.Gaps, irregular, reached)
 	// The hazards hold copies (Victims), not the records: the next file
 	// reuses them.
 	clear(recs)
-	*rp = recs
-	hazardRecs.Put(rp)
+	hazardRecs.put(recs)
 	for _, h := range hs {
 		if h.Code == CodeScannerCrash {
 			fs.ShortFrames = append(fs.ShortFrames, h.Offset)
@@ -128,8 +122,8 @@ func appendHazardRecords(out []HazardRecord, rs []*Record) []HazardRecord {
 	return out
 }
 
-// hazardRecs holds hazards' record lists (*[]HazardRecord) for reuse.
-var hazardRecs sync.Pool
+// hazardRecs holds hazards' record lists for reuse.
+var hazardRecs reuseList[HazardRecord]
 
 // gapCandidates reports whether any gap position holds a frame the
 // generation-2 model would accept: Size ≥ 16 that fits in the file with a
@@ -200,18 +194,14 @@ func inFileDup(recs []HazardRecord) bool {
 		return false
 	}
 	size := 1 << bits.Len(uint(2*len(recs)-1)) // ≥ 2 slots an id
-	tp, _ := dupTables.Get().(*[]uint32)
-	if tp == nil {
-		tp = new([]uint32)
-	}
-	t := *tp
+	t := dupTables.get()
 	if cap(t) < size {
 		t = make([]uint32, size)
 	} else {
 		t = t[:size]
 		clear(t)
 	}
-	defer func() { *tp = t; dupTables.Put(tp) }()
+	defer dupTables.put(t)
 	mask := size - 1
 	for i := range recs {
 		id := &recs[i].MsgID
@@ -229,10 +219,10 @@ func inFileDup(recs []HazardRecord) bool {
 	return false
 }
 
-// dupTables holds inFileDup's slot tables (*[]uint32: 0 empty, else 1 +
-// an index into recs) for reuse; dupSeed seeds their hash.
+// dupTables holds inFileDup's slot tables (0 empty, else 1 + an index
+// into recs) for reuse; dupSeed seeds their hash.
 var (
-	dupTables sync.Pool
+	dupTables reuseList[uint32]
 	dupSeed   = maphash.MakeSeed()
 )
 

@@ -12,7 +12,7 @@ package rabbitmq
 
 import (
 	"encoding/binary"
-	"sync"
+	"slices"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -24,31 +24,82 @@ const minFrame = rfmt.RDQSizeFieldLen + rfmt.RDQMinStrictSize + 1
 // BadMarkers from the file bytes b. reached, when not nil, is told about
 // every rfmt.ReachedStep bytes how far the walk is (fileview.Stream: the
 // pages behind go; the walk reads nothing before a gap's start again).
+//
+// The records found go to a pointer-free log (reused from file to file)
+// and become Records at the end, fs.Records allocated once at its size:
+// appending to it as it grew made a third more garbage than the Records
+// and, the slice being of pointers, ran the write barriers of every copy.
+// A walk cut short by a fault (a file that shrank: fileview.Guard) still
+// makes the Records it found.
 func walk(b []byte, fs *FileScan, reached func(off int64)) {
-	var slab recordSlab
+	log := walkLogs.get()
+	defer func() {
+		fs.Records = appendRecords(fs.Records, fs, log)
+		walkLogs.put(log)
+	}()
 	walkFrames(b, fs, reached, func(p int, total int64, bad bool) {
-		r := slab.next()
-		*r = Record{Path: fs.Path, File: fs.Number, Offset: int64(p), TotalSize: total, BadBody: bad}
+		e := walkEntry{off: int64(p), total: total, bad: bad}
 		if !bad {
-			r.Term = termKind(b[p+rfmt.RDQHeaderLen : p+int(total)-1])
+			e.term = termCode(b[p+rfmt.RDQHeaderLen : p+int(total)-1])
 		}
-		copy(r.MsgID[:], b[p+rfmt.RDQSizeFieldLen:])
-		fs.Records = append(fs.Records, r)
+		copy(e.id[:], b[p+rfmt.RDQSizeFieldLen:])
+		log = append(log, e)
 	})
 }
 
+// walkEntry is a record as walk finds it.
+type walkEntry struct {
+	off, total int64
+	id         [16]byte
+	term       uint8 // index into termNames
+	bad        bool
+}
+
+var termNames = [...]string{"", rfmt.RecordBasicMessage, rfmt.RecordMC}
+
+// termCode is termKind as an index into termNames.
+func termCode(body []byte) uint8 {
+	switch termKind(body) {
+	case rfmt.RecordBasicMessage:
+		return 1
+	case rfmt.RecordMC:
+		return 2
+	}
+	return 0
+}
+
+// walkLogs holds walk's logs for reuse.
+var walkLogs reuseList[walkEntry]
+
+// appendRecords appends the Records of log to rs, of fs's file.
+func appendRecords(rs []*Record, fs *FileScan, log []walkEntry) []*Record {
+	if len(log) == 0 {
+		return rs
+	}
+	rs = slices.Grow(rs, len(log))
+	var slab recordSlab
+	for i := range log {
+		e := &log[i]
+		r := slab.next()
+		*r = Record{Path: fs.Path, File: fs.Number, Offset: e.off, TotalSize: e.total,
+			MsgID: e.id, Term: termNames[e.term], BadBody: e.bad}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
 // fileKeys are the join's keys of one file's records, in file order: a
-// pointer-free list, reused from file to file (keysPool).
+// pointer-free list, reused from file to file.
 type fileKeys struct{ s []recKey }
 
-var keysPool = sync.Pool{New: func() any { return new(fileKeys) }}
+var keysLists reuseList[recKey]
 
-func newFileKeys() *fileKeys { return keysPool.Get().(*fileKeys) }
+func newFileKeys() *fileKeys { return &fileKeys{s: keysLists.get()} }
 
 // free hands the list back for another file.
 func (k *fileKeys) free() {
-	k.s = k.s[:0]
-	keysPool.Put(k)
+	keysLists.put(k.s)
+	k.s = nil
 }
 
 // walkKeys walks b as walk does and appends the join key of every record
