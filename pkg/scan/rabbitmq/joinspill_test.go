@@ -38,20 +38,38 @@ func scanJoinErr(ctx context.Context, spill bool, runLen int, root, dir string) 
 	return res, recs, err
 }
 
-// joinRuns counts the spilled joins and their record runs (joinHook).
-type joinRuns struct{ joins, runs, fds int }
+// spillRuns counts the calls of a spill's test hook (joinHook,
+// verifySpillHook: one a spilled join or verify, with its number of
+// runs) and the most temp files open under tmp at a call.
+type spillRuns struct{ calls, runs, fds int }
 
-func (c *joinRuns) hook(t *testing.T, tmp string, then func()) func() {
-	old := joinHook
-	joinHook = func(recRuns int) {
-		c.joins++
-		c.runs += recRuns
+// hook sets *h to count into c (then runs after each count) until the
+// returned restore is called.
+func (c *spillRuns) hook(t *testing.T, tmp string, h *func(int), then func()) func() {
+	old := *h
+	*h = func(runs int) {
+		c.calls++
+		c.runs += runs
 		c.fds = max(c.fds, testutil.OpenFDsUnder(t, tmp))
 		if then != nil {
 			then()
 		}
 	}
-	return func() { joinHook = old }
+	return func() { *h = old }
+}
+
+// genSmallStore generates the 3 MiB store of small records the
+// temp-files-after-error tests break: its root, what was generated and
+// its vhost dir.
+func genSmallStore(t *testing.T) (string, *gen.Summary, string) {
+	t.Helper()
+	root := t.TempDir()
+	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 3 << 20, FileLimit: 1 << 20,
+		BodyMin: 100, BodyMax: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, sum, sum.VHostDir
 }
 
 // withTemp points the scan's temp files at a fresh dir.
@@ -80,11 +98,11 @@ func dropClean(t *testing.T, dir string) {
 func sameJoin(t *testing.T, root, dir string, runLen, minRuns int) {
 	t.Helper()
 	tmp := withTemp(t)
-	var c joinRuns
-	defer c.hook(t, tmp, nil)()
+	var c spillRuns
+	defer c.hook(t, tmp, &joinHook, nil)()
 	want, wantRecs := scanJoin(t, context.Background(), false, 0, root, dir)
-	if c.joins != 0 {
-		t.Fatalf("the in-memory scan spilled (%d joins)", c.joins)
+	if c.calls != 0 {
+		t.Fatalf("the in-memory scan spilled (%d joins)", c.calls)
 	}
 	got, gotRecs := scanJoin(t, context.Background(), true, runLen, root, dir)
 	a, _ := json.Marshal([]any{want, wantRecs})
@@ -95,8 +113,8 @@ func sameJoin(t *testing.T, root, dir string, runLen, minRuns int) {
 	if len(want.Findings) == 0 || len(wantRecs) == 0 {
 		t.Errorf("nothing compared: %d findings, %d records", len(want.Findings), len(wantRecs))
 	}
-	if c.joins != 1 || c.runs < minRuns {
-		t.Errorf("spilled scan: %d joins, %d record runs; want 1 join of at least %d runs", c.joins, c.runs, minRuns)
+	if c.calls != 1 || c.runs < minRuns {
+		t.Errorf("spilled scan: %d joins, %d record runs; want 1 join of at least %d runs", c.calls, c.runs, minRuns)
 	}
 	if c.fds == 0 {
 		t.Error("no temp file open during the join: it did not spill to the temp dir")
@@ -145,24 +163,18 @@ func TestSpilledJoinSameAsMemory(t *testing.T) {
 // one whose temp dir cannot be written all end with an error in the
 // result and no temp file left open.
 func TestSpilledJoinTempFilesAfterError(t *testing.T) {
-	root := t.TempDir()
-	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 3 << 20, FileLimit: 1 << 20,
-		BodyMin: 100, BodyMax: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := sum.VHostDir
+	root, sum, dir := genSmallStore(t)
 	// failed says whether the scan ended in an error (its own or the
 	// result's).
 	failed := func(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
 	run := func(t *testing.T, ctx context.Context, then func()) (*scan.Result, error) {
 		t.Helper()
 		tmp := withTemp(t)
-		var c joinRuns
-		defer c.hook(t, tmp, then)()
+		var c spillRuns
+		defer c.hook(t, tmp, &joinHook, then)()
 		res, _, err := scanJoinErr(ctx, true, 100, root, dir)
-		if c.joins != 1 || c.fds == 0 {
-			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.joins, c.fds)
+		if c.calls != 1 || c.fds == 0 {
+			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.calls, c.fds)
 		}
 		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Errorf("%d temp files still open after the scan", n)

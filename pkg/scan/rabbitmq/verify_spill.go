@@ -275,17 +275,7 @@ func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpil
 		}
 		for i := range f.Hazards {
 			h := &f.Hazards[i]
-			bit := uint8(0)
-			for k, key := range atRiskKeys {
-				if atRiskKey(h.Code) == key {
-					bit = 1 << k
-				}
-			}
-			dirty := false
-			for _, w := range h.When {
-				dirty = dirty || w == "dirty recovery"
-			}
-			lose := ver.set && dirty && ver.affected(h)
+			bit, lose := victimClass(h, ver)
 			if bit == 0 && !lose {
 				continue
 			}

@@ -35,23 +35,6 @@ func verifyJoin(ctx context.Context, spill bool, runLen int, root, dir, ver stri
 	return res, recs, err
 }
 
-// verifySpills counts the spilled verifies and their question runs
-// (verifySpillHook) and the temp files open then.
-type verifySpills struct{ spills, runs, fds int }
-
-func (c *verifySpills) hook(t *testing.T, tmp string, then func()) func() {
-	old := verifySpillHook
-	verifySpillHook = func(askRuns int) {
-		c.spills++
-		c.runs += askRuns
-		c.fds = max(c.fds, testutil.OpenFDsUnder(t, tmp))
-		if then != nil {
-			then()
-		}
-	}
-	return func() { verifySpillHook = old }
-}
-
 // sameVerify checks that Verify with its join spilled (runs of runLen
 // records) gives exactly the in-memory verify's result and record lines
 // (with --broker-version ver, with and without record lines), that it
@@ -62,14 +45,14 @@ func sameVerify(t *testing.T, root, dir, ver string, runLen, minRuns int) *scan.
 	var first *scan.Result
 	for _, records := range []bool{false, true} {
 		tmp := withTemp(t)
-		var c verifySpills
-		restore := c.hook(t, tmp, nil)
+		var c spillRuns
+		restore := c.hook(t, tmp, &verifySpillHook, nil)
 		want, wantRecs, err := verifyJoin(context.Background(), false, 0, root, dir, ver, records)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.spills != 0 {
-			t.Fatalf("the in-memory verify spilled (%d)", c.spills)
+		if c.calls != 0 {
+			t.Fatalf("the in-memory verify spilled (%d)", c.calls)
 		}
 		got, gotRecs, err := verifyJoin(context.Background(), true, runLen, root, dir, ver, records)
 		restore()
@@ -84,8 +67,8 @@ func sameVerify(t *testing.T, root, dir, ver string, runLen, minRuns int) *scan.
 		if len(want.Queues) == 0 || len(want.Findings) == 0 || (records && len(wantRecs) == 0) {
 			t.Errorf("nothing compared: %d queues, %d findings, %d records", len(want.Queues), len(want.Findings), len(wantRecs))
 		}
-		if c.spills != 1 || c.runs < minRuns || c.fds == 0 {
-			t.Errorf("spilled verify: %d spills, %d question runs, %d temp files open; want 1 spill of at least %d runs in the temp dir", c.spills, c.runs, c.fds, minRuns)
+		if c.calls != 1 || c.runs < minRuns || c.fds == 0 {
+			t.Errorf("spilled verify: %d spills, %d question runs, %d temp files open; want 1 spill of at least %d runs in the temp dir", c.calls, c.runs, c.fds, minRuns)
 		}
 		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Errorf("%d temp files still open after the verify", n)
@@ -198,22 +181,16 @@ func TestVerifySpilledSameAsMemory(t *testing.T) {
 // between its two reads, and one whose temp dir cannot be written all
 // end with an error in the result and no temp file left open.
 func TestVerifySpilledTempFilesAfterError(t *testing.T) {
-	root := t.TempDir()
-	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 3 << 20, FileLimit: 1 << 20,
-		BodyMin: 100, BodyMax: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := sum.VHostDir
+	root, _, dir := genSmallStore(t)
 	failed := func(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
 	run := func(t *testing.T, ctx context.Context, then func()) (*scan.Result, error) {
 		t.Helper()
 		tmp := withTemp(t)
-		var c verifySpills
-		defer c.hook(t, tmp, then)()
+		var c spillRuns
+		defer c.hook(t, tmp, &verifySpillHook, then)()
 		res, _, err := verifyJoin(ctx, true, 100, root, dir, "", false)
-		if c.spills != 1 || c.fds == 0 {
-			t.Errorf("%d spills, %d temp files open at the merge: the verify did not spill", c.spills, c.fds)
+		if c.calls != 1 || c.fds == 0 {
+			t.Errorf("%d spills, %d temp files open at the merge: the verify did not spill", c.calls, c.fds)
 		}
 		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Errorf("%d temp files still open after the verify", n)

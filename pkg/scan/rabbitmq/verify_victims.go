@@ -23,6 +23,24 @@ func (c *victimIDs) entry(id [16]byte) {
 	}
 }
 
+// victimClass is what a hazard's victims are to the prediction: bit is
+// the at-risk key bit of the scanner bug that loses them (atRiskKeys; 0
+// when none does), lose whether the configured version's scanner loses
+// them in a dirty recovery. compactVictims and the spilled verify's
+// victim sort (sortVictims) both classify with it.
+func victimClass(h *Hazard, ver brokerVersion) (bit uint8, lose bool) {
+	for k, key := range atRiskKeys {
+		if atRiskKey(h.Code) == key {
+			bit = 1 << k
+		}
+	}
+	dirty := false
+	for _, w := range h.When {
+		dirty = dirty || w == "dirty recovery"
+	}
+	return bit, ver.set && dirty && ver.affected(h)
+}
+
 // compactVictims collects, from every persistent file's hazards, the ids
 // each at-risk key's scanner bug loses (as bits in seen, the scanner's id
 // table) and the ids
@@ -36,17 +54,7 @@ func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs,
 		}
 		for i := range f.Hazards {
 			h := &f.Hazards[i]
-			bit := uint8(0)
-			for k, key := range atRiskKeys {
-				if atRiskKey(h.Code) == key {
-					bit = 1 << k
-				}
-			}
-			dirty := false
-			for _, w := range h.When {
-				dirty = dirty || w == "dirty recovery"
-			}
-			lose := ver.set && dirty && ver.affected(h)
+			bit, lose := victimClass(h, ver)
 			if bit == 0 && !lose {
 				continue
 			}

@@ -63,14 +63,14 @@ func sameVHostJoin(t *testing.T, root, dir string, runLen, minRuns int) (spilled
 		}
 	}
 	tmp := withTemp(t)
-	var c joinRuns
-	defer c.hook(t, tmp, nil)()
+	var c spillRuns
+	defer c.hook(t, tmp, &joinHook, nil)()
 	want, err := scanVHostJoin(context.Background(), false, 0, root, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.joins != 0 {
-		t.Fatalf("the in-memory scan spilled (%d joins)", c.joins)
+	if c.calls != 0 {
+		t.Fatalf("the in-memory scan spilled (%d joins)", c.calls)
 	}
 	got, err := scanVHostJoin(context.Background(), true, runLen, root, dir)
 	if err != nil {
@@ -92,18 +92,18 @@ func sameVHostJoin(t *testing.T, root, dir string, runLen, minRuns int) (spilled
 		t.Error("no duplicate record compared")
 	}
 	if refs == 0 {
-		if c.joins != 0 {
-			t.Errorf("no queue references, yet %d joins", c.joins)
+		if c.calls != 0 {
+			t.Errorf("no queue references, yet %d joins", c.calls)
 		}
 		return false, records
 	}
-	if c.joins != 1 || c.runs < minRuns {
-		t.Errorf("spilled scan of %d references: %d joins, %d record runs; want 1 join of at least %d runs", refs, c.joins, c.runs, minRuns)
+	if c.calls != 1 || c.runs < minRuns {
+		t.Errorf("spilled scan of %d references: %d joins, %d record runs; want 1 join of at least %d runs", refs, c.calls, c.runs, minRuns)
 	}
 	if c.fds == 0 {
 		t.Error("no temp file open during the join: it did not spill to the temp dir")
 	}
-	return c.joins == 1, records
+	return c.calls == 1, records
 }
 
 // fixtureVHostDirs unpacks every RabbitMQ dataset under testdata and
@@ -210,19 +210,13 @@ func TestScanVHostSpilledSameAsMemory(t *testing.T) {
 // cannot be written leave no temp file open; all but the first end in an
 // error.
 func TestScanVHostSpilledTempFilesAfterError(t *testing.T) {
-	root := t.TempDir()
-	sum, err := gen.Generate(root, gen.Config{Seed: 7, Kind: gen.MC, TotalBytes: 3 << 20, FileLimit: 1 << 20,
-		BodyMin: 100, BodyMax: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := sum.VHostDir
+	root, sum, dir := genSmallStore(t)
 	errStop := errors.New("stop")
 	run := func(t *testing.T, ctx context.Context, then func(), each func(*FileScan) error) error {
 		t.Helper()
 		tmp := withTemp(t)
-		var c joinRuns
-		defer c.hook(t, tmp, then)()
+		var c spillRuns
+		defer c.hook(t, tmp, &joinHook, then)()
 		o := VHostOptions{Options: scan.Options{Jobs: 2}, join: joinSpill{budget: -1, runLen: 100},
 			EachFile: func(_ *VHostScan, f *FileScan) error {
 				if each != nil {
@@ -231,8 +225,8 @@ func TestScanVHostSpilledTempFilesAfterError(t *testing.T) {
 				return nil
 			}}
 		v, err := ScanVHost(ctx, root, dir, o)
-		if c.joins != 1 || c.fds == 0 {
-			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.joins, c.fds)
+		if c.calls != 1 || c.fds == 0 {
+			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.calls, c.fds)
 		}
 		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
 			t.Errorf("%d temp files still open after the scan", n)
