@@ -61,6 +61,8 @@ type simGap struct {
 	codes    []string
 	versions []string
 	protects []string
+	// protected holds the records in protects (protect).
+	protected map[protectKey]struct{}
 }
 
 // simHazard is one hazard of the simulated file.
