@@ -58,6 +58,29 @@ func (c *spillRuns) hook(t *testing.T, tmp string, h *func(int), then func()) fu
 	return func() { *h = old }
 }
 
+// runSpilled runs do in a fresh temp dir with its spill's test hook
+// counting (then runs at the hook), checks that it spilled once with temp
+// files open and left none open, and returns what do returned. what names
+// the run in the errors.
+func runSpilled(t *testing.T, hook *func(int), then func(), what string, do func() (*scan.Result, error)) (*scan.Result, error) {
+	t.Helper()
+	tmp := withTemp(t)
+	var c spillRuns
+	defer c.hook(t, tmp, hook, then)()
+	res, err := do()
+	if c.calls != 1 || c.fds == 0 {
+		t.Errorf("%d spills, %d temp files open at the spill: the %s did not spill", c.calls, c.fds, what)
+	}
+	if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
+		t.Errorf("%d temp files still open after the %s", n, what)
+	}
+	return res, err
+}
+
+// spillFailed says whether a run ended in an error (its own or the
+// result's).
+func spillFailed(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
+
 // genSmallStore generates the 3 MiB store of small records the
 // temp-files-after-error tests break: its root, what was generated and
 // its vhost dir.
@@ -164,27 +187,17 @@ func TestSpilledJoinSameAsMemory(t *testing.T) {
 // result and no temp file left open.
 func TestSpilledJoinTempFilesAfterError(t *testing.T) {
 	root, sum, dir := genSmallStore(t)
-	// failed says whether the scan ended in an error (its own or the
-	// result's).
-	failed := func(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
 	run := func(t *testing.T, ctx context.Context, then func()) (*scan.Result, error) {
 		t.Helper()
-		tmp := withTemp(t)
-		var c spillRuns
-		defer c.hook(t, tmp, &joinHook, then)()
-		res, _, err := scanJoinErr(ctx, true, 100, root, dir)
-		if c.calls != 1 || c.fds == 0 {
-			t.Errorf("%d joins, %d temp files open at the join: the scan did not spill", c.calls, c.fds)
-		}
-		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
-			t.Errorf("%d temp files still open after the scan", n)
-		}
-		return res, err
+		return runSpilled(t, &joinHook, then, "scan", func() (*scan.Result, error) {
+			res, _, err := scanJoinErr(ctx, true, 100, root, dir)
+			return res, err
+		})
 	}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		if res, err := run(t, ctx, cancel); !failed(res, err) {
+		if res, err := run(t, ctx, cancel); !spillFailed(res, err) {
 			t.Errorf("a cancelled scan is complete: %+v", res.Errors)
 		}
 	})
@@ -206,7 +219,7 @@ func TestSpilledJoinTempFilesAfterError(t *testing.T) {
 	t.Run("temp-dir-unwritable", func(t *testing.T) {
 		scan.SetTempDir(filepath.Join(t.TempDir(), "absent"))
 		defer scan.SetTempDir("") // back to $TMPDIR (no test sets another)
-		if res, _, err := scanJoinErr(context.Background(), true, 100, root, dir); !failed(res, err) {
+		if res, _, err := scanJoinErr(context.Background(), true, 100, root, dir); !spillFailed(res, err) {
 			t.Errorf("a scan that could not spill is complete")
 		}
 	})

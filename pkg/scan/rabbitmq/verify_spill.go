@@ -269,41 +269,31 @@ func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpil
 	codes := map[string]uint8{}
 	var seq uint64
 	var addErr error
-	for _, f := range v.Files {
-		if f.Transient {
-			continue
-		}
-		for i := range f.Hazards {
-			h := &f.Hazards[i]
-			bit, lose := victimClass(h, ver)
-			if bit == 0 && !lose {
-				continue
-			}
-			lost := uint8(0)
-			if lose {
-				c, ok := codes[h.Code]
-				if !ok {
-					if len(vs.codes) >= 255 {
-						vics.Close()
-						return nil, fmt.Errorf("more than 255 hazard codes")
-					}
-					vs.codes = append(vs.codes, h.Code)
-					c = uint8(len(vs.codes))
-					codes[h.Code] = c
+	err := eachVictimHazard(v, ver, func(h *Hazard, bit uint8, lose bool) error {
+		lost := uint8(0)
+		if lose {
+			c, ok := codes[h.Code]
+			if !ok {
+				if len(vs.codes) >= 255 {
+					return fmt.Errorf("more than 255 hazard codes")
 				}
-				lost = c
+				vs.codes = append(vs.codes, h.Code)
+				c = uint8(len(vs.codes))
+				codes[h.Code] = c
 			}
-			err := h.EachVictim(func(vic Victim) {
-				if err := vics.Add(victimKey{id: vic.ID, seq: seq, bit: bit, lost: lost}); err != nil && addErr == nil {
-					addErr = err
-				}
-				seq++
-			})
-			if err = errors.Join(err, addErr); err != nil {
-				vics.Close()
-				return nil, err
-			}
+			lost = c
 		}
+		err := h.EachVictim(func(vic Victim) {
+			if err := vics.Add(victimKey{id: vic.ID, seq: seq, bit: bit, lost: lost}); err != nil && addErr == nil {
+				addErr = err
+			}
+			seq++
+		})
+		return errors.Join(err, addErr)
+	})
+	if err != nil {
+		vics.Close()
+		return nil, err
 	}
 	return vics, nil
 }

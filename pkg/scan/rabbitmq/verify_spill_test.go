@@ -182,25 +182,17 @@ func TestVerifySpilledSameAsMemory(t *testing.T) {
 // end with an error in the result and no temp file left open.
 func TestVerifySpilledTempFilesAfterError(t *testing.T) {
 	root, _, dir := genSmallStore(t)
-	failed := func(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
 	run := func(t *testing.T, ctx context.Context, then func()) (*scan.Result, error) {
 		t.Helper()
-		tmp := withTemp(t)
-		var c spillRuns
-		defer c.hook(t, tmp, &verifySpillHook, then)()
-		res, _, err := verifyJoin(ctx, true, 100, root, dir, "", false)
-		if c.calls != 1 || c.fds == 0 {
-			t.Errorf("%d spills, %d temp files open at the merge: the verify did not spill", c.calls, c.fds)
-		}
-		if n := testutil.OpenFDsUnder(t, tmp); n != 0 {
-			t.Errorf("%d temp files still open after the verify", n)
-		}
-		return res, err
+		return runSpilled(t, &verifySpillHook, then, "verify", func() (*scan.Result, error) {
+			res, _, err := verifyJoin(ctx, true, 100, root, dir, "", false)
+			return res, err
+		})
 	}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		if res, err := run(t, ctx, cancel); !failed(res, err) {
+		if res, err := run(t, ctx, cancel); !spillFailed(res, err) {
 			t.Errorf("a cancelled verify is complete: %+v", res.Errors)
 		}
 	})
@@ -226,7 +218,7 @@ func TestVerifySpilledTempFilesAfterError(t *testing.T) {
 	t.Run("temp-dir-unwritable", func(t *testing.T) {
 		scan.SetTempDir(filepath.Join(t.TempDir(), "absent"))
 		defer scan.SetTempDir("") // back to $TMPDIR (no test sets another)
-		if res, _, err := verifyJoin(context.Background(), true, 100, root, dir, "", false); !failed(res, err) {
+		if res, _, err := verifyJoin(context.Background(), true, 100, root, dir, "", false); !spillFailed(res, err) {
 			t.Errorf("a verify that could not spill is complete")
 		}
 	})

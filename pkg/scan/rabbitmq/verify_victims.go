@@ -23,6 +23,26 @@ func (c *victimIDs) entry(id [16]byte) {
 	}
 }
 
+// eachVictimHazard calls fn with each hazard of every persistent file
+// whose victims matter to the prediction, and its victimClass, in file
+// order, until fn returns an error.
+func eachVictimHazard(v *VHostScan, ver brokerVersion, fn func(h *Hazard, bit uint8, lose bool) error) error {
+	for _, f := range v.Files {
+		if f.Transient {
+			continue
+		}
+		for i := range f.Hazards {
+			h := &f.Hazards[i]
+			if bit, lose := victimClass(h, ver); bit != 0 || lose {
+				if err := fn(h, bit, lose); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // victimClass is what a hazard's victims are to the prediction: bit is
 // the at-risk key bit of the scanner bug that loses them (atRiskKeys; 0
 // when none does), lose whether the configured version's scanner loses
@@ -48,46 +68,37 @@ func victimClass(h *Hazard, ver brokerVersion) (bit uint8, lose bool) {
 // is from reading spilled victim lists back.
 func compactVictims(v *VHostScan, ver brokerVersion, seen *idTable) (*victimIDs, error) {
 	out := &victimIDs{seen: seen, lost: map[[16]byte]string{}}
-	for _, f := range v.Files {
-		if f.Transient {
-			continue
+	err := eachVictimHazard(v, ver, func(h *Hazard, bit uint8, lose bool) error {
+		// The at-risk ids are marked a batch at a time, the table warmed
+		// for each batch first (idTable.warm).
+		var batch [warmBatch][16]byte
+		n := 0
+		flush := func() {
+			seen.warm(n, func(k int) *[16]byte { return &batch[k] })
+			for _, id := range batch[:n] {
+				slot, e := seen.lookup(id) // one search for the read and the store
+				e.addRisk(bit)
+				seen.store(slot, id, e)
+			}
+			n = 0
 		}
-		for i := range f.Hazards {
-			h := &f.Hazards[i]
-			bit, lose := victimClass(h, ver)
-			if bit == 0 && !lose {
-				continue
-			}
-			// The at-risk ids are marked a batch at a time, the table
-			// warmed for each batch first (idTable.warm).
-			var batch [warmBatch][16]byte
-			n := 0
-			flush := func() {
-				seen.warm(n, func(k int) *[16]byte { return &batch[k] })
-				for _, id := range batch[:n] {
-					slot, e := seen.lookup(id) // one search for the read and the store
-					e.addRisk(bit)
-					seen.store(slot, id, e)
+		err := h.EachVictim(func(vic Victim) {
+			if bit != 0 {
+				batch[n] = vic.ID
+				if n++; n == warmBatch {
+					flush()
 				}
-				n = 0
+				out.any = true
 			}
-			err := h.EachVictim(func(vic Victim) {
-				if bit != 0 {
-					batch[n] = vic.ID
-					if n++; n == warmBatch {
-						flush()
-					}
-					out.any = true
-				}
-				if lose {
-					out.lost[vic.ID] = h.Code
-				}
-			})
-			flush()
-			if err != nil {
-				return nil, err
+			if lose {
+				out.lost[vic.ID] = h.Code
 			}
-		}
+		})
+		flush()
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
