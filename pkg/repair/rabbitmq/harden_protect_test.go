@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,26 @@ func TestGapProtect(t *testing.T) {
 		}
 		if !reflect.DeepEqual(g.protects, want) {
 			t.Fatalf("trial %d: protects %v, want %v", trial, g.protects, want)
+		}
+	}
+}
+
+// TestProtectsNote: an action's note names up to protectsNoteMax
+// protected records as %v does, and a longer list by its first ones, its
+// last and the count, so the note does not grow with the records.
+func TestProtectsNote(t *testing.T) {
+	var p []string
+	for i := range 10000 {
+		p = append(p, fmt.Sprintf("%032x@%d", i, i*200))
+		got := protectsNote(p)
+		if len(p) <= protectsNoteMax {
+			if want := fmt.Sprint(p); got != want {
+				t.Fatalf("%d records: %q, want %q", len(p), got, want)
+			}
+			continue
+		}
+		if len(got) > 256 || !strings.Contains(got, p[0]) || !strings.Contains(got, p[len(p)-1]) || !strings.Contains(got, fmt.Sprintf("%d records", len(p))) {
+			t.Fatalf("%d records: %q", len(p), got)
 		}
 	}
 }
