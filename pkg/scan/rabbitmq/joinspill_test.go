@@ -81,6 +81,18 @@ func runSpilled(t *testing.T, hook *func(int), then func(), what string, do func
 // result's).
 func spillFailed(res *scan.Result, err error) bool { return err != nil || res.Incomplete }
 
+// removeLater returns a func that removes path (a test's hook calls it
+// between a spill's two reads); path is written back when the test ends.
+func removeLater(t *testing.T, path string) func() {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(path, b, 0o644) })
+	return func() { os.Remove(path) }
+}
+
 // genSmallStore generates the 3 MiB store of small records the
 // temp-files-after-error tests break: its root, what was generated and
 // its vhost dir.
@@ -202,13 +214,8 @@ func TestSpilledJoinTempFilesAfterError(t *testing.T) {
 		}
 	})
 	t.Run("file-vanished", func(t *testing.T) {
-		victim := sum.Files[len(sum.Files)/2]
-		b, err := os.ReadFile(victim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.WriteFile(victim, b, 0o644)
-		res, err := run(t, context.Background(), func() { os.Remove(victim) })
+		vanish := removeLater(t, sum.Files[len(sum.Files)/2])
+		res, err := run(t, context.Background(), vanish)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -86,34 +86,13 @@ func TestVerifyPredicts(t *testing.T) {
 		// it one segment at a time), referencing the store's records and
 		// made-up ids no file holds; then the same with segment 1's header
 		// overlapping segment 0 (verify reads it whole).
-		root := t.TempDir()
-		sum, err := gen.Generate(root, gen.Config{Seed: 5, Kind: gen.BasicMessage, TotalBytes: 4 << 20, FileLimit: 1 << 20,
-			HoleEvery: 9, Queues: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids [][16]byte
-		for id := range sum.Refs {
-			ids = append(ids, id)
-		}
-		for i := 0; len(ids) < 9000; i++ {
-			var id [16]byte
-			binary.BigEndian.PutUint64(id[:], uint64(i)*0x9E3779B97F4A7C15+1)
-			ids = append(ids, id)
-		}
-		if err := gen.WriteQueue(sum.VHostDir, "/", "big", ids); err != nil {
-			t.Fatal(err)
-		}
+		root, sum := genBigQueue(t)
 		made := 9000 - len(sum.Refs)
 		q := queueLine(t, verifyWith(t, root, sum.VHostDir, ""), "big")
 		if q.Entries != 9000 || q.Keep != len(sum.Refs) || q.Drop != made {
 			t.Errorf("three segments: %d entries, keep %d, drop %d; want 9000, %d, %d", q.Entries, q.Keep, q.Drop, len(sum.Refs), made)
 		}
-		qi := filepath.Join(sum.VHostDir, "queues", rfmt.QueueDirName("/", "big"), "1.qi")
-		b := readFile(t, qi)
-		binary.BigEndian.PutUint64(b[5:], 0) // span 1: its slot 0 is seq 1, inside segment 0
-		binary.BigEndian.PutUint64(b[13:], 1)
-		writeFile(t, qi, b)
+		qi := overlapSegments(t, sum.VHostDir)
 		if _, err := ReadQueueDirSegments(filepath.Dir(qi), rfmt.LegacySegmentEntryCount,
 			func(*QueueDir, []QueueEntry) error { return nil }); !errors.Is(err, ErrSegmentOrder) {
 			t.Fatalf("the tampered queue streams (%v): the whole-queue path is not tested", err)
@@ -323,4 +302,42 @@ func TestLeanCleanIndexWideValues(t *testing.T) {
 	}
 	sres := scanWith(t, root, dir, nil)
 	t.Logf("verify: %d index.mismatch; scan: %d", mism, len(codes(sres.Findings, CodeIndexMismatch)))
+}
+
+// genBigQueue generates a store with one queue "big" of 9000 entries
+// (three .qi segments) referencing the store's records and made-up ids no
+// file holds.
+func genBigQueue(t *testing.T) (string, *gen.Summary) {
+	t.Helper()
+	root := t.TempDir()
+	sum, err := gen.Generate(root, gen.Config{Seed: 5, Kind: gen.BasicMessage, TotalBytes: 4 << 20, FileLimit: 1 << 20,
+		HoleEvery: 9, Queues: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids [][16]byte
+	for id := range sum.Refs {
+		ids = append(ids, id)
+	}
+	for i := 0; len(ids) < 9000; i++ {
+		var id [16]byte
+		binary.BigEndian.PutUint64(id[:], uint64(i)*0x9E3779B97F4A7C15+1)
+		ids = append(ids, id)
+	}
+	if err := gen.WriteQueue(sum.VHostDir, "/", "big", ids); err != nil {
+		t.Fatal(err)
+	}
+	return root, sum
+}
+
+// overlapSegments makes segment 1 of genBigQueue's queue overlap segment
+// 0 (verify then decides the queue whole) and returns its .qi path.
+func overlapSegments(t *testing.T, vhostDir string) string {
+	t.Helper()
+	qi := filepath.Join(vhostDir, "queues", rfmt.QueueDirName("/", "big"), "1.qi")
+	b := readFile(t, qi)
+	binary.BigEndian.PutUint64(b[5:], 0) // span 1: its slot 0 is seq 1, inside segment 0
+	binary.BigEndian.PutUint64(b[13:], 1)
+	writeFile(t, qi, b)
+	return qi
 }

@@ -2,16 +2,13 @@ package rabbitmq
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rabbitmq"
 	"github.com/storectl/storectl/internal/testutil"
-	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -117,30 +114,9 @@ func TestVerifySpilledSameAsMemory(t *testing.T) {
 		sameVerify(t, root, sum.VHostDir, "", 300, 65)
 	})
 	t.Run("segments", func(t *testing.T) {
-		root := t.TempDir()
-		sum, err := gen.Generate(root, gen.Config{Seed: 5, Kind: gen.BasicMessage, TotalBytes: 4 << 20, FileLimit: 1 << 20,
-			HoleEvery: 9, Queues: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids [][16]byte
-		for id := range sum.Refs {
-			ids = append(ids, id)
-		}
-		for i := 0; len(ids) < 9000; i++ {
-			var id [16]byte
-			binary.BigEndian.PutUint64(id[:], uint64(i)*0x9E3779B97F4A7C15+1)
-			ids = append(ids, id)
-		}
-		if err := gen.WriteQueue(sum.VHostDir, "/", "big", ids); err != nil {
-			t.Fatal(err)
-		}
+		root, sum := genBigQueue(t)
 		sameVerify(t, root, sum.VHostDir, "", 500, 2)
-		qi := filepath.Join(sum.VHostDir, "queues", rfmt.QueueDirName("/", "big"), "1.qi")
-		b := readFile(t, qi)
-		binary.BigEndian.PutUint64(b[5:], 0) // span 1: its slot 0 is seq 1, inside segment 0
-		binary.BigEndian.PutUint64(b[13:], 1)
-		writeFile(t, qi, b)
+		overlapSegments(t, sum.VHostDir)
 		sameVerify(t, root, sum.VHostDir, "", 500, 2)
 	})
 	t.Run("qs-damage", func(t *testing.T) {
@@ -201,13 +177,8 @@ func TestVerifySpilledTempFilesAfterError(t *testing.T) {
 		if err != nil || len(qis) == 0 {
 			t.Fatal(err, qis)
 		}
-		victim := qis[0]
-		b, err := os.ReadFile(victim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.WriteFile(victim, b, 0o644)
-		res, err := run(t, context.Background(), func() { os.Remove(victim) })
+		vanish := removeLater(t, qis[0])
+		res, err := run(t, context.Background(), vanish)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -251,13 +251,8 @@ func TestScanVHostSpilledTempFilesAfterError(t *testing.T) {
 		}
 	})
 	t.Run("file-vanished", func(t *testing.T) {
-		victim := sum.Files[len(sum.Files)/2]
-		b, err := os.ReadFile(victim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.WriteFile(victim, b, 0o644)
-		if err := run(t, context.Background(), func() { os.Remove(victim) }, nil); err == nil || !strings.Contains(err.Error(), "could be read before") {
+		vanish := removeLater(t, sum.Files[len(sum.Files)/2])
+		if err := run(t, context.Background(), vanish, nil); err == nil || !strings.Contains(err.Error(), "could be read before") {
 			t.Errorf("want the vanished file's error, got %v", err)
 		}
 	})
