@@ -48,12 +48,21 @@ func (r *HardenReport) Scanned() *scan.Result { return r.Scan }
 
 // UnfixedHazard is a scanner hazard the plan leaves in place, and why.
 type UnfixedHazard struct {
-	Path     string   `json:"path"`
-	Code     string   `json:"code"`
-	Offset   int64    `json:"offset"`
-	Versions string   `json:"versions"`
-	Victims  []string `json:"victims"` // msg id @ offset (status)
-	Why      string   `json:"why"`
+	Path     string `json:"path"`
+	Code     string `json:"code"`
+	Offset   int64  `json:"offset"`
+	Versions string `json:"versions"`
+	// Victims names the first rscan.InlineVictims records the hazard
+	// loses (msg id @ offset (status)), VictimCount counts them all and
+	// LastVictim names the last when there are more: a generation-1 stop
+	// loses every later record of its file, and the report does not grow
+	// with them (storectl scan --records says of every record which
+	// hazard loses it).
+	Victims     []string `json:"victims"`
+	VictimCount int      `json:"victim_count"`
+	LastVictim  string   `json:"last_victim,omitempty"`
+	Why         string   `json:"why"`
+	all         []string // every victim, with keepLists (tests)
 }
 
 // HoleReport is the decision for one gap.
@@ -64,13 +73,23 @@ type HoleReport struct {
 	Zero     bool     `json:"zero"`     // every byte was 0x00
 	Hazards  []string `json:"hazards"`  // finding codes of the misreads in this gap
 	Versions []string `json:"versions"` // RabbitMQ versions that misread here
-	// Protects lists the msg ids (32 hex @ offset) of the records the
-	// misreads in this gap would lose.
-	Protects []string `json:"protects"`
-	Fill     string   `json:"fill"`               // Fill*
-	DummyID  string   `json:"dummy_id,omitempty"` // msg id of the dummy record
-	Why      string   `json:"why"`
+	// Protects names (msg id, 32 hex @ offset) the first
+	// rscan.InlineVictims records, in the order the fixed point met them,
+	// that the misreads in this gap would lose; ProtectsCount counts them
+	// all and LastProtected names the last met when there are more (a
+	// generation-1 stop's victims are every later record of the file).
+	Protects      []string `json:"protects"`
+	ProtectsCount int      `json:"protects_count"`
+	LastProtected string   `json:"last_protected,omitempty"`
+	Fill          string   `json:"fill"`               // Fill*
+	DummyID       string   `json:"dummy_id,omitempty"` // msg id of the dummy record
+	Why           string   `json:"why"`
+	all           []string // every protected record in file order, with keepLists (tests)
 }
+
+// keepLists makes the reports keep every protected record and victim
+// (HoleReport.all, UnfixedHazard.all), for the tests that check them.
+var keepLists bool
 
 // PlanHarden plans, for every vhost of cfg, write-range actions over the
 // gaps of msg_store_persistent .rdq files in which a scanner generation
@@ -224,9 +243,15 @@ func planGap(acts *[]repair.Action, rep *HardenReport, s *sim, g *simGap) {
 		return
 	}
 	hr := HoleReport{Path: s.path, Offset: g.Offset, Length: g.Length, Zero: g.Zero, Hazards: g.codes,
-		Versions: g.versions, Protects: g.protects, Fill: FillNone}
-	if hr.Protects == nil {
-		hr.Protects = []string{}
+		Versions: g.versions, Protects: []string{}, ProtectsCount: g.prot.n, Fill: FillNone}
+	for _, v := range g.prot.head {
+		hr.Protects = append(hr.Protects, recName(v))
+	}
+	if g.prot.n > len(g.prot.head) {
+		hr.LastProtected = recName(g.prot.last)
+	}
+	if keepLists {
+		g.prot.each(s.orig, func(v simRec) { hr.all = append(hr.all, recName(v)) })
 	}
 	switch g.fill {
 	case "":
@@ -245,25 +270,19 @@ func planGap(acts *[]repair.Action, rep *HardenReport, s *sim, g *simGap) {
 	}
 	data := append([]byte(nil), s.b[g.Offset:g.Offset+g.Length]...)
 	a := repair.Action{Op: repair.OpWriteRange, Path: s.path, Offset: g.Offset, Length: g.Length, Data: data,
-		Reason: g.codes[0], Lost: repair.Loss{Note: fmt.Sprintf("rewrites a %d-byte gap (%s) with %s; protects %s", g.Length, gapWord(g.Gap), hr.Fill, protectsNote(g.protects))}}
+		Reason: g.codes[0], Lost: repair.Loss{Note: fmt.Sprintf("rewrites a %d-byte gap (%s) with %s; protects %s", g.Length, gapWord(g.Gap), hr.Fill, protectsNote(&hr))}}
 	*acts = append(*acts, a)
 	rep.Holes = append(rep.Holes, hr)
 }
 
-// protectsNoteMax is how many protected records an action's note names:
-// a generation-1 stop's victims are every record after the gap, and the
-// note repeated the hole report's whole list (half of a harden report of
-// 87 MB on a 32 MiB store of small messages).
-const protectsNoteMax = 3
-
-// protectsNote names the records a rewrite protects, as %v does for up to
-// protectsNoteMax of them; a longer list is cut to its first ones and its
-// last, with the count (the hole's report lists every one).
-func protectsNote(p []string) string {
-	if len(p) <= protectsNoteMax {
-		return fmt.Sprint(p)
+// protectsNote names the records a rewrite protects: as %v does for up
+// to rscan.InlineVictims of them, else the first ones, the last and the
+// count, so that an action's note does not grow with the records.
+func protectsNote(hr *HoleReport) string {
+	if hr.ProtectsCount <= len(hr.Protects) {
+		return fmt.Sprint(hr.Protects)
 	}
-	return fmt.Sprintf("[%s ... %s] (%d records; the hole's protects lists them all)", strings.Join(p[:protectsNoteMax-1], " "), p[len(p)-1], len(p))
+	return fmt.Sprintf("[%s ... %s] (%d records)", strings.Join(hr.Protects[:len(hr.Protects)-1], " "), hr.LastProtected, hr.ProtectsCount)
 }
 
 func gapWord(g rscan.Gap) string {

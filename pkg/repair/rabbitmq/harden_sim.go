@@ -60,9 +60,8 @@ type simGap struct {
 	stuck    bool // no rewrite removes its hazard
 	codes    []string
 	versions []string
-	protects []string
-	// protected holds the records in protects (protect).
-	protected map[protectKey]struct{}
+	// prot is the records the misreads in it would lose (sim.protect).
+	prot protectSet
 }
 
 // simHazard is one hazard of the simulated file.

@@ -68,7 +68,10 @@ func TestHardenCorpus(t *testing.T) {
 					t.Errorf("%s: hole %+v left unhardened (unfixed %v)", name, h, rep.Unfixed)
 				}
 				fills[h.Fill]++
-				for _, id := range h.Protects {
+				if h.ProtectsCount != len(h.all) || len(h.Protects) != min(len(h.all), rscan.InlineVictims) {
+					t.Errorf("%s: hole at %d: protects %d named, count %d, %d in all", name, h.Offset, len(h.Protects), h.ProtectsCount, len(h.all))
+				}
+				for _, id := range h.all {
 					protected[id] = true
 				}
 			}
