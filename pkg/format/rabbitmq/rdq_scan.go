@@ -129,6 +129,13 @@ type ScanOptions struct {
 	// OffByNineFix uses the clause-B bound size+9 <= FileSize-pos
 	// (4.1.5+, 4.2.0+, PR #14576) instead of size < FileSize-pos.
 	OffByNineFix bool
+	// Seen, when not nil, is the map ScanData keeps the ids it took in:
+	// cleared first, so a caller that scans many times (harden's
+	// planner) saves the map's growth on each call. Nil: a map of its own.
+	Seen map[[16]byte]bool
+	// SizeHint is how many records the caller expects (the capacity of
+	// the result it starts with).
+	SizeHint int
 }
 
 // ScanOptionsFor returns the scanner generation (1, 2 or 3) and options of
@@ -165,7 +172,14 @@ func ScanOptionsFor(major, minor, patch int) (gen int, o ScanOptions) {
 //	D. otherwise advance one byte.
 func ScanData(b []byte, o ScanOptions) []ScanRecord {
 	var acc []ScanRecord
-	seen := map[[16]byte]bool{}
+	if o.SizeHint > 0 {
+		acc = make([]ScanRecord, 0, o.SizeHint)
+	}
+	seen := o.Seen
+	if seen == nil {
+		seen = map[[16]byte]bool{}
+	}
+	clear(seen)
 	fileSize := uint64(len(b))
 	readEnd := min(ScanBlockSize, len(b))
 	pos := 0

@@ -1,8 +1,10 @@
 package rabbitmq
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -101,39 +103,71 @@ var modelNames = [...]string{"generation-1 (3.10.0-3.13.0)", "generation-2 (3.13
 // scan reports), the live ones for the validating generation 3 (it
 // rejects the rest by design). Dummies are not counted: they are ours.
 func (s *sim) losses(m *models) {
-	at := func(got []rfmt.ScanRecord) map[int64]int64 {
-		o := make(map[int64]int64, len(got))
-		for _, r := range got {
-			o[r.Offset] = r.TotalSize
-		}
-		return o
-	}
-	g1 := map[int64]bool{}
-	for _, r := range m.gen1.Records {
-		g1[r.Offset] = true
-	}
 	if m.gen1Err != nil {
 		m.lost[modelGen1] += crashPenalty
 	}
-	g2 := at(m.gen2)
-	var g3 [3]map[int64]int64
-	for i := range g3 {
-		g3[i] = at(m.gen3[i])
+	g1 := make([]rfmt.ScanRecord, len(m.gen1.Records))
+	for i, r := range m.gen1.Records {
+		g1[i] = rfmt.ScanRecord{Offset: r.Offset, TotalSize: -1} // presence only
 	}
-	for _, r := range s.orig {
-		if !g1[r.off] {
-			m.lost[modelGen1]++
-		}
-		if g2[r.off] != r.total {
-			m.lost[modelGen2]++
-		}
-		for i := range g3 {
-			if r.live() && g3[i][r.off] != r.total {
-				m.lost[modelGen3+i]++
-			}
-		}
+	m.lost[modelGen1] += s.missing(g1, false, true)
+	m.lost[modelGen2] += s.missing(m.gen2, false, false)
+	for i := range m.gen3 {
+		m.lost[modelGen3+i] += s.missing(m.gen3[i], true, false)
 	}
 	for _, n := range m.lost {
 		m.lostSum += n
 	}
+}
+
+// missing counts the original records (the live ones only, with live)
+// that got does not return at their offset with their size (anySize: at
+// their offset). The scanners return records in file order, so it is a
+// merge of two sorted lists; it falls back to a map where got is not
+// strictly increasing (for a later scanner model that might not be).
+func (s *sim) missing(got []rfmt.ScanRecord, live, anySize bool) int {
+	found := func(r simRec, size int64, ok bool) bool { return ok && (anySize || size == r.total) }
+	n := 0
+	if !slices.IsSortedFunc(got, func(a, b rfmt.ScanRecord) int { return cmp.Compare(a.Offset, b.Offset) }) || hasDupOffsets(got) {
+		at := make(map[int64]int64, len(got))
+		for _, r := range got {
+			at[r.Offset] = r.TotalSize
+		}
+		for _, r := range s.orig {
+			if live && !r.live() {
+				continue
+			}
+			if size, ok := at[r.off]; !found(r, size, ok) {
+				n++
+			}
+		}
+		return n
+	}
+	j := 0
+	for _, r := range s.orig {
+		for j < len(got) && got[j].Offset < r.off {
+			j++
+		}
+		if live && !r.live() {
+			continue
+		}
+		ok := j < len(got) && got[j].Offset == r.off
+		var size int64
+		if ok {
+			size = got[j].TotalSize
+		}
+		if !found(r, size, ok) {
+			n++
+		}
+	}
+	return n
+}
+
+func hasDupOffsets(got []rfmt.ScanRecord) bool {
+	for i := 1; i < len(got); i++ {
+		if got[i].Offset == got[i-1].Offset {
+			return true
+		}
+	}
+	return false
 }

@@ -8,8 +8,8 @@ package rabbitmq
 // record is an unreferenced record there, 0xFF filler is still a gap.
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
@@ -81,17 +81,37 @@ type sim struct {
 	orig []simRec
 	gaps []*simGap
 	sc   scope
+	// liveIDs numbers the distinct ids of the live original records (for
+	// the validating models' located set), made by the first run.
+	liveIDs map[[16]byte]int32
+	// seen is the map the models' ScanData calls reuse.
+	seen map[[16]byte]bool
 }
 
 // records returns the original records and the planned dummies in file order.
 func (s *sim) records() []simRec {
-	out := append([]simRec(nil), s.orig...)
+	var dummies []simRec
 	for _, g := range s.gaps {
 		if g.fill == FillDummy {
-			out = append(out, simRec{off: g.Offset, total: g.Length, id: g.id, status: rscan.StatusUnreferenced, dummy: true})
+			dummies = append(dummies, simRec{off: g.Offset, total: g.Length, id: g.id, status: rscan.StatusUnreferenced, dummy: true})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].off < out[j].off })
+	byOff := func(a, b simRec) int { return cmp.Compare(a.off, b.off) }
+	slices.SortFunc(dummies, byOff)
+	// A merge: s.orig is in file order, and a dummy fills a gap, never
+	// where a record starts (a full sort per run was a tenth of harden's
+	// CPU).
+	out := make([]simRec, 0, len(s.orig)+len(dummies))
+	i := 0
+	for _, d := range dummies {
+		for i < len(s.orig) && s.orig[i].off < d.off {
+			out = append(out, s.orig[i])
+			i++
+		}
+		out = append(out, d)
+	}
+	out = append(out, s.orig[i:]...)
+	slices.SortStableFunc(out, byOff) // already in order: one pass
 	return out
 }
 
@@ -123,18 +143,25 @@ type models struct {
 func (s *sim) run() *models {
 	m := &models{recs: s.records()}
 	m.gen1, m.gen1Err = rfmt.ScanGen1(s.b)
-	m.gen2 = rfmt.ScanData(s.b, rfmt.ScanOptions{})
-	live := map[[16]byte]bool{}
-	for _, r := range s.orig {
-		if r.live() {
-			live[r.id] = true
+	if s.seen == nil {
+		s.seen = make(map[[16]byte]bool, len(s.orig)+len(s.gaps))
+	}
+	m.gen2 = rfmt.ScanData(s.b, rfmt.ScanOptions{Seen: s.seen, SizeHint: len(s.orig) + len(s.gaps)})
+	if s.liveIDs == nil {
+		s.liveIDs = map[[16]byte]int32{}
+		for _, r := range s.orig {
+			if _, ok := s.liveIDs[r.id]; r.live() && !ok {
+				s.liveIDs[r.id] = int32(len(s.liveIDs))
+			}
 		}
 	}
+	located := make([]bool, len(s.liveIDs))
 	for i, o := range []rfmt.ScanOptions{{}, {LargeMessageShortcut: true}, {LargeMessageShortcut: true, OffByNineFix: true}} {
-		located := map[[16]byte]bool{}
+		clear(located)
+		o.Seen, o.SizeHint = s.seen, len(s.orig)+len(s.gaps)
 		o.Valid = func(r rfmt.ScanRecord) rfmt.Validity {
-			if live[r.MsgID] && !located[r.MsgID] {
-				located[r.MsgID] = true
+			if k, ok := s.liveIDs[r.MsgID]; ok && !located[k] {
+				located[k] = true
 				return rfmt.Valid
 			}
 			return rfmt.Invalid
@@ -161,10 +188,16 @@ func (s *sim) run() *models {
 // misreads, then the off-by-nine windows.
 func (s *sim) hazards(recs []simRec) []simHazard {
 	hr := make([]rscan.HazardRecord, len(recs))
-	at := make(map[int64]int, len(recs))
 	for i, r := range recs {
 		hr[i] = rscan.HazardRecord{Offset: r.off, TotalSize: r.total, MsgID: r.id, Status: r.status}
-		at[r.off] = i
+	}
+	// at is the index in recs (in file order, one record per offset) of
+	// the record at off.
+	at := func(off int64) int {
+		if i, ok := slices.BinarySearchFunc(recs, off, func(r simRec, off int64) int { return cmp.Compare(r.off, off) }); ok {
+			return i
+		}
+		return 0 // never: every victim is one of recs (the map this replaced gave 0 too)
 	}
 	var gaps []rscan.Gap
 	for _, g := range s.gaps {
@@ -179,7 +212,7 @@ func (s *sim) hazards(recs []simRec) []simHazard {
 	for _, h := range rscan.FileHazards(s.b, hr, gaps, true) {
 		sh := simHazard{code: h.Code, off: h.Offset, versions: h.Versions, gap: s.gapAt(h.Offset)}
 		for _, v := range h.Victims {
-			sh.victims = append(sh.victims, recs[at[v.Offset]])
+			sh.victims = append(sh.victims, recs[at(v.Offset)])
 		}
 		switch h.Code {
 		case rscan.CodeScannerCrash, rscan.CodeGen1Stop:
