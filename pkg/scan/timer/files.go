@@ -41,7 +41,7 @@ type scanner struct {
 	validPos   []uint64               // bit per 52-byte step of the log: a unit recovery accepts sits here
 	lastInSlot slotTable[int64]       // slot time -> offset of the last unit seen with it
 	wheel      slotTable[ftimer.Slot] // the on-disk wheel's non-zero slots, by index
-	revised    slotTable[ftimer.Slot] // the slots recovery's reviseSlot left other than the wheel's (eachRevised)
+	revised    slotTable[revisedSlot] // the slots recovery's reviseSlot touched, with the wheel's (eachRevised)
 	wheelOK    bool
 	pending    map[int64]*pendingUnit // units whose slot is read again at the next start, by offset
 	readFrom   int64                  // currReadTimeMs the broker will use

@@ -205,10 +205,13 @@ func (c *preCursor) advance() {
 			ch := &c.p.chunks[c.ci]
 			f := &c.p.files[ch.file]
 			pos := ch.pos + int64(c.k)
-			u, err := ftimer.DecodeUnit(c.buf[c.k:], f.base+pos)
+			b := c.buf[c.k : c.k+ftimer.UnitSize]
 			c.k += ftimer.UnitSize
-			if err == nil && u.Valid() {
-				c.u, c.k64, c.ok = u, f.step+pos/ftimer.UnitSize, true
+			// ftimer.Unit.Valid on the bytes, then the unit decoded
+			// straight into c.u (a whole unit decodes without error).
+			if binary.BigEndian.Uint32(b) == ftimer.UnitSize && ftimer.MagicOK(int32(binary.BigEndian.Uint32(b[12:]))) {
+				c.u, _ = ftimer.DecodeUnit(b, f.base+pos)
+				c.k64, c.ok = f.step+pos/ftimer.UnitSize, true
 				return
 			}
 			continue

@@ -65,6 +65,32 @@ func (t *slotTable[V]) put(k int64, v V) {
 	}
 }
 
+// ref returns a pointer to k's value, inserting the zero V first when k
+// is absent (added): a get and a put in one probe. The pointer is valid
+// until the next put, ref or del.
+func (t *slotTable[V]) ref(k int64) (v *V, added bool) {
+	if k == emptyKey {
+		added = !t.hasEmpty
+		t.hasEmpty = true
+		return &t.emptyVal, added
+	}
+	if (t.n+1)*4 > len(t.keys)*3 {
+		t.grow()
+	}
+	mask := len(t.keys) - 1
+	for i := t.slot(k); ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case k:
+			return &t.vals[i], false
+		case emptyKey:
+			var zero V
+			t.keys[i], t.vals[i] = k, zero
+			t.n++
+			return &t.vals[i], true
+		}
+	}
+}
+
 func (t *slotTable[V]) del(k int64) {
 	if k == emptyKey {
 		var zero V

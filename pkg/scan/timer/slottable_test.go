@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestSlotTable: random puts, gets and deletes agree with a Go map,
+// TestSlotTable: random puts, refs, gets and deletes agree with a Go map,
 // including the sentinel key and keys that collide in a small table.
 func TestSlotTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -18,13 +18,21 @@ func TestSlotTable(t *testing.T) {
 			if r.IntN(50) == 0 {
 				k = math.MinInt64
 			}
-			switch r.IntN(3) {
+			switch r.IntN(4) {
 			case 0:
 				st.put(k, int64(op))
 				m[k] = int64(op)
 			case 1:
 				st.del(k)
 				delete(m, k)
+			case 2: // ref: what get says, then a put through the pointer
+				w, wok := m[k]
+				p, added := st.ref(k)
+				if *p != w || added == wok {
+					t.Fatalf("span %d op %d key %d: ref %d added %v, want %d present %v", span, op, k, *p, added, w, wok)
+				}
+				*p = int64(op)
+				m[k] = int64(op)
 			}
 			v, ok := st.get(k)
 			w, wok := m[k]

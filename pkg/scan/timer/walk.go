@@ -64,7 +64,7 @@ type pendingUnit struct {
 // broker's recovery walk.
 func (s *scanner) walkLog(ctx context.Context) error {
 	s.readFrom = s.readTime()
-	s.revised = slotTable[ftimer.Slot]{}
+	s.revised = slotTable[revisedSlot]{}
 	begin := int64(0)
 	if s.cpPresent {
 		begin = s.cp.LastTimerLogFlushPos
@@ -287,7 +287,8 @@ func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) 
 	off := u.Offset
 	s.setValid(off)
 	slotT := u.DeliverMs() / s.cfg.PrecisionMs
-	want, seen := s.lastInSlot.get(slotT)
+	last, added := s.lastInSlot.ref(slotT) // nothing below touches lastInSlot until *last = off
+	want, seen := *last, !added
 	switch {
 	case u.PrevPos == -1 && seen:
 		s.add(scan.Finding{Code: CodeLogChainRestart, Severity: scan.Warning, Path: f.rel, Offset: pos, Length: ftimer.UnitSize,
@@ -305,7 +306,7 @@ func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) 
 				Message: "prevPos points at a unit of another slot: the dequeue of this slot would fire that slot's messages too"})
 		}
 	}
-	s.lastInSlot.put(slotT, off)
+	*last = off
 	if revise {
 		s.reviseSlot(u.DeliverMs(), off)
 	}
@@ -379,35 +380,47 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 
 // reviseSlot is TimerWheel.reviseSlot(timeMs, IGNORE, lastPos, force=true).
 func (s *scanner) reviseSlot(timeMs, lastPos int64) {
-	idx := ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs)
-	sl, revised := s.revised.get(int64(idx))
-	w, inWheel := s.wheel.get(int64(idx))
-	if !revised {
-		sl = w
+	idx := int64(ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs))
+	e, added := s.revised.ref(idx)
+	if added {
+		e.wheel, e.inWheel = s.wheel.get(idx)
+		e.sl = e.wheel
 	}
-	if sl.Time != timeMs/s.cfg.PrecisionMs {
-		sl.Time, sl.FirstPos, sl.LastPos = timeMs/s.cfg.PrecisionMs, lastPos, lastPos
+	if e.sl.Time != timeMs/s.cfg.PrecisionMs {
+		e.sl.Time, e.sl.FirstPos, e.sl.LastPos = timeMs/s.cfg.PrecisionMs, lastPos, lastPos
 	} else {
-		sl.LastPos = lastPos
-	}
-	if inWheel && w == sl {
-		s.revised.del(int64(idx)) // back to what the wheel says
-	} else {
-		s.revised.put(int64(idx), sl)
+		e.sl.LastPos = lastPos
 	}
 }
 
+// revisedSlot is a slot of the wheel that recovery's reviseSlot touched:
+// what it made of the slot, and what the wheel holds there.
+type revisedSlot struct {
+	sl, wheel ftimer.Slot
+	inWheel   bool
+}
+
+// differs reports whether the revisions left the slot other than the
+// wheel's.
+func (r *revisedSlot) differs() bool { return !r.inWheel || r.sl != r.wheel }
+
 // eachRevised calls fn for every non-zero slot of the wheel after
 // recovery's revisions, in no order: the wheel's own slots, except those
-// revised holds (it keeps only the slots that differ, so a healthy store
-// does not hold the wheel twice).
+// the revisions left different, then those. (revised keeps every slot
+// touched with the wheel's value beside it: a unit's revision costs one
+// probe of one table, and a healthy store's 1 GiB of timer messages
+// touches about 10,000 slots.)
 func (s *scanner) eachRevised(fn func(idx int, sl ftimer.Slot)) {
 	s.wheel.each(func(i int64, sl ftimer.Slot) {
-		if _, ok := s.revised.get(i); !ok {
+		if r, ok := s.revised.get(i); !ok || !r.differs() {
 			fn(int(i), sl)
 		}
 	})
-	s.revised.each(func(i int64, sl ftimer.Slot) { fn(int(i), sl) })
+	s.revised.each(func(i int64, r revisedSlot) {
+		if r.differs() {
+			fn(int(i), r.sl)
+		}
+	})
 }
 
 // Property keys target looks up, in this order.
@@ -579,10 +592,14 @@ func lookupTapKeys(raw []byte, vals [][]byte, found []bool) {
 	}
 }
 
-// topicHash is the Java hash of a REAL_TOPIC, remembered per topic: the
-// first few topics in a small table searched without a map lookup or a
-// string (a log's timer records have few topics), the rest in a map.
+// topicHash is the Java hash of a REAL_TOPIC: a short one hashed each
+// time, a longer one remembered per topic (the first few topics in a
+// small table searched without a map lookup or a string: a log's timer
+// records have few topics; the rest in a map).
 func (r *resolver) topicHash(topic []byte) int32 {
+	if len(topic) <= shortTopic {
+		return rmq.JavaHashCode(topic) // as quick as finding it in the table
+	}
 	for i := range r.recent {
 		if string(topic) == r.recent[i].name {
 			return r.recent[i].hash
@@ -598,6 +615,11 @@ func (r *resolver) topicHash(topic []byte) int32 {
 	}
 	return h
 }
+
+// shortTopic is the longest topic topicHash hashes every time rather
+// than remembering it: a few multiply-adds against a search of the table
+// with a string comparison per topic in it.
+const shortTopic = 32
 
 type topicHashed struct {
 	name string
