@@ -198,19 +198,36 @@ func isCoverage(code string) bool { return strings.Contains(code, ".coverage.") 
 
 // lossLine says what is lost or at risk: the messages the findings name
 // and the bytes of their regions; RabbitMQ adds what the next start drops.
+//
+// A finding about many messages (a RabbitMQ scanner hazard) names its
+// first victim and counts them all (details.live_victim_count: the ones
+// a queue references, else victim_count). The hazards of one file can
+// lose the same records (a generation-1 stop and a zero-hole misread),
+// so their count is a range: at least the largest of each file's counts,
+// at most their sum. The line named the first victims only: "4
+// message(s)" for four generation-1 stops that miss 178,399 messages.
 func (e *textEmitter) lossLine(s Summary) string {
 	ids := map[string]bool{}
 	var bytes int64
 	codes := map[string]int{}
+	most := map[string]int{} // file -> its largest victim count
+	var victims int
 	for _, f := range e.findings {
 		if f.Severity == scan.Info || isCoverage(f.Code) {
 			continue
 		}
-		if f.MsgID != "" {
+		if n, ok := victimCount(f.Details); ok {
+			most[f.Path] = max(most[f.Path], n)
+			victims += n
+		} else if f.MsgID != "" {
 			ids[f.MsgID] = true
 		}
 		bytes += f.Length
 		codes[f.Code]++
+	}
+	least := 0
+	for _, n := range most {
+		least += n
 	}
 	drop, unconfirmed := 0, 0
 	for _, q := range e.queues {
@@ -230,6 +247,12 @@ func (e *textEmitter) lossLine(s Summary) string {
 	var parts []string
 	if len(ids) > 0 {
 		parts = append(parts, fmt.Sprintf("%d message(s)", len(ids)))
+	}
+	switch {
+	case victims > least:
+		parts = append(parts, fmt.Sprintf("%d-%d message(s) a broker scanner misses", least, victims))
+	case victims > 0:
+		parts = append(parts, fmt.Sprintf("%d message(s) a broker scanner misses", victims))
 	}
 	if bytes > 0 {
 		parts = append(parts, fmt.Sprintf("%d byte(s) of damaged regions", bytes))
@@ -543,4 +566,21 @@ func fileMap(f scan.File, fs []scan.Finding, cells int) string {
 		}
 	}
 	return string(m)
+}
+
+// victimCount is how many messages a finding about many says it loses:
+// details.live_victim_count, else details.victim_count (a number, as Go
+// or as decoded JSON).
+func victimCount(d map[string]any) (int, bool) {
+	for _, k := range []string{"live_victim_count", "victim_count"} {
+		switch n := d[k].(type) {
+		case int:
+			return n, true
+		case int64:
+			return int(n), true
+		case float64:
+			return int(n), true
+		}
+	}
+	return 0, false
 }

@@ -57,7 +57,9 @@ func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
 	}
 	sv = &spilledVictims{f: &s.file, off: off, n: len(vs), head: slices.Clone(vs[:min(len(vs), InlineVictims)]), last: vs[len(vs)-1]}
 	for _, v := range vs {
-		sv.referenced = sv.referenced || v.Status == StatusReferenced || v.Status == StatusUnknown
+		if v.live() {
+			sv.live++
+		}
 	}
 	return sv, true
 }
@@ -65,12 +67,12 @@ func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
 // spilledVictims is a victim list in the spill file, with what findings
 // ask of it without reading it.
 type spilledVictims struct {
-	f          *scan.Spill
-	off        int64
-	n          int
-	head       Victims // the first InlineVictims
-	last       Victim
-	referenced bool // some victim is referenced (or of unknown status)
+	f    *scan.Spill
+	off  int64
+	n    int
+	head Victims // the first InlineVictims
+	last Victim
+	live int // victims referenced (or of unknown status)
 }
 
 // each reads the list back in chunks and calls fn for every victim.
@@ -144,27 +146,36 @@ func (h *Hazard) lastVictim() (Victim, bool) {
 	return Victim{}, false
 }
 
-// anyReferenced reports whether a victim is referenced or of unknown status.
-func (h *Hazard) anyReferenced() bool {
+// live reports whether a queue still references the victim (or its
+// status is unknown): a message, not garbage awaiting compaction.
+func (v Victim) live() bool { return v.Status == StatusReferenced || v.Status == StatusUnknown }
+
+// liveVictims counts the victims that are referenced or of unknown status.
+func (h *Hazard) liveVictims() int {
 	if h.spill != nil {
-		return h.spill.referenced
+		return h.spill.live
 	}
+	n := 0
 	for _, v := range h.Victims {
-		if v.Status == StatusReferenced || v.Status == StatusUnknown {
-			return true
+		if v.live() {
+			n++
 		}
 	}
-	return false
+	return n
 }
 
+// anyReferenced reports whether a victim is referenced or of unknown status.
+func (h *Hazard) anyReferenced() bool { return h.liveVictims() > 0 }
+
 // victimSummary puts what a finding says of the victims into d: their
-// count, the first InlineVictims of them (victims), the last one and the
+// count, how many of them a queue references (live_victim_count), the first InlineVictims of them (victims), the last one and the
 // offsets of the first and last (docs/cli.md). The whole list is in the
 // record lines (--records: each victim's lost_by names the hazard), so a
 // finding's size does not grow with the file's records.
 func (h *Hazard) victimSummary(d map[string]any) {
 	n := h.VictimCount()
 	d["victim_count"] = n
+	d["live_victim_count"] = h.liveVictims()
 	d["victims"] = h.victimHead()
 	first, ok := h.firstVictim()
 	if !ok {

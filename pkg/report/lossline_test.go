@@ -1,0 +1,48 @@
+package report
+
+import (
+	"testing"
+
+	"github.com/storectl/storectl/pkg/scan"
+)
+
+// TestLossLine: the "lost or at risk" line counts the messages a finding
+// about many says it loses (details.live_victim_count, else victim_count),
+// not only the first one it names; the hazards of one file may lose the
+// same records, so several there give a range (the largest count to the
+// sum); other findings count their distinct msg ids, info and coverage
+// findings nothing.
+func TestLossLine(t *testing.T) {
+	hz := func(path, id string, d map[string]any) scan.Finding {
+		return scan.Finding{Code: "rabbitmq.rdq.gen1-stop", Severity: scan.Error, Path: path, Offset: 8, Length: 8, MsgID: id, Details: d}
+	}
+	for _, c := range []struct {
+		name string
+		fs   []scan.Finding
+		want string
+	}{
+		{"one hazard per file", []scan.Finding{
+			hz("0.rdq", "a", map[string]any{"victim_count": 500, "live_victim_count": 400}),
+			hz("1.rdq", "b", map[string]any{"victim_count": 30, "live_victim_count": 30}),
+		}, "lost or at risk: 430 message(s) a broker scanner misses, 16 byte(s) of damaged regions (rabbitmq.rdq.gen1-stop ×2)"},
+		{"two hazards in one file, counts decoded from JSON", []scan.Finding{
+			hz("0.rdq", "a", map[string]any{"victim_count": float64(500), "live_victim_count": float64(400)}),
+			hz("0.rdq", "c", map[string]any{"victim_count": float64(90), "live_victim_count": float64(90)}),
+		}, "lost or at risk: 400-490 message(s) a broker scanner misses, 16 byte(s) of damaged regions (rabbitmq.rdq.gen1-stop ×2)"},
+		{"no live count: every victim", []scan.Finding{
+			hz("0.rdq", "a", map[string]any{"victim_count": 7}),
+		}, "lost or at risk: 7 message(s) a broker scanner misses, 8 byte(s) of damaged regions (rabbitmq.rdq.gen1-stop ×1)"},
+		{"plain findings and an info hazard", []scan.Finding{
+			{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Length: 100, MsgID: "m1"},
+			{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Length: 100, MsgID: "m1"},
+			{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Length: 100, MsgID: "m2"},
+			{Code: "rabbitmq.rdq.gen1-stop", Severity: scan.Info, Path: "0.rdq", MsgID: "x", Details: map[string]any{"victim_count": 9999}},
+		}, "lost or at risk: 2 message(s), 300 byte(s) of damaged regions (rocketmq.commitlog.body-crc ×3)"},
+	} {
+		e := newText(nil, Style{})
+		e.findings = c.fs
+		if got := e.lossLine(Summary{}); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
