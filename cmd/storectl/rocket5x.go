@@ -65,7 +65,7 @@ func timerPrepass(ctx context.Context, env *Env, t scan.Target, so scan.Options,
 	if err != nil {
 		return nil
 	}
-	cfg.Tap = pre.Tap
+	cfg.Tap, pre.TapMaxSize = pre.Tap, cfg.MaxMessageSize
 	if now, err := timerNow(env); err == nil {
 		pre.Begin(ctx, timerConfig(env, t, now, pre), timerOptions(so))
 	}
@@ -140,6 +140,9 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 			tc.CommitLog = dlog
 		} else if !hasCommitLog(t) {
 			tc.RecoveryEnd = 0 // no log at all: every unit points at nothing
+		}
+		if res != nil && begun {
+			pre.CommitLogScanned(res.Files) // the tap's records per file, for readTail's
 		}
 		tr, err := timerscan.Scan(ctx, tc, timerOptions(so))
 		if err != nil {

@@ -168,14 +168,7 @@ func (c *FileCommitLog) window(phy int64, n int) ([]byte, bool) {
 // Tail implements CommitLog: it starts at the last file whose first
 // record was stored before sinceMs.
 func (c *FileCommitLog) Tail(ctx context.Context, sinceMs int64, fn func(m *rmq.Message, phy int64) error) error {
-	start := 0
-	for i := len(c.files) - 1; i > 0; i-- {
-		m, err := c.RecordAt(c.files[i].base)
-		if err == nil && m.StoreTimestamp < sinceMs {
-			start = i
-			break
-		}
-	}
+	start := c.tailStart(sinceMs)
 	if len(c.files) == 0 {
 		return nil
 	}
@@ -191,6 +184,18 @@ func (c *FileCommitLog) Tail(ctx context.Context, sinceMs int64, fn func(m *rmq.
 	cfg.OnFile = nil
 	_, err := rmqscan.ScanCommitLog(ctx, cfg, scanOptions())
 	return err
+}
+
+// tailStart is the first file Tail(sinceMs) reads: the last whose first
+// record was stored before sinceMs, else the first.
+func (c *FileCommitLog) tailStart(sinceMs int64) int {
+	for i := len(c.files) - 1; i > 0; i-- {
+		m, err := c.RecordAt(c.files[i].base)
+		if err == nil && m.StoreTimestamp < sinceMs {
+			return i
+		}
+	}
+	return 0
 }
 
 // Close closes the files.

@@ -41,7 +41,7 @@ type scanner struct {
 	validPos   []uint64               // bit per 52-byte step of the log: a unit recovery accepts sits here
 	lastInSlot slotTable[int64]       // slot time -> offset of the last unit seen with it
 	wheel      slotTable[ftimer.Slot] // the on-disk wheel's non-zero slots, by index
-	revised    slotTable[revisedSlot] // the slots recovery's reviseSlot touched, with the wheel's (eachRevised)
+	revised    slotTable[revisedSlot] // the slots recovery's reviseSlot left other than the wheel's (eachRevised)
 	wheelOK    bool
 	pending    map[int64]*pendingUnit // units whose slot is read again at the next start, by offset
 	readFrom   int64                  // currReadTimeMs the broker will use
@@ -57,6 +57,9 @@ type scanner struct {
 	deferTargets bool
 	spans        []unitSpan
 	tail         *tailReputs // readTail's, for predict (nil: predict reads the tail)
+	// tapTail: the prepass tap collects the re-puts of the files readTail
+	// would read (Prepass.Begin planned them), so readTail does not.
+	tapTail bool
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/storectl/storectl/internal/storefile"
@@ -149,7 +152,7 @@ type reput struct {
 // the checkpoint, not the recovery end, so it keeps each re-put's offset
 // and predict counts those below the end.
 func (s *scanner) readTail(ctx context.Context) error {
-	if !s.cpPresent || s.cfg.CommitLog != nil {
+	if !s.cpPresent || s.cfg.CommitLog != nil || s.tapTail {
 		return nil
 	}
 	fc, err := NewFileCommitLog(rmqscan.Config{Root: s.cfg.Root, CommitLogDir: s.cfg.CommitLogDir, MappedFileSize: s.cfg.MappedFileSize})
@@ -200,12 +203,134 @@ func (p *Prepass) Begin(ctx context.Context, cfg Config, opts scan.Options) {
 	e.s = newScanner(cfg, opts)
 	e.s.deferTargets = true
 	p.early = e
+	p.tail = nil
+	steps := e.s.framesSteps()
+	// The checkpoint first, here: it says which commitlog files readTail
+	// would read, and the tap collects their re-puts as the commitlog
+	// scan walks them instead (planTail), unless that scan's record limit
+	// (TapMaxSize, set before Begin) is not Tail's.
+	if e.err = e.s.run(ctx, steps[:1]); e.err == nil {
+		if pl := e.s.planTail(); pl != nil && pl.maxSize == p.tapMaxSize() {
+			p.tail, e.s.tapTail = pl, true
+		}
+	}
 	go func() {
 		defer close(e.done)
-		if e.s != nil {
-			e.err = e.s.run(ctx, e.s.framesSteps())
+		if e.err == nil {
+			e.err = e.s.run(ctx, steps[1:])
 		}
 	}()
+}
+
+// tailPlan is what the tap collects for readTail: the re-puts (reputKey)
+// of the valid records of the commitlog files FileCommitLog.Tail would
+// read, per file, with the number of records it saw, to check against
+// the commitlog scan's own count (CommitLogScanned) before Scan takes them
+// as readTail's.
+type tailPlan struct {
+	bases   map[int64]bool // first offsets of the files Tail reads
+	maxSize int            // Tail's record limit
+	mu      sync.Mutex
+	files   map[int64]*tapTail // by first offset, as the tap met them
+	scanned map[int64]int      // the commitlog scan's valid records per file (-1: named twice)
+}
+
+// tapTail is what the tap collected of one commitlog file.
+type tapTail struct {
+	n      int
+	reputs []reput
+	twice  bool // the file was tapped twice: not the one walk Tail makes
+}
+
+func (t *tapTail) record(m *rmq.Message, phy int64) {
+	t.n++
+	if k, ok := reputKey(m); ok {
+		t.reputs = append(t.reputs, reput{k, phy})
+	}
+}
+
+// planTail is readTail's plan for the tap, nil when readTail reads
+// nothing or must read for itself (no checkpoint, no commitlog files).
+func (s *scanner) planTail() *tailPlan {
+	if !s.cpPresent || s.cfg.CommitLog != nil {
+		return nil
+	}
+	fc, err := NewFileCommitLog(rmqscan.Config{Root: s.cfg.Root, CommitLogDir: s.cfg.CommitLogDir, MappedFileSize: s.cfg.MappedFileSize})
+	if err != nil || len(fc.files) == 0 {
+		return nil
+	}
+	defer fc.Close()
+	pl := &tailPlan{bases: map[int64]bool{}, maxSize: fc.cfg.MaxMessageSize, files: map[int64]*tapTail{}}
+	for _, f := range fc.files[fc.tailStart(s.cp.LastReadTimeMs-60_000):] {
+		pl.bases[f.base] = true
+	}
+	return pl
+}
+
+// collect is the collector of the commitlog file at base, nil when Tail
+// does not read it.
+func (pl *tailPlan) collect(base int64) *tapTail {
+	if pl == nil || !pl.bases[base] {
+		return nil
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if t := pl.files[base]; t != nil {
+		t.twice = true
+		return nil
+	}
+	t := &tapTail{}
+	pl.files[base] = t
+	return t
+}
+
+// CommitLogScanned hands the prepass the files of the commitlog scan it
+// tapped (its Result.Files), once that scan is done: a file's count of
+// valid records says whether the tap saw its whole walk.
+func (p *Prepass) CommitLogScanned(files []scan.File) {
+	if p == nil || p.tail == nil {
+		return
+	}
+	pl := p.tail
+	pl.scanned = map[int64]int{}
+	for _, f := range files {
+		if f.Kind != "commitlog" {
+			continue
+		}
+		base, err := rmq.ParseFileName(filepath.Base(f.Path))
+		if err != nil {
+			continue
+		}
+		if _, dup := pl.scanned[base]; dup {
+			pl.scanned[base] = -1
+			continue
+		}
+		pl.scanned[base] = f.Records
+	}
+}
+
+// tapReputs is what readTail would have found, from the tap: nil unless
+// the tap saw every valid record of every file Tail reads, walked with
+// Tail's record limit (TapMaxSize, still), each file once.
+func (p *Prepass) tapReputs() *tailReputs {
+	pl := p.tail
+	if pl == nil || pl.scanned == nil || p.tapMaxSize() != pl.maxSize {
+		return nil
+	}
+	bases := make([]int64, 0, len(pl.bases))
+	for b := range pl.bases {
+		bases = append(bases, b)
+	}
+	slices.Sort(bases)
+	t := &tailReputs{}
+	for _, b := range bases {
+		f := pl.files[b]
+		if n, ok := pl.scanned[b]; f == nil || f.twice || !ok || n != f.n {
+			return nil
+		}
+		t.reputs = append(t.reputs, f.reputs...)
+	}
+	return t
 }
 
 // Begun returns the Config Begin was given, if a walk is waiting for Scan.

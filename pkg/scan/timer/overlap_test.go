@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	gen5x "github.com/storectl/storectl/internal/gen/rocketmq5x"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	ftimer "github.com/storectl/storectl/pkg/format/timer"
 	"github.com/storectl/storectl/pkg/scan"
 	rmqscan "github.com/storectl/storectl/pkg/scan/rocketmq"
@@ -19,8 +21,8 @@ import (
 // timer walk on its own goroutine), the commitlog scan with the prepass
 // tap, then Scan, which finishes the begun walk with the recovery end.
 // It fails the test unless Scan did finish that walk (not a fresh one),
-// the walk read the commitlog's tail, and its spans hold every unit it
-// walked.
+// the tap collected the commitlog's tail for it, and its spans hold every
+// unit it walked.
 func scanOverlapped(t *testing.T, store string, cfg Config) *scan.Result {
 	t.Helper()
 	ctx := context.Background()
@@ -38,6 +40,7 @@ func scanOverlapped(t *testing.T, store string, cfg Config) *scan.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pre.CommitLogScanned(cl.Files)
 	cfg.RecoveryEnd, cfg.Prepass = *cl.RecoveryEnd, pre
 	res, err := Scan(ctx, cfg, scan.Options{})
 	if err != nil {
@@ -46,8 +49,8 @@ func scanOverlapped(t *testing.T, store string, cfg Config) *scan.Result {
 	if pre.early != nil || !e.s.deferTargets || e.s.res != res {
 		t.Fatal("Scan did not finish the walk Begin started")
 	}
-	if e.s.cpPresent && e.s.tail == nil {
-		t.Error("the walk did not read the commitlog's tail beside the commitlog scan")
+	if e.s.cpPresent && (e.s.tail == nil || !e.s.tapTail) {
+		t.Error("the commitlog's tail was not read by the tap of the commitlog scan")
 	}
 	n := 0
 	for _, sp := range e.s.spans {
@@ -183,4 +186,87 @@ func TestOverlapEndBeforeMarks(t *testing.T) {
 		t.Fatal("no unit reported beyond the recovery end")
 	}
 	t.Logf("%d units beyond the recovery end reported", n)
+}
+
+// TestOverlapTapTail: the re-puts the tap collects for readTail are those
+// FileCommitLog.Tail finds (a broker's store with delivered timer
+// messages); with another record limit the begun walk reads the tail
+// itself, and where the tap's walk may not have been Tail's (a file count
+// that does not match, no count at all) Scan reads it; the result is the
+// same each way.
+func TestOverlapTapTail(t *testing.T) {
+	ctx := context.Background()
+	store := fixture(t, "t1-clean")
+	now := time.UnixMilli(1796163834084)
+	want, err := Scan(ctx, Config{Root: store, RecoveryEnd: -1, Now: now}, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		maxSize int
+		files   func([]scan.File) []scan.File
+		tapped  bool
+	}{
+		{"as the CLI", 0, func(f []scan.File) []scan.File { return f }, true},
+		{"another record limit", 1 << 20, func(f []scan.File) []scan.File { return f }, false},
+		{"a count off by one", 0, func(f []scan.File) []scan.File {
+			f = append([]scan.File(nil), f...)
+			for i := range f {
+				f[i].Records++
+			}
+			return f
+		}, false},
+		{"no commitlog files", 0, func([]scan.File) []scan.File { return nil }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pre, err := Prepare(ctx, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{Root: store, Now: now}
+			pre.TapMaxSize = c.maxSize
+			pre.Begin(ctx, cfg, scan.Options{})
+			e := pre.early
+			cl, err := rmqscan.ScanCommitLog(ctx, rmqscan.Config{Root: store, Tap: pre.Tap, MaxMessageSize: c.maxSize}, scan.Options{Jobs: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pre.CommitLogScanned(c.files(cl.Files))
+			cfg.RecoveryEnd, cfg.Prepass = *cl.RecoveryEnd, pre
+			got, err := Scan(ctx, cfg, scan.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tapped := e.s.tapTail && e.s.tail != nil; tapped != c.tapped {
+				t.Fatalf("tail from the tap: %v, want %v", tapped, c.tapped)
+			}
+			if c.maxSize != 0 && (e.s.tapTail || e.s.tail == nil) {
+				t.Error("with another record limit the walk did not read the tail beside the commitlog scan")
+			}
+			if c.tapped {
+				fc, err := NewFileCommitLog(rmqscan.Config{Root: store})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fc.Close()
+				var reputs []reput
+				if err := fc.Tail(ctx, e.s.cp.LastReadTimeMs-60_000, func(m *rmq.Message, phy int64) error {
+					if k, ok := reputKey(m); ok {
+						reputs = append(reputs, reput{k, phy})
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if len(reputs) == 0 {
+					t.Fatal("the fixture's tail holds no re-puts")
+				}
+				if !slices.Equal(reputs, e.s.tail.reputs) {
+					t.Errorf("the tap collected %d re-puts, Tail finds %d:\n%v\n%v", len(e.s.tail.reputs), len(reputs), e.s.tail.reputs, reputs)
+				}
+			}
+			sameJSON(t, "the scan with the tail "+c.name, want, got)
+		})
+	}
 }

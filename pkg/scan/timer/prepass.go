@@ -47,7 +47,20 @@ type Prepass struct {
 	maxHi  []int64         // maxHi[k]: the highest offsetPy of chunks 0..k
 	marks  []atomic.Uint64 // bit per step: the unit there checks out
 	units  int
-	early  *early // a walk Begin started, for Scan to finish
+	early  *early    // a walk Begin started, for Scan to finish
+	tail   *tailPlan // the re-puts the tap collects for that walk's readTail
+	// TapMaxSize is the record limit (rocketmq.Config.MaxMessageSize, 0
+	// its default) of the commitlog scan that calls Tap: the tap's
+	// records stand for readTail's only when the two walks agree on it.
+	TapMaxSize int
+}
+
+// tapMaxSize is TapMaxSize as the commitlog scan applies it.
+func (p *Prepass) tapMaxSize() int {
+	if p.TapMaxSize <= 0 {
+		return rmq.DefaultMaxRecordSize
+	}
+	return p.TapMaxSize
 }
 
 type preFile struct {
@@ -155,15 +168,28 @@ func (p *Prepass) index(i int) error {
 }
 
 // Tap is a rocketmq.Config.Tap: for commitlog file i (first offset base)
-// it returns the function that marks the units pointing at its records.
+// it returns the function that marks the units pointing at its records
+// and, for a file the begun walk's readTail would read, collects its
+// re-puts (tailPlan).
 func (p *Prepass) Tap(i int, base int64) func(m *rmq.Message, phy int64) {
-	ci := sort.Search(len(p.maxHi), func(k int) bool { return p.maxHi[k] >= base })
-	if ci == len(p.chunks) {
-		return nil
+	var c *preCursor
+	if ci := sort.Search(len(p.maxHi), func(k int) bool { return p.maxHi[k] >= base }); ci < len(p.chunks) {
+		c = &preCursor{p: p, ci: ci - 1, rv: newResolver()}
+		c.advance()
 	}
-	c := &preCursor{p: p, ci: ci - 1, rv: newResolver()}
-	c.advance()
-	return c.record
+	t := p.tail.collect(base)
+	switch {
+	case t == nil && c == nil:
+		return nil
+	case t == nil:
+		return c.record
+	case c == nil:
+		return t.record
+	}
+	return func(m *rmq.Message, phy int64) {
+		c.record(m, phy)
+		t.record(m, phy)
+	}
 }
 
 // preCursor walks the units of the chunks from one start on, in

@@ -119,6 +119,9 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 			return s.res, e.err
 		}
 		s.cfg.RecoveryEnd = cfg.RecoveryEnd
+		if s.tapTail {
+			s.tail = cfg.Prepass.tapReputs() // nil: predict reads the tail itself
+		}
 	}
 	if err := s.openLog(ctx); err != nil {
 		return &scan.Result{Store: scan.RocketMQ, Layout: map[string]any{"timer_store": true}}, err

@@ -391,10 +391,17 @@ func (s *scanner) reviseSlot(timeMs, lastPos int64) {
 	} else {
 		e.sl.LastPos = lastPos
 	}
+	if !e.differs() {
+		// Back to what the wheel says (a healthy slot's last unit): revised
+		// holds only the slots that differ, so memory follows the slots
+		// whose units are still being walked, not all the store's.
+		s.revised.del(idx)
+	}
 }
 
-// revisedSlot is a slot of the wheel that recovery's reviseSlot touched:
-// what it made of the slot, and what the wheel holds there.
+// revisedSlot is a slot of the wheel that recovery's reviseSlot left
+// other than the wheel's: what it made of the slot, and what the wheel
+// holds there (looked up once, when the slot first differs).
 type revisedSlot struct {
 	sl, wheel ftimer.Slot
 	inWheel   bool
@@ -406,21 +413,15 @@ func (r *revisedSlot) differs() bool { return !r.inWheel || r.sl != r.wheel }
 
 // eachRevised calls fn for every non-zero slot of the wheel after
 // recovery's revisions, in no order: the wheel's own slots, except those
-// the revisions left different, then those. (revised keeps every slot
-// touched with the wheel's value beside it: a unit's revision costs one
-// probe of one table, and a healthy store's 1 GiB of timer messages
-// touches about 10,000 slots.)
+// revised holds (it keeps only the slots that differ, so a healthy store
+// does not hold the wheel twice), then those.
 func (s *scanner) eachRevised(fn func(idx int, sl ftimer.Slot)) {
 	s.wheel.each(func(i int64, sl ftimer.Slot) {
-		if r, ok := s.revised.get(i); !ok || !r.differs() {
+		if _, ok := s.revised.get(i); !ok {
 			fn(int(i), sl)
 		}
 	})
-	s.revised.each(func(i int64, r revisedSlot) {
-		if r.differs() {
-			fn(int(i), r.sl)
-		}
-	})
+	s.revised.each(func(i int64, r revisedSlot) { fn(int(i), r.sl) })
 }
 
 // Property keys target looks up, in this order.
