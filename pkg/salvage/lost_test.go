@@ -93,7 +93,11 @@ func TestRocketMQLost(t *testing.T) {
 		}
 		w.Close()
 		got := map[unitKey]bool{}
-		for _, m := range w.Messages() {
+		msgs, err := w.Messages()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
 			got[unitKey{m.Topic, *m.QueueID, *m.QueueOffset, *m.PhyOffset}] = true
 		}
 		for _, m := range rep.Missing {

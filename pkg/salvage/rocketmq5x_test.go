@@ -52,7 +52,11 @@ func TestTimerLost(t *testing.T) {
 	if rep.Selected != lost || lost == 0 || len(rep.Notes) != 0 {
 		t.Fatalf("exported %d of %d lost timer messages; notes %v", rep.Selected, lost, rep.Notes)
 	}
-	for _, m := range w.Messages() {
+	msgs, err := w.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
 		if m.Topic != m.Properties[timerscan.PropRealTopic] || m.Topic == timerscan.Topic || m.Properties[timerscan.PropOutMs] == nil {
 			t.Fatalf("exported as %s: %+v", m.Topic, m.Properties)
 		}

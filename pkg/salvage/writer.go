@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,16 +76,18 @@ var syncHook func(kind string)
 // export of the same Spec is resumed: messages it holds intact are not
 // written again.
 type Writer struct {
-	dir     string
-	spec    Spec
-	man     *os.File
-	buf     *bufio.Writer
-	n       int             // body files in the export (the next number)
-	have    map[string]bool // messages the export already holds (resume)
-	pending int             // bodies since the last sync
+	dir  string
+	spec Spec
+	man  *os.File
+	buf  *bufio.Writer
+	n    int // body files in the export (the next number)
+	// have holds the messages the export already holds (resumed, or
+	// written in this run): the resume key's SHA-256, cut to 128 bits,
+	// so that it costs about 40 bytes a message, not the key's string.
+	have    map[[16]byte]struct{}
+	pending int // bodies since the last sync
 	pendB   int64
 	stats   Stats
-	msgs    []Message
 	// Filter, when set, keeps only the messages it accepts.
 	Filter func(*Message) bool
 }
@@ -129,7 +132,7 @@ func CreateExport(outDir string, spec Spec) (*Writer, error) {
 		return nil, fmt.Errorf("%w: %s is inside %s", ErrOutInsideData, out, data)
 	}
 	spec.DataDir, spec.Complete = data, false
-	w := &Writer{dir: out, spec: spec, have: map[string]bool{}}
+	w := &Writer{dir: out, spec: spec, have: map[[16]byte]struct{}{}}
 	ents, err := os.ReadDir(out)
 	resume := false
 	if err == nil && len(ents) > 0 {
@@ -231,8 +234,7 @@ func (w *Writer) loadExisting() error {
 			break
 		}
 		good += int64(len(line))
-		w.have[resumeKey(&m)] = true
-		w.msgs = append(w.msgs, m)
+		w.have[resumeKey(&m)] = struct{}{}
 		w.n++
 	}
 	if st, err := f.Stat(); err == nil && st.Size() != good {
@@ -254,8 +256,9 @@ func bodyIntact(dir string, m *Message) bool {
 }
 
 // resumeKey identifies a message of the store: its record's place and id.
-func resumeKey(m *Message) string {
-	return fmt.Sprintf("%s\x00%d\x00%s\x00%s", m.Path, m.Offset, m.MsgID, m.Location)
+func resumeKey(m *Message) [16]byte {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00%s", m.Path, m.Offset, m.MsgID, m.Location))
+	return [16]byte(sum[:16])
 }
 
 // realAbs is filepath.Abs with symlinks resolved as far as the path exists.
@@ -299,7 +302,7 @@ func (w *Writer) Put(m Message, body []byte) (string, error) {
 		w.stats.Filtered++
 		return PutFiltered, nil
 	}
-	if w.have[resumeKey(&m)] {
+	if _, ok := w.have[resumeKey(&m)]; ok {
 		w.stats.Resumed++
 		return PutResumed, nil
 	}
@@ -318,8 +321,7 @@ func (w *Writer) Put(m Message, body []byte) (string, error) {
 		return "", err
 	}
 	w.n++
-	w.have[resumeKey(&m)] = true
-	w.msgs = append(w.msgs, m)
+	w.have[resumeKey(&m)] = struct{}{}
 	if _, err := w.buf.Write(append(line, '\n')); err != nil {
 		return "", err
 	}
@@ -354,8 +356,33 @@ func (w *Writer) sync(kind string) {
 	}
 }
 
-// Messages returns what the export holds so far (resumed and added).
-func (w *Writer) Messages() []Message { return w.msgs }
+// Messages reads back what the export holds so far (resumed and added)
+// from its manifest: the writer keeps no message in memory (it did, 3 KiB
+// each with their properties: 573 MiB of RSS for a 64 MiB store of small
+// messages).
+func (w *Writer) Messages() ([]Message, error) {
+	if w.man != nil {
+		if err := w.buf.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.Open(filepath.Join(w.dir, MessagesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Message
+	d := json.NewDecoder(bufio.NewReaderSize(f, 1<<16))
+	for {
+		var m Message
+		if err := d.Decode(&m); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, m)
+	}
+}
 
 // Close makes the export durable and marks it complete: the last batch of
 // bodies (syncfs), messages.jsonl, the bodies dir and the out dir, then
