@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -116,7 +117,7 @@ func (s *scanner) predict(ctx context.Context) error {
 	}
 	s.recheckWheel()
 
-	msgs := map[string]*msgState{}
+	msgs := make(map[string]*msgState, len(s.pending))
 	get := func(key string, t *target, deliverMs, offsetPy int64, sizePy int32, unit int64) *msgState {
 		m, ok := msgs[key]
 		if !ok {
@@ -307,10 +308,11 @@ func (s *scanner) dequeueSlot(sl ftimer.Slot, msgs map[string]*msgState,
 		if pu.magic&ftimer.MagicDelete != 0 && pu.magic&ftimer.MagicRoll == 0 {
 			dels = append(dels, pu)
 		} else {
-			normal = append([]*pendingUnit{pu}, normal...)
+			normal = append(normal, pu)
 		}
 		cur = pu.prev
 	}
+	slices.Reverse(normal) // oldest first (the chain runs newest first)
 	deleted := map[string]bool{}
 	for _, pu := range dels {
 		if pu.t.readable && pu.t.delKey != "" {
@@ -484,6 +486,9 @@ func beU32(b []byte) uint32 {
 // delivers twice.
 func (s *scanner) outcomeFindings(rc *Recovery) {
 	for _, o := range rc.Messages {
+		if o.Outcome != OutcomeLost && o.Outcome != OutcomeDuplicate {
+			continue // no finding (a restored message, the usual case, builds nothing)
+		}
 		path, off := s.loc(o.Unit)
 		if o.Unit < 0 {
 			path, off = cqueue.Dir+"/"+Topic+"/0", o.QueueOff*rmq.CQUnitSize
