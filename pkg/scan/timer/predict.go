@@ -1,12 +1,13 @@
 package timer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -214,12 +215,11 @@ func (s *scanner) predict(ctx context.Context) error {
 	for k, m := range msgs {
 		keys = append(keys, keyed{k, m})
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i].m.o.DeliverMs, keys[j].m.o.DeliverMs
-		if a != b {
-			return a < b
+	slices.SortFunc(keys, func(a, b keyed) int { // keys are unique: one order
+		if c := cmp.Compare(a.m.o.DeliverMs, b.m.o.DeliverMs); c != 0 {
+			return c
 		}
-		return keys[i].k < keys[j].k
+		return strings.Compare(a.k, b.k)
 	})
 	rc.Messages = make([]Outcome, 0, len(s.expired)+len(keys))
 	for _, e := range s.expired {
@@ -285,7 +285,7 @@ func (s *scanner) slotsToRead() []ftimer.Slot {
 			out = append(out, sl)
 		}
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	slices.SortFunc(out, func(a, b ftimer.Slot) int { return cmp.Compare(a.Time, b.Time) }) // one slot per time
 	return out
 }
 
