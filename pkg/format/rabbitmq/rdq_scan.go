@@ -136,6 +136,10 @@ type ScanOptions struct {
 	// SizeHint is how many records the caller expects (the capacity of
 	// the result it starts with).
 	SizeHint int
+	// Buf, when not nil, is where the result goes (appended to Buf[:0]):
+	// a caller that scans many times reuses the storage of a result it
+	// no longer needs.
+	Buf []ScanRecord
 }
 
 // ScanOptionsFor returns the scanner generation (1, 2 or 3) and options of
@@ -172,7 +176,10 @@ func ScanOptionsFor(major, minor, patch int) (gen int, o ScanOptions) {
 //	D. otherwise advance one byte.
 func ScanData(b []byte, o ScanOptions) []ScanRecord {
 	var acc []ScanRecord
-	if o.SizeHint > 0 {
+	switch {
+	case o.Buf != nil:
+		acc = o.Buf[:0]
+	case o.SizeHint > 0:
 		acc = make([]ScanRecord, 0, o.SizeHint)
 	}
 	seen := o.Seen

@@ -66,6 +66,7 @@ func (s *sim) fix(alloc *idAlloc) (left []simHazard, rounds int) {
 		}
 		tries[gi]++
 		if next := s.try(g, cur, alloc); next != nil {
+			s.recycle(cur)
 			cur = next
 		} else {
 			g.stuck = true
@@ -108,7 +109,10 @@ func (s *sim) try(g *simGap, cur *models, alloc *idAlloc) *models {
 		g.fill, g.id = c.fill, c.id
 		m := s.run()
 		if noRegression(cur, m) && better(m, cur) && (best == nil || better(m, best)) {
+			s.recycle(best)
 			best, bestI = m, i
+		} else {
+			s.recycle(m)
 		}
 	}
 	if best == nil {
