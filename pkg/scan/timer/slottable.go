@@ -44,25 +44,8 @@ func (t *slotTable[V]) get(k int64) (V, bool) {
 }
 
 func (t *slotTable[V]) put(k int64, v V) {
-	if k == emptyKey {
-		t.hasEmpty, t.emptyVal = true, v
-		return
-	}
-	if (t.n+1)*4 > len(t.keys)*3 {
-		t.grow()
-	}
-	mask := len(t.keys) - 1
-	for i := t.slot(k); ; i = (i + 1) & mask {
-		switch t.keys[i] {
-		case k:
-			t.vals[i] = v
-			return
-		case emptyKey:
-			t.keys[i], t.vals[i] = k, v
-			t.n++
-			return
-		}
-	}
+	p, _ := t.ref(k)
+	*p = v
 }
 
 // ref returns a pointer to k's value, inserting the zero V first when k
