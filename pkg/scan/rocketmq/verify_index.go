@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/storectl/storectl/internal/bitset"
 	"io"
 	"os"
 	"slices"
@@ -28,8 +29,8 @@ type indexWalk struct {
 	// without looking at its hash. Other cases (only in damaged files) are
 	// judged after the walk (chainJoin).
 	last       []int32
-	referenced bitset // some later entry's prev points here
-	head       bitset // some slot points here
+	referenced bitset.Set // some later entry's prev points here
+	head       bitset.Set // some slot points here
 	join       *chainJoin
 	out        *orderedFindings
 	// keyHash (tests only, indexInMemory): every entry's key hash, the
@@ -117,7 +118,7 @@ func (v *verifier) indexStructure(ctx context.Context, f *indexFile, lay rmq.Ind
 	// Only what the file holds can be read: a short file ends the walk.
 	inFile := (f.size - lay.EntryOffset(0)) / rmq.IndexEntrySize
 	w.used = max(min(w.used, inFile), 1)
-	w.referenced = newBitset(w.used)
+	w.referenced = bitset.New(w.used)
 	w.out = newOrderedFindings(maxFindingsPerUnit + 1 - v.capped[f.rel])
 	defer func() { w.last, w.referenced, w.head, w.keyHash = nil, nil, nil, nil }() // not needed by indexRecords
 	if indexInMemory {
@@ -189,7 +190,7 @@ func (v *verifier) indexRecords(w *indexWalk, errA error) error {
 // every used entry reached exactly once (as a head or as a prev).
 func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 	f, lay := w.f, w.lay
-	head := newBitset(w.used)
+	head := bitset.New(w.used)
 	w.head = head
 	nonEmpty := int64(0)
 	buf := make([]byte, min(lay.Slots*rmq.IndexSlotSize, indexReadSize))
@@ -221,7 +222,7 @@ func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 			case int64(w.last[s]) != val: // not the slot's newest entry: is it in this slot at all?
 				w.join.add(chainPair{target: val, source: s, slot: s, kind: pairHead})
 			}
-			head.set(val)
+			head.Add(val)
 		}
 		s0 += n
 	}
@@ -232,7 +233,7 @@ func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 		w.out.add(phaseSlotCount, 0, 0, fd)
 	}
 	for n := int64(1); n < w.used; n++ {
-		switch h, r := head.has(n), w.referenced.has(n); {
+		switch h, r := head.Has(n), w.referenced.Has(n); {
 		case h && r:
 			w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
 				fmt.Sprintf("entry %d is both a slot head and another entry's predecessor (a loop or crossed chains)", n),

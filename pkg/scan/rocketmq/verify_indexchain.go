@@ -41,13 +41,6 @@ const (
 // chains from it as they come (tests compare the two ways).
 var indexInMemory = false
 
-// bitset is a set of entry numbers.
-type bitset []uint64
-
-func newBitset(n int64) bitset    { return make(bitset, (n+63)/64) }
-func (b bitset) set(i int64)      { b[i/64] |= 1 << (i % 64) }
-func (b bitset) has(i int64) bool { return b[i/64]&(1<<(i%64)) != 0 }
-
 // chainPair is a pointer to judge: entry source's prev (pairPrev), or slot
 // source's head (pairHead), points at entry target, which must hash to
 // slot. A prev carries its entry's fields for the finding.

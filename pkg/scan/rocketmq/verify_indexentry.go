@@ -148,11 +148,11 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry, slot int6
 			w.join.add(chainPair{target: p, source: n, slot: slot, kind: pairPrev, sub: int8(sub),
 				phy: e.PhyOffset, keyHash: e.KeyHash, timeDiff: e.TimeDiff, prev: e.PrevIndex})
 		}
-		if w.referenced.has(p) {
+		if w.referenced.Has(p) {
 			bad(CodeIndexBadChain, fmt.Sprintf("previous entry %d is already another entry's predecessor", p),
 				map[string]string{"single_parent": "fail"}, "", "")
 		}
-		w.referenced.set(p)
+		w.referenced.Add(p)
 	}
 	if w.last != nil && e.KeyHash >= 0 {
 		w.last[slot] = int32(n)
