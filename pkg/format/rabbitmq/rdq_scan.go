@@ -133,9 +133,6 @@ type ScanOptions struct {
 	// cleared first, so a caller that scans many times (harden's
 	// planner) saves the map's growth on each call. Nil: a map of its own.
 	Seen map[[16]byte]bool
-	// SizeHint is how many records the caller expects (the capacity of
-	// the result it starts with).
-	SizeHint int
 	// Buf, when not nil, is where the result goes (appended to Buf[:0]):
 	// a caller that scans many times reuses the storage of a result it
 	// no longer needs.
@@ -175,13 +172,7 @@ func ScanOptionsFor(major, minor, patch int) (gen int, o ScanOptions) {
 //	C. fewer than 8 bytes buffered: read more, at end of file return;
 //	D. otherwise advance one byte.
 func ScanData(b []byte, o ScanOptions) []ScanRecord {
-	var acc []ScanRecord
-	switch {
-	case o.Buf != nil:
-		acc = o.Buf[:0]
-	case o.SizeHint > 0:
-		acc = make([]ScanRecord, 0, o.SizeHint)
-	}
+	acc := o.Buf[:0]
 	seen := o.Seen
 	if seen == nil {
 		seen = map[[16]byte]bool{}

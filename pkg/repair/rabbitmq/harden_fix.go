@@ -9,10 +9,10 @@ package rabbitmq
 import (
 	"cmp"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strings"
 
+	"github.com/storectl/storectl/internal/bitset"
 	rscan "github.com/storectl/storectl/pkg/scan/rabbitmq"
 )
 
@@ -156,7 +156,7 @@ func better(a, b *models) bool {
 // unfixed turns a hazard left after the fixed point into its report.
 func (s *sim) unfixed(h simHazard, rounds int) UnfixedHazard {
 	u := UnfixedHazard{Path: s.path, Code: h.code, Offset: h.off, Versions: h.versions, Victims: []string{}, VictimCount: len(h.victims)}
-	name := func(v simRec) string { return fmt.Sprintf("%s@%d (%s)", hexID(v.id), v.off, v.status) }
+	name := func(v simRec) string { return recName(v) + " (" + v.status + ")" }
 	for _, v := range h.victims[:min(len(h.victims), rscan.InlineVictims)] {
 		u.Victims = append(u.Victims, name(v))
 	}
@@ -198,7 +198,7 @@ func (s *sim) unfixed(h simHazard, rounds int) UnfixedHazard {
 // million strings for one 16 MiB file of small messages, and harden of a
 // 64 MiB store took 886 MiB.
 type protectSet struct {
-	bits []uint64
+	bits bitset.Set
 	n    int
 	head []simRec
 	last simRec
@@ -212,12 +212,12 @@ func (s *sim) protect(g *simGap, v simRec) {
 	}
 	p := &g.prot
 	if p.bits == nil {
-		p.bits = make([]uint64, (len(s.orig)+63)/64)
+		p.bits = bitset.New(int64(len(s.orig)))
 	}
-	if p.bits[i/64]&(1<<(i%64)) != 0 {
+	if p.bits.Has(int64(i)) {
 		return
 	}
-	p.bits[i/64] |= 1 << (i % 64)
+	p.bits.Add(int64(i))
 	p.n++
 	if len(p.head) < rscan.InlineVictims {
 		p.head = append(p.head, v)
@@ -225,21 +225,18 @@ func (s *sim) protect(g *simGap, v simRec) {
 	p.last = v
 }
 
-// origIndex is the index in s.orig (in file order) of the record at off.
-func (s *sim) origIndex(off int64) (int, bool) {
-	i, ok := slices.BinarySearchFunc(s.orig, off, func(r simRec, off int64) int { return cmp.Compare(r.off, off) })
-	return i, ok
+// origIndex is the index in s.orig of the record at off.
+func (s *sim) origIndex(off int64) (int, bool) { return recIndex(s.orig, off) }
+
+// recIndex is the index in rs (in file order, one record per offset) of
+// the record at off.
+func recIndex(rs []simRec, off int64) (int, bool) {
+	return slices.BinarySearchFunc(rs, off, func(r simRec, off int64) int { return cmp.Compare(r.off, off) })
 }
 
 // each calls fn with every protected record, in file order.
 func (p *protectSet) each(orig []simRec, fn func(simRec)) {
-	for w, word := range p.bits {
-		for word != 0 {
-			k := bits.TrailingZeros64(word)
-			fn(orig[w*64+k])
-			word &= word - 1
-		}
-	}
+	p.bits.Each(func(i int64) { fn(orig[i]) })
 }
 
 func recName(v simRec) string { return fmt.Sprintf("%s@%d", hexID(v.id), v.off) }

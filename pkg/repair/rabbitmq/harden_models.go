@@ -1,10 +1,8 @@
 package rabbitmq
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/hex"
-	"slices"
 
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
@@ -106,11 +104,7 @@ func (s *sim) losses(m *models) {
 	if m.gen1Err != nil {
 		m.lost[modelGen1] += crashPenalty
 	}
-	g1 := make([]rfmt.ScanRecord, len(m.gen1.Records))
-	for i, r := range m.gen1.Records {
-		g1[i] = rfmt.ScanRecord{Offset: r.Offset, TotalSize: -1} // presence only
-	}
-	m.lost[modelGen1] += s.missing(g1, false, true)
+	m.lost[modelGen1] += s.missing(m.gen1.Records, false, true)
 	m.lost[modelGen2] += s.missing(m.gen2, false, false)
 	for i := range m.gen3 {
 		m.lost[modelGen3+i] += s.missing(m.gen3[i], true, false)
@@ -122,28 +116,11 @@ func (s *sim) losses(m *models) {
 
 // missing counts the original records (the live ones only, with live)
 // that got does not return at their offset with their size (anySize: at
-// their offset). The scanners return records in file order, so it is a
-// merge of two sorted lists; it falls back to a map where got is not
-// strictly increasing (for a later scanner model that might not be).
+// their offset): a merge, as the scanner models return records in file
+// order, each past the last (FuzzRDQ checks it), and s.orig is in file
+// order.
 func (s *sim) missing(got []rfmt.ScanRecord, live, anySize bool) int {
-	found := func(r simRec, size int64, ok bool) bool { return ok && (anySize || size == r.total) }
-	n := 0
-	if !slices.IsSortedFunc(got, func(a, b rfmt.ScanRecord) int { return cmp.Compare(a.Offset, b.Offset) }) || hasDupOffsets(got) {
-		at := make(map[int64]int64, len(got))
-		for _, r := range got {
-			at[r.Offset] = r.TotalSize
-		}
-		for _, r := range s.orig {
-			if live && !r.live() {
-				continue
-			}
-			if size, ok := at[r.off]; !found(r, size, ok) {
-				n++
-			}
-		}
-		return n
-	}
-	j := 0
+	n, j := 0, 0
 	for _, r := range s.orig {
 		for j < len(got) && got[j].Offset < r.off {
 			j++
@@ -151,23 +128,9 @@ func (s *sim) missing(got []rfmt.ScanRecord, live, anySize bool) int {
 		if live && !r.live() {
 			continue
 		}
-		ok := j < len(got) && got[j].Offset == r.off
-		var size int64
-		if ok {
-			size = got[j].TotalSize
-		}
-		if !found(r, size, ok) {
+		if j == len(got) || got[j].Offset != r.off || !anySize && got[j].TotalSize != r.total {
 			n++
 		}
 	}
 	return n
-}
-
-func hasDupOffsets(got []rfmt.ScanRecord) bool {
-	for i := 1; i < len(got); i++ {
-		if got[i].Offset == got[i-1].Offset {
-			return true
-		}
-	}
-	return false
 }

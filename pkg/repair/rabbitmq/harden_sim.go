@@ -94,6 +94,15 @@ type sim struct {
 	hr    []rscan.HazardRecord
 }
 
+// scanBuf is the storage for a model's records: old's, from a recycled
+// run, else new room for every record and dummy.
+func (s *sim) scanBuf(old []rfmt.ScanRecord) []rfmt.ScanRecord {
+	if old != nil {
+		return old
+	}
+	return make([]rfmt.ScanRecord, 0, len(s.orig)+len(s.gaps))
+}
+
 // recycle hands m's storage to the next run: m must not be used again
 // (its hazards point into its records).
 func (s *sim) recycle(m *models) {
@@ -110,11 +119,10 @@ func (s *sim) records(dst []simRec) []simRec {
 			dummies = append(dummies, simRec{off: g.Offset, total: g.Length, id: g.id, status: rscan.StatusUnreferenced, dummy: true})
 		}
 	}
-	byOff := func(a, b simRec) int { return cmp.Compare(a.off, b.off) }
-	slices.SortFunc(dummies, byOff)
-	// A merge: s.orig is in file order, and a dummy fills a gap, never
-	// where a record starts (a full sort per run was a tenth of harden's
-	// CPU).
+	slices.SortFunc(dummies, func(a, b simRec) int { return cmp.Compare(a.off, b.off) })
+	// A merge: s.orig is in file order (newSim), and a dummy fills a gap,
+	// never where a record starts (a full sort per run was a tenth of
+	// harden's CPU).
 	out := slices.Grow(dst[:0], len(s.orig)+len(dummies))
 	i := 0
 	for _, d := range dummies {
@@ -124,9 +132,7 @@ func (s *sim) records(dst []simRec) []simRec {
 		}
 		out = append(out, d)
 	}
-	out = append(out, s.orig[i:]...)
-	slices.SortStableFunc(out, byOff) // already in order: one pass
-	return out
+	return append(out, s.orig[i:]...)
 }
 
 // gapAt returns the index of the gap holding off (any fill but a dummy
@@ -166,7 +172,7 @@ func (s *sim) run() *models {
 	if s.seen == nil {
 		s.seen = make(map[[16]byte]bool, len(s.orig)+len(s.gaps))
 	}
-	m.gen2 = rfmt.ScanData(s.b, rfmt.ScanOptions{Seen: s.seen, SizeHint: len(s.orig) + len(s.gaps), Buf: old.gen2})
+	m.gen2 = rfmt.ScanData(s.b, rfmt.ScanOptions{Seen: s.seen, Buf: s.scanBuf(old.gen2)})
 	if s.liveIDs == nil {
 		s.liveIDs = map[[16]byte]int32{}
 		for _, r := range s.orig {
@@ -178,7 +184,7 @@ func (s *sim) run() *models {
 	located := make([]bool, len(s.liveIDs))
 	for i, o := range []rfmt.ScanOptions{{}, {LargeMessageShortcut: true}, {LargeMessageShortcut: true, OffByNineFix: true}} {
 		clear(located)
-		o.Seen, o.SizeHint, o.Buf = s.seen, len(s.orig)+len(s.gaps), old.gen3[i]
+		o.Seen, o.Buf = s.seen, s.scanBuf(old.gen3[i])
 		o.Valid = func(r rfmt.ScanRecord) rfmt.Validity {
 			if k, ok := s.liveIDs[r.MsgID]; ok && !located[k] {
 				located[k] = true
@@ -212,10 +218,8 @@ func (s *sim) hazards(recs []simRec) []simHazard {
 	for i, r := range recs {
 		hr[i] = rscan.HazardRecord{Offset: r.off, TotalSize: r.total, MsgID: r.id, Status: r.status}
 	}
-	// at is the index in recs (in file order, one record per offset) of
-	// the record at off.
 	at := func(off int64) int {
-		if i, ok := slices.BinarySearchFunc(recs, off, func(r simRec, off int64) int { return cmp.Compare(r.off, off) }); ok {
+		if i, ok := recIndex(recs, off); ok {
 			return i
 		}
 		return 0 // never: every victim is one of recs (the map this replaced gave 0 too)
