@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -357,31 +356,16 @@ func (w *Writer) sync(kind string) {
 }
 
 // Messages reads back what the export holds so far (resumed and added)
-// from its manifest: the writer keeps no message in memory (it did, 3 KiB
-// each with their properties: 573 MiB of RSS for a 64 MiB store of small
-// messages).
+// from its manifest (ReadMessages): the writer keeps no message in
+// memory (it did, 3 KiB each with their properties: 573 MiB of RSS for a
+// 64 MiB store of small messages).
 func (w *Writer) Messages() ([]Message, error) {
 	if w.man != nil {
 		if err := w.buf.Flush(); err != nil {
 			return nil, err
 		}
 	}
-	f, err := os.Open(filepath.Join(w.dir, MessagesFile))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Message
-	d := json.NewDecoder(bufio.NewReaderSize(f, 1<<16))
-	for {
-		var m Message
-		if err := d.Decode(&m); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return out, err
-		}
-		out = append(out, m)
-	}
+	return ReadMessages(w.dir)
 }
 
 // Close makes the export durable and marks it complete: the last batch of

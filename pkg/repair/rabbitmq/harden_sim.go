@@ -49,7 +49,7 @@ type simRec struct {
 func (r simRec) end() int64 { return r.off + r.total }
 
 func (r simRec) live() bool {
-	return r.status == rscan.StatusReferenced || r.status == rscan.StatusUnknown
+	return rscan.LiveStatus(r.status)
 }
 
 // simGap is a gap between records (never the tail) and its planned fill.

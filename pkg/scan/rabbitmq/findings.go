@@ -106,7 +106,7 @@ func recordFindings(out []scan.Finding, fs *FileScan, r *Record, ver brokerVersi
 	if r.BadBody {
 		f := base
 		f.Code, f.Severity = CodeBadBody, scan.Warning
-		if r.Status == StatusReferenced || r.Status == StatusUnknown {
+		if LiveStatus(r.Status) {
 			f.Severity = scan.Error
 		}
 		f.Evidence = map[string]string{"size": "pass", "fits": "pass", "marker": "pass", "etf-term": "fail"}
@@ -227,8 +227,7 @@ func hazardFinding(fs *FileScan, h *Hazard, ver brokerVersion) scan.Finding {
 	for k, v := range h.Details {
 		f.Details[k] = v
 	}
-	h.victimSummary(f.Details)
-	referenced := h.anyReferenced()
+	referenced := h.victimSummary(f.Details) > 0
 	if v, ok := h.firstVictim(); ok {
 		f.MsgID = v.MsgID()
 	}

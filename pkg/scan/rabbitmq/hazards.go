@@ -50,7 +50,7 @@ func (r *HazardRecord) victim() Victim {
 }
 
 // live reports whether a validating scanner accepts the record.
-func (r *HazardRecord) live() bool { return r.Status == StatusReferenced || r.Status == StatusUnknown }
+func (r *HazardRecord) live() bool { return LiveStatus(r.Status) }
 
 // FileHazards applies the hazard rules of RabbitMQ's scanner generations
 // to one .rdq file: b is the whole file, recs its real records in file

@@ -16,6 +16,12 @@ const (
 	StatusUnknown = "unknown"
 )
 
+// LiveStatus reports whether a record of this status is a message (a
+// queue references it, or whether one does cannot be told), not garbage
+// awaiting compaction or a later copy: what a validating scanner accepts
+// and what a misread loses.
+func LiveStatus(status string) bool { return status == StatusReferenced || status == StatusUnknown }
+
 // Record is one real record of an .rdq file: a frame with Size ≥ 18 that
 // fits in the file, ends in 0xFF and whose body is exactly one ETF term.
 type Record struct {

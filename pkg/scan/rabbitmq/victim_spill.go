@@ -146,9 +146,7 @@ func (h *Hazard) lastVictim() (Victim, bool) {
 	return Victim{}, false
 }
 
-// live reports whether a queue still references the victim (or its
-// status is unknown): a message, not garbage awaiting compaction.
-func (v Victim) live() bool { return v.Status == StatusReferenced || v.Status == StatusUnknown }
+func (v Victim) live() bool { return LiveStatus(v.Status) }
 
 // liveVictims counts the victims that are referenced or of unknown status.
 func (h *Hazard) liveVictims() int {
@@ -164,28 +162,27 @@ func (h *Hazard) liveVictims() int {
 	return n
 }
 
-// anyReferenced reports whether a victim is referenced or of unknown status.
-func (h *Hazard) anyReferenced() bool { return h.liveVictims() > 0 }
-
-// victimSummary puts what a finding says of the victims into d: their
-// count, how many of them a queue references (live_victim_count), the first InlineVictims of them (victims), the last one and the
+// victimSummary puts what a finding says of the victims into d and
+// returns how many of them are live: their count, how many of them a
+// queue references (live_victim_count), the first InlineVictims of them (victims), the last one and the
 // offsets of the first and last (docs/cli.md). The whole list is in the
 // record lines (--records: each victim's lost_by names the hazard), so a
 // finding's size does not grow with the file's records.
-func (h *Hazard) victimSummary(d map[string]any) {
-	n := h.VictimCount()
+func (h *Hazard) victimSummary(d map[string]any) (live int) {
+	n, live := h.VictimCount(), h.liveVictims()
 	d["victim_count"] = n
-	d["live_victim_count"] = h.liveVictims()
+	d["live_victim_count"] = live
 	d["victims"] = h.victimHead()
 	first, ok := h.firstVictim()
 	if !ok {
-		return
+		return live
 	}
 	last, _ := h.lastVictim()
 	d["victims_first_offset"], d["victims_last_offset"] = first.Offset, last.Offset
 	if n > InlineVictims {
 		d["last_victim"] = last
 	}
+	return live
 }
 
 // spillVictims moves the long victim lists of fs's hazards (all but

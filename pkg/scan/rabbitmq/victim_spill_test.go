@@ -66,14 +66,14 @@ func TestVictimSpillRoundTrip(t *testing.T) {
 		if string(a) != string(b) || la != lb {
 			t.Errorf("list %d: inline victims or last differ", i)
 		}
-		if h.VictimCount() != mem.VictimCount() || h.anyReferenced() != mem.anyReferenced() {
-			t.Errorf("list %d: count %d/%d referenced %v/%v", i, h.VictimCount(), mem.VictimCount(), h.anyReferenced(), mem.anyReferenced())
+		if h.VictimCount() != mem.VictimCount() || h.liveVictims() != mem.liveVictims() {
+			t.Errorf("list %d: count %d/%d live %d/%d", i, h.VictimCount(), mem.VictimCount(), h.liveVictims(), mem.liveVictims())
 		}
 		if f, _ := h.firstVictim(); f != lists[i][0] {
 			t.Errorf("list %d: first %+v", i, f)
 		}
 	}
-	if hs[0].anyReferenced() {
+	if hs[0].liveVictims() != 0 {
 		t.Error("list 0 has no referenced victim")
 	}
 }
