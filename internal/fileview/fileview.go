@@ -202,6 +202,7 @@ func (v *File) Whole() ([]byte, error) {
 		return v.View(0, int(min(v.size, MaxWindow)), 0)
 	}
 	v.track(0, v.size)
+	_ = unix.Madvise(v.probe, unix.MADV_HUGEPAGE) // see adviseSequential
 	populate(v.probe)
 	v.data, v.start = v.probe, 0
 	v.advance(0, v.size)
@@ -251,11 +252,11 @@ func (v *File) Slice(off int64, n int) ([]byte, error) {
 		// ahead (MADV_POPULATE_READ, 1,700 calls a GiB) on a warm 1 GiB
 		// DLedger scan, and on a cold one the kernel's readahead for a
 		// sequential mapping keeps the disk as busy (docs/performance.md).
-		_ = unix.Madvise(v.probe, unix.MADV_SEQUENTIAL)
+		adviseSequential(v.probe)
 		v.sliceSeq = true
 	}
 	v.sliceHi = max(v.sliceHi, end)
-	if d := (v.sliceHi - SliceBehind) / pageSize * pageSize; d >= v.sliceLow+StreamWindow {
+	if d := (v.sliceHi - SliceBehind) / maxFolio * maxFolio; d >= v.sliceLow+StreamWindow {
 		_ = unix.Madvise(v.probe[v.sliceLow:d], unix.MADV_DONTNEED)
 		if !v.KeepCache && v.cold != nil {
 			// From a folio before: the page cache drops only whole
@@ -304,15 +305,15 @@ func (v *File) Stream() (b []byte, reached func(off int64), err error) {
 	v.track(0, v.size)
 	v.data, v.start = v.probe, 0
 	v.advance(0, v.size)
-	_ = unix.Madvise(v.probe, unix.MADV_SEQUENTIAL)
+	adviseSequential(v.probe)
 	var dropTo, last int64
 	reached = func(off int64) {
 		off = min(max(off, 0), v.size)
 		if off < last { // a new pass
-			dropTo = off / pageSize * pageSize
+			dropTo = off / maxFolio * maxFolio
 		}
 		last = off
-		if d := (off - StreamWindow) / pageSize * pageSize; d > dropTo {
+		if d := (off - StreamWindow) / maxFolio * maxFolio; d > dropTo {
 			_ = unix.Madvise(v.probe[dropTo:d], unix.MADV_DONTNEED)
 			dropTo = d
 		}
@@ -348,6 +349,26 @@ func StreamFile(path string, fn func(b []byte, reached func(off int64)) error) (
 		return err
 	}
 	return fn(b, reached)
+}
+
+// adviseSequential tells the kernel that the mapping m is read front to
+// back (MADV_SEQUENTIAL: it reads ahead of the faults) and may be mapped
+// in huge pages (MADV_HUGEPAGE). The second matters on a cold cache: the
+// faults then read the file into 2 MiB folios, which one page-table entry
+// maps, where otherwise each fault maps at most 64 KiB (the kernel's fault
+// around) of small folios and the process stalls on every one. On Linux
+// 6.18 (THP "madvise"), cold 1 GiB stores, alternating runs: RabbitMQ
+// scan 1.29-1.52 -> 0.51-0.75 s wall (system CPU 0.67-0.80 -> 0.11-0.20 s),
+// RabbitMQ verify 1.23-1.49 -> 0.67-0.90 s, RocketMQ scan 0.55-0.66 ->
+// 0.45-0.53 s (cat of the same files 0.45-1.32 s). Pages already cached
+// keep their folios: a warm scan is unchanged. Where the kernel has no
+// huge pages the advice is refused and nothing changes. The page cache
+// and the files are the same either way; the drops behind the reader
+// (Slice, Stream) are at 2 MiB boundaries so that they do not split a
+// huge mapping.
+func adviseSequential(m []byte) {
+	_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
+	_ = unix.Madvise(m, unix.MADV_HUGEPAGE)
 }
 
 // populate reads the pages of m in (MADV_POPULATE_READ), or where the

@@ -605,3 +605,69 @@ func TestRelease(t *testing.T) {
 		t.Error("bytes before the new end differ")
 	}
 }
+
+// vmFlags returns the VmFlags of the mapping holding b (/proc/self/smaps).
+func vmFlags(t *testing.T, b []byte) []string {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		var lo, hi uint64
+		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
+		}
+	}
+	t.Fatal("mapping not found in /proc/self/smaps")
+	return nil
+}
+
+// TestSequentialAdvice: the mappings Slice, Stream and Whole read from
+// are advised sequential (Slice, Stream) and huge-page (all three, where
+// the kernel has transparent huge pages), so that a cold read comes in as
+// 2 MiB folios mapped by one entry each (adviseSequential).
+func TestSequentialAdvice(t *testing.T) {
+	probe := make([]byte, 4<<20)
+	unix.Madvise(probe, unix.MADV_NORMAL)
+	thp := unix.Madvise(probe, unix.MADV_HUGEPAGE) == nil
+	p, _ := tempFile(t, 8<<20)
+	for _, c := range []struct {
+		name string
+		seq  bool
+		read func(v *File) error
+	}{
+		{"Slice", true, func(v *File) error { _, err := v.Slice(0, 4096); return err }},
+		{"Stream", true, func(v *File) error { _, _, err := v.Stream(); return err }},
+		{"Whole", false, func(v *File) error { _, err := v.Whole(); return err }},
+	} {
+		v, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Mapped() {
+			v.Close()
+			t.Skip("the file can't be mapped here")
+		}
+		if err := c.read(v); err != nil {
+			t.Fatal(err)
+		}
+		flags := " " + strings.Join(vmFlags(t, v.probe), " ") + " "
+		if c.seq && !strings.Contains(flags, " sr ") {
+			t.Errorf("%s: mapping not advised sequential (VmFlags%s)", c.name, flags)
+		}
+		if thp && !strings.Contains(flags, " hg ") {
+			t.Errorf("%s: mapping not advised huge-page (VmFlags%s)", c.name, flags)
+		}
+		v.Close()
+	}
+	if !thp {
+		t.Log("no transparent huge pages here: only the sequential advice is checked")
+	}
+}
