@@ -8,9 +8,13 @@ package crc32x
 
 import "hash/crc32"
 
-// minFold is the shortest input folded with YMM registers: below it the
-// setup costs more than hash/crc32's loop.
-const minFold = 128
+// minFold is the shortest input folded with YMM registers (the fold's
+// first step loads 64 bytes). The fold takes a last partial block itself,
+// so from there on it beats hash/crc32, whose tail of up to 15 bytes goes
+// a byte at a time: 100 bytes 11.6 against 18.7 ns, 127 bytes 12.7
+// against 38.7, 150 bytes 12.0 against 23.5 (AMD EPYC with AVX-512
+// VPCLMULQDQ, BenchmarkChecksum).
+const minFold = 64
 
 // ChecksumIEEE is crc32.ChecksumIEEE(p).
 func ChecksumIEEE(p []byte) uint32 { return Update(0, p) }
@@ -18,9 +22,7 @@ func ChecksumIEEE(p []byte) uint32 { return Update(0, p) }
 // Update is crc32.Update(crc, crc32.IEEETable, p).
 func Update(crc uint32, p []byte) uint32 {
 	if haveFold && len(p) >= minFold && len(p) < foldMax {
-		n := len(p) &^ 15
-		crc = ^foldAVX2(^crc, p[:n])
-		p = p[n:]
+		return ^foldAVX2(^crc, p)
 	}
 	return crc32.Update(crc, crc32.IEEETable, p)
 }

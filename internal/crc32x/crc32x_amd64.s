@@ -28,14 +28,26 @@ DATA pmux<>+0(SB)/8, $0x1db710641
 DATA pmux<>+8(SB)/8, $0x1f7011641
 GLOBL pmux<>(SB), RODATA, $16
 
+// PSHUFB controls for the partial block: the 16 bytes from offset r
+// (1-15) move byte i to i+16-r (0x8n: a zero byte); XORed with topx they
+// move byte i+r to i and flag the top r bytes for PBLENDVB.
+DATA shufx<>+0(SB)/8, $0x8786858483828100
+DATA shufx<>+8(SB)/8, $0x8f8e8d8c8b8a8988
+DATA shufx<>+16(SB)/8, $0x0706050403020100
+DATA shufx<>+24(SB)/8, $0x000e0d0c0b0a0908
+GLOBL shufx<>(SB), RODATA, $32
+DATA topx<>+0(SB)/8, $0x8080808080808080
+DATA topx<>+8(SB)/8, $0x8080808080808080
+GLOBL topx<>(SB), RODATA, $16
+
 // func foldAVX2(state uint32, p []byte) uint32
 //
-// len(p) is at least 64 and a multiple of 16. state (the raw CRC state,
+// len(p) is at least 64. state (the raw CRC state,
 // that is the inverted CRC) is merged into the first 4 bytes; every 64
 // bytes are folded into two YMM accumulators (four 128-bit lanes, as
 // hash/crc32's four XMM lanes, two per VPCLMULQDQ); the four lanes are
-// folded into one, then each 16 bytes left, and the 128 bits are reduced
-// to the raw CRC state after p.
+// folded into one, then each 16 bytes left and the last 1-15 bytes, and
+// the 128 bits are reduced to the raw CRC state after p.
 TEXT ·foldAVX2(SB), NOSPLIT, $0-36
 	MOVL    state+0(FP), AX
 	VMOVD   AX, X0 // VEX: zeroes the rest of Y0
@@ -95,7 +107,7 @@ fold4:
 
 	// Each 16 bytes left.
 	CMPQ CX, $16
-	JB   reduce
+	JB   partial
 
 fold16:
 	MOVOU     (SI), X10
@@ -108,6 +120,33 @@ fold16:
 	SUBQ      $16, CX
 	CMPQ      CX, $16
 	JAE       fold16
+
+	// The last 1-15 bytes (CX), if any, as a partial block: the state's
+	// 128 bits S and the r tail bytes are the r-byte head S[0:r] (a block
+	// of leading zeros and S[0:r], which has the same value) and the
+	// block S[r:16] || tail, so the head is folded 128 bits forward onto
+	// that block (the partial-block step of Intel's reflected CRC folding,
+	// as in ISA-L's crc32_gzip_refl_by8).
+partial:
+	TESTQ CX, CX
+	JZ    reduce
+
+	MOVOU    -16(SI)(CX*1), X11 // the last 16 bytes of p: the tail on top
+	LEAQ     shufx<>(SB), AX
+	MOVOU    (AX)(CX*1), X12    // bytes 16-r..15 take S[0..r-1], the rest 0
+	MOVOA    X1, X13
+	PSHUFB   X12, X1            // X1: the head block
+	MOVOU    topx<>(SB), X14
+	PXOR     X14, X12           // bytes 0..15-r take S[r..15]; top r flagged
+	PSHUFB   X12, X13
+	MOVOA    X12, X0
+	PBLENDVB X0, X11, X13       // X13: S[r:16] || tail
+	MOVOU    r4r3x<>+0(SB), X0
+	MOVOA    X1, X5
+	PCLMULQDQ $0, X0, X1
+	PCLMULQDQ $0x11, X0, X5
+	PXOR     X5, X1
+	PXOR     X13, X1
 
 reduce:
 	// 128 -> 96 bits: the low 64 bits times x^64 mod P (r4r3's upper

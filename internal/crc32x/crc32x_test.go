@@ -71,7 +71,7 @@ func FuzzUpdate(f *testing.F) {
 }
 
 func BenchmarkChecksum(b *testing.B) {
-	for _, n := range []int{64, 128, 256, 512, 4 << 10, 64 << 10} {
+	for _, n := range []int{64, 100, 127, 128, 150, 200, 256, 512, 4 << 10, 64 << 10} {
 		p := make([]byte, n)
 		b.Run("crc32x/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
@@ -79,6 +79,14 @@ func BenchmarkChecksum(b *testing.B) {
 				ChecksumIEEE(p)
 			}
 		})
+		if haveFold && n >= 64 {
+			b.Run("fold/"+strconv.Itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for b.Loop() {
+					foldAVX2(0, p)
+				}
+			})
+		}
 		b.Run("stdlib/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
@@ -89,8 +97,9 @@ func BenchmarkChecksum(b *testing.B) {
 }
 
 // TestFoldWholeRange runs the YMM fold itself on lengths Update leaves to
-// hash/crc32 on this CPU (from foldMax on), so the fold stays tested on
-// every host that has it.
+// hash/crc32 on this CPU (below minFold, from foldMax on), with and without
+// a partial last block, so the fold stays tested on every host that has
+// it.
 func TestFoldWholeRange(t *testing.T) {
 	if !haveFold {
 		t.Skip("no YMM folding on this CPU")
@@ -100,7 +109,7 @@ func TestFoldWholeRange(t *testing.T) {
 	for i := range buf {
 		buf[i] = byte(r.Uint32())
 	}
-	for _, n := range []int{minFold, 1008, 1024, 1040, 4096, 65536, 256 << 10} {
+	for _, n := range []int{64, 65, 79, minFold, 129, 143, 1008, 1023, 1024, 1031, 1040, 4095, 4096, 65536 + 7, 256 << 10} {
 		crc := r.Uint32()
 		if got, want := ^foldAVX2(^crc, buf[:n]), crc32.Update(crc, crc32.IEEETable, buf[:n]); got != want {
 			t.Fatalf("fold of %d bytes: %#x, want %#x", n, got, want)
