@@ -8,16 +8,17 @@
 # scan, scan --jobs 1, verify and, for RocketMQ and RabbitMQ classic
 # queues, rebuild-index (dry run),
 # each as a whole process: wall time from the clock, CPU seconds and peak
-# RSS from /usr/bin/time. Warm rows read the files' data once first
-# (internal/cmd/pagecache -warm: holes are skipped); cold rows
-# evict the store's files from the page cache before every run. A store
-# with cold rows is also evicted before each warm run, then read back:
-# storectl's cold reads leave the files in 2 MiB page-cache folios
-# (fileview's MADV_HUGEPAGE), which make a later warm scan cheaper than
-# what read() leaves, so without this a warm row would measure whichever
-# cold row ran before it (the warm rows of round 2 on, in 2026-12-06's
-# runs: RabbitMQ scan 0.31 -> 0.21 CPU s). Warm here means in the page
-# cache as read() leaves it
+# RSS from /usr/bin/time. Before every warm run the store's files are
+# evicted from the page cache and read back front to back
+# (internal/cmd/pagecache -evict, then -warm, 1 MiB reads; holes are
+# skipped), so warm means what a sequential read leaves in the cache,
+# the same before every run: the page cache's folio sizes decide what a
+# mapped read costs (on Linux 6.18, the 1 GiB DLedger scan took 0.49-0.57
+# CPU s in the small folios genstore's writes and the host's evictions
+# left, 0.33-0.43 after a sequential read), and storectl's own cold reads
+# leave 2 MiB folios (fileview's MADV_HUGEPAGE) that would make a warm
+# row after a cold one cheaper still (RabbitMQ scan 0.31 -> 0.21 CPU s).
+# Cold rows evict the store's files before every run
 # (internal/cmd/pagecache -evict, posix_fadvise DONTNEED; with BENCH_DROP_CACHES=1
 # and the right to, echo 3 > /proc/sys/vm/drop_caches instead, which drops
 # every tenant's cache too).
@@ -287,8 +288,8 @@ one_run() {
 	if [ "$cold" = 1 ]; then
 		chill "$ALLF"
 	else
-		# A store with cold rows: the same page cache whatever ran before.
-		[ "${RESET:-0}" = 1 ] && chill "$ALLF"
+		# The same page cache whatever ran before (see the top).
+		chill "$ALLF"
 		warm "$ALLF"
 	fi
 	rc=0
@@ -373,7 +374,7 @@ for group in "${groups[@]}"; do
 	for ((round = 0; round < REPS; round++)); do
 		for def in "${members[@]}"; do
 			IFS='|' read -r name g kind size flags cold <<<"$def"
-			t=${TARGET[$name]} ALLF=${ALL[$name]} RESET=$cold
+			t=${TARGET[$name]} ALLF=${ALL[$name]}
 			for c in 0 $([ "$cold" = 1 ] && echo 1); do
 				sfx=$([ "$c" = 1 ] && echo -cold || true)
 				one_run "$name|cat$sfx" "$c" sh -c 'xargs -0 cat <"$1" >/dev/null' sh "${FILES[$name]}"
@@ -406,7 +407,7 @@ for group in "${groups[@]}"; do
 done
 
 echo
-echo "storectl bench-cli: $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg), $(uname -sr), $("$GO" env GOVERSION), best of $REPS; cold: $cold_how"
+echo "storectl bench-cli: $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg), $(uname -sr), $("$GO" env GOVERSION), best of $REPS; warm: evicted, then read back before each run; cold: $cold_how"
 [ -n "${BENCH_RESULTS:-}" ] && cp "$RESULTS" "$BENCH_RESULTS" && cp "$OUTPUTS" "$BENCH_RESULTS.output"
 report
 if [ "$harness_error" -ne 0 ]; then
