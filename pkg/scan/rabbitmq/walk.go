@@ -31,12 +31,20 @@ const minFrame = rfmt.RDQSizeFieldLen + rfmt.RDQMinStrictSize + 1
 // and, the slice being of pointers, ran the write barriers of every copy.
 // A walk cut short by a fault (a file that shrank: fileview.Guard) still
 // makes the Records it found.
-func walk(b []byte, fs *FileScan, reached func(off int64)) {
+func walk(b []byte, fs *FileScan, reached func(off int64)) { walkCounted(b, fs, reached, nil) }
+
+// walkCounted is walk that keeps *found, when found is not nil, at the
+// number of records found so far (what reached may look at).
+func walkCounted(b []byte, fs *FileScan, reached func(off int64), found *int) {
 	log := walkLogs.get()
 	defer func() {
 		fs.Records = appendRecords(fs.Records, fs, log)
 		walkLogs.put(log)
 	}()
+	var n int
+	if found == nil {
+		found = &n
+	}
 	walkFrames(b, fs, reached, func(p int, total int64, bad bool) {
 		e := walkEntry{off: int64(p), total: total, bad: bad}
 		if !bad {
@@ -44,6 +52,7 @@ func walk(b []byte, fs *FileScan, reached func(off int64)) {
 		}
 		copy(e.id[:], b[p+rfmt.RDQSizeFieldLen:])
 		log = append(log, e)
+		*found = len(log)
 	})
 }
 
