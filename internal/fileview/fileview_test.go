@@ -361,6 +361,15 @@ func TestCachedPages(t *testing.T) {
 // (/proc/self/smaps).
 func mappedRss(t *testing.T, b []byte) int64 {
 	t.Helper()
+	var kb int64
+	fmt.Sscanf(smapsField(t, b, "Rss:"), "%d", &kb)
+	return kb
+}
+
+// smapsField returns what follows name on the line of /proc/self/smaps
+// that names it in the entry of the mapping holding b.
+func smapsField(t *testing.T, b []byte, name string) string {
+	t.Helper()
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Skipf("no /proc/self/smaps: %v", err)
@@ -373,14 +382,12 @@ func mappedRss(t *testing.T, b []byte) int64 {
 			in = lo <= addr && addr < hi
 			continue
 		}
-		var kb int64
-		if in && strings.HasPrefix(line, "Rss:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "Rss:"), "%d", &kb)
-			return kb
+		if in && strings.HasPrefix(line, name) {
+			return strings.TrimPrefix(line, name)
 		}
 	}
-	t.Fatal("mapping not found in /proc/self/smaps")
-	return 0
+	t.Fatalf("no %s of the mapping in /proc/self/smaps", name)
+	return ""
 }
 
 // TestStream reads a 16 MiB file through Stream in two passes and checks
@@ -609,24 +616,7 @@ func TestRelease(t *testing.T) {
 // vmFlags returns the VmFlags of the mapping holding b (/proc/self/smaps).
 func vmFlags(t *testing.T, b []byte) []string {
 	t.Helper()
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
-	}
-	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
-	in := false
-	for _, line := range strings.Split(string(smaps), "\n") {
-		var lo, hi uint64
-		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
-			in = lo <= addr && addr < hi
-			continue
-		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
-		}
-	}
-	t.Fatal("mapping not found in /proc/self/smaps")
-	return nil
+	return strings.Fields(smapsField(t, b, "VmFlags:"))
 }
 
 // TestSequentialAdvice: the mappings Slice, Stream and Whole read from
