@@ -6,11 +6,13 @@ import (
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 )
 
-// startProfiles starts the developer profiles named by STORECTL_CPUPROFILE
-// and STORECTL_MEMPROFILE (files written at exit; see `make bench` and
+// startProfiles starts the developer profiles named by STORECTL_CPUPROFILE,
+// STORECTL_TRACE (runtime/trace: which goroutine ran when) and
+// STORECTL_MEMPROFILE (files written at exit; see `make bench` and
 // README "Speed"). They are environment-only so they never show in --help:
 // operators have no use for them, and they cost nothing when unset.
 // The returned function stops the CPU profile and writes the heap profile.
@@ -22,6 +24,14 @@ func startProfiles(getenv func(string) string) func() {
 			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 		} else {
 			fmt.Fprintf(os.Stderr, "storectl: STORECTL_CPUPROFILE: cannot profile to %s\n", path)
+		}
+	}
+	if path := getenv("STORECTL_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && trace.Start(f) == nil {
+			stops = append(stops, func() { trace.Stop(); f.Close() })
+		} else {
+			fmt.Fprintf(os.Stderr, "storectl: STORECTL_TRACE: cannot trace to %s\n", path)
 		}
 	}
 	if path := getenv("STORECTL_MEMPROFILE"); path != "" {
