@@ -60,6 +60,11 @@ type scanner struct {
 	// tapTail: the prepass tap collects the re-puts of the files readTail
 	// would read (Prepass.Begin planned them), so readTail does not.
 	tapTail bool
+	cqCh    chan *timerCQ // cqAhead's result, for predict (nil: predict reads it)
+	// kept: the targets the prepass tap kept, by step (keptTarget);
+	// keptUsed counts those used.
+	kept     map[int64]*target
+	keptUsed int
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the

@@ -213,6 +213,7 @@ func (p *Prepass) Begin(ctx context.Context, cfg Config, opts scan.Options) {
 		if pl := e.s.planTail(); pl != nil && pl.maxSize == p.tapMaxSize() {
 			p.tail, e.s.tapTail = pl, true
 		}
+		p.captureFrom(e.s.keepFrom(), e.s.cfg.PrecisionMs, e.s.cfg.PendingCache)
 	}
 	go func() {
 		defer close(e.done)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,14 @@ import (
 // the tap collected the commitlog's tail for it, and its spans hold every
 // unit it walked.
 func scanOverlapped(t *testing.T, store string, cfg Config) *scan.Result {
+	t.Helper()
+	res, _ := scanOverlappedBy(t, store, cfg)
+	return res
+}
+
+// scanOverlappedBy is scanOverlapped, also returning the scanner that
+// finished the walk.
+func scanOverlappedBy(t *testing.T, store string, cfg Config) (*scan.Result, *scanner) {
 	t.Helper()
 	ctx := context.Background()
 	pre, err := Prepare(ctx, store)
@@ -62,7 +71,7 @@ func scanOverlapped(t *testing.T, store string, cfg Config) *scan.Result {
 	if n != e.s.units {
 		t.Errorf("the spans hold %d units, the walk walked %d", n, e.s.units)
 	}
-	return res
+	return res, e.s
 }
 
 func sameJSON(t *testing.T, what string, want, got *scan.Result) {
@@ -268,5 +277,38 @@ func TestOverlapTapTail(t *testing.T) {
 			}
 			sameJSON(t, "the scan with the tail "+c.name, want, got)
 		})
+	}
+}
+
+// TestTapKeepsTargets: the prepass tap keeps the targets of the marked
+// units Scan keeps the ids of (pending, expired; Prepass.captureFrom), so
+// checkTargets does not look their records up again, and the result is
+// the sequential Scan's; with fewer kept than those units (PendingCache
+// bounds them) the rest are looked up, with the same result.
+func TestTapKeepsTargets(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		ds    string
+		nowMs int64
+	}{{"t1-clean", 1796163834084}, {"t2-kill", 1796163902000}, {"t3-cltrunc", 1796163964732},
+		{"t1-clean", 1796163774000 + 8*86400_000}} { // every unit expired
+		for _, pc := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%s@%d/cache%d", c.ds, c.nowMs, pc), func(t *testing.T) {
+				store := fixture(t, c.ds)
+				cfg := Config{Now: time.UnixMilli(c.nowMs), PendingCache: pc}
+				want, err := Scan(ctx, Config{Root: store, RecoveryEnd: -1, Now: cfg.Now, PendingCache: pc}, scan.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, s := scanOverlappedBy(t, store, cfg)
+				sameJSON(t, "the timer scan with the tap's targets", want, got)
+				if s.keptUsed == 0 {
+					t.Error("checkTargets used none of the tap's targets")
+				}
+				if len(s.kept) > s.cfg.PendingCache {
+					t.Errorf("the tap kept %d targets, more than the %d it may", len(s.kept), s.cfg.PendingCache)
+				}
+			})
+		}
 	}
 }

@@ -82,7 +82,8 @@ func (s *scanner) predict(ctx context.Context) error {
 	if len(s.files) > 0 {
 		rc.BeginOffset = s.files[s.beginFile].base
 	}
-	q, err := cqueue.Open(s.cfg.Root, Topic, 0)
+	c := s.timerCQ()
+	q, err := c.q, c.err
 	if errors.Is(err, cqueue.ErrRocksDB) {
 		// The timer topic's queue is in the RocksDB consume queue, which
 		// storectl does not read: no clamp to its range, no re-enqueue.
@@ -95,7 +96,7 @@ func (s *scanner) predict(ctx context.Context) error {
 	defer q.Close()
 	haveCQ := len(q.Files) > 0
 	if haveCQ {
-		if rc.TimerCQMin, rc.TimerCQMax, err = q.Recovered(s.end); err != nil {
+		if rc.TimerCQMin, rc.TimerCQMax, err = c.min, c.max, c.rerr; err != nil {
 			return err
 		}
 	}

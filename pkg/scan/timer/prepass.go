@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"math"
 	"math/bits"
 	"path/filepath"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/storectl/storectl/internal/storefile"
@@ -53,6 +55,23 @@ type Prepass struct {
 	// its default) of the commitlog scan that calls Tap: the tap's
 	// records stand for readTail's only when the two walks agree on it.
 	TapMaxSize int
+
+	// The targets the tap keeps (captureFrom): of a marked unit whose
+	// slot time is at or after keepFrom (the units Scan keeps the ids of:
+	// pending and expired), at most keepMax of them.
+	keepFrom, precision int64
+	keepMax             int
+	kept                atomic.Int64
+	keptMu              sync.Mutex
+	cursors             []*preCursor // every Tap's, for keptTargets
+}
+
+// keptTarget is the target of the unit at step k, as the tap resolved it
+// from the record the commitlog scan read: what Scan's own lookup
+// (target(u, true)) finds there, when the recovery end does not decide.
+type keptTarget struct {
+	k int64
+	t target
 }
 
 // tapMaxSize is TapMaxSize as the commitlog scan applies it.
@@ -87,7 +106,7 @@ const maxTargetSize = rmq.DefaultMaxRecordSize
 // in each file: up to its first BLANK, zeros or rejected unit) and indexes
 // them for Tap. A root without timerlog/ gives an empty Prepass.
 func Prepare(ctx context.Context, root string) (*Prepass, error) {
-	p := &Prepass{}
+	p := &Prepass{keepFrom: math.MaxInt64, precision: 1}
 	dir := filepath.Join(root, LogDir)
 	files, err := scan.OffsetFiles(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -176,6 +195,9 @@ func (p *Prepass) Tap(i int, base int64) func(m *rmq.Message, phy int64) {
 	if ci := sort.Search(len(p.maxHi), func(k int) bool { return p.maxHi[k] >= base }); ci < len(p.chunks) {
 		c = &preCursor{p: p, ci: ci - 1, rv: newResolver()}
 		c.advance()
+		p.keptMu.Lock()
+		p.cursors = append(p.cursors, c)
+		p.keptMu.Unlock()
 	}
 	t := p.tail.collect(base)
 	switch {
@@ -195,14 +217,15 @@ func (p *Prepass) Tap(i int, base int64) func(m *rmq.Message, phy int64) {
 // preCursor walks the units of the chunks from one start on, in
 // timerlog order, against the records of one commitlog file.
 type preCursor struct {
-	p   *Prepass
-	rv  *resolver
-	ci  int // current chunk
-	buf []byte
-	k   int // next unit in buf
-	u   ftimer.Unit
-	k64 int64 // u's step index
-	ok  bool  // u is a unit to match
+	p    *Prepass
+	rv   *resolver
+	kept []keptTarget // the targets it resolved (captureFrom)
+	ci   int          // current chunk
+	buf  []byte
+	k    int // next unit in buf
+	u    ftimer.Unit
+	k64  int64 // u's step index
+	ok   bool  // u is a unit to match
 }
 
 // record takes the record at phy: it passes the units that point before
@@ -215,6 +238,9 @@ func (c *preCursor) record(m *rmq.Message, phy int64) {
 		if !m.IsBlank() && m.PhysicalOffset == phy && m.TotalSize <= maxTargetSize && int(m.TotalSize) == len(m.Raw) {
 			if c.rv.checksOut(&c.u, m) {
 				c.p.mark(c.k64)
+				if c.u.DeliverMs()/c.p.precision*c.p.precision >= c.p.keepFrom && c.p.kept.Add(1) <= int64(c.p.keepMax) {
+					c.kept = append(c.kept, keptTarget{c.k64, c.rv.resolve(&c.u, m, nil, true)})
+				}
 			}
 		}
 		c.advance()
@@ -322,4 +348,38 @@ func (p *Prepass) Marked() (marked int64, units int) {
 		marked += int64(bits.OnesCount64(p.marks[i].Load()))
 	}
 	return marked, p.units
+}
+
+// captureFrom has the tap keep the targets of the marked units whose slot
+// time is at or after fromMs (at most max of them): Scan needs the ids of
+// those units (pending, expired) whatever the tap found, and would look
+// each record up again in the commitlog; the tap has it decoded already.
+// Begin calls it, from the checkpoint, before the commitlog scan.
+func (p *Prepass) captureFrom(fromMs, precisionMs int64, max int) {
+	p.keepFrom, p.precision, p.keepMax = fromMs, precisionMs, max
+}
+
+// keptTargets are the targets the tap kept, by step (nil: none), once
+// the commitlog scan that called Tap is done.
+func (p *Prepass) keptTargets() map[int64]*target {
+	if p == nil {
+		return nil
+	}
+	p.keptMu.Lock()
+	defer p.keptMu.Unlock()
+	n := 0
+	for _, c := range p.cursors {
+		n += len(c.kept)
+	}
+	if n == 0 {
+		return nil
+	}
+	m := make(map[int64]*target, n)
+	for _, c := range p.cursors {
+		for i := range c.kept {
+			m[c.kept[i].k] = &c.kept[i].t
+		}
+	}
+	p.cursors = nil // and their read buffers
+	return m
 }

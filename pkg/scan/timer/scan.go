@@ -129,11 +129,16 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	if s.own != nil {
 		defer s.own.Close()
 	}
+	if e != nil && s.pre != nil {
+		s.kept = s.pre.keptTargets() // the tap's, for the targets checkTargets looks up
+	}
 	if e == nil {
 		if err := s.run(ctx, s.framesSteps()); err != nil {
 			return s.res, err
 		}
 	}
+	s.cqAhead()
+	defer s.closeCQ()
 	if err := s.run(ctx, s.targetSteps()); err != nil {
 		return s.res, err
 	}

@@ -316,6 +316,16 @@ func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) 
 	}
 }
 
+// keepFrom is the lowest slot time keep is true for (without Records):
+// the checkpoint's read time, or the read time when there is no
+// checkpoint.
+func (s *scanner) keepFrom() int64 {
+	if f := s.readTime(); !s.cpPresent || f < s.cp.LastReadTimeMs {
+		return f
+	}
+	return s.cp.LastReadTimeMs
+}
+
 // keep reports whether a unit of slot time st needs its target whatever
 // the prepass found: it is pending or expired (its ids are kept), or
 // every unit goes to the Records callback.
@@ -334,7 +344,7 @@ func (s *scanner) unitTarget(f *logFile, pos int64, u *ftimer.Unit) {
 			return // the commitlog scan found its target to check out, and nothing else needs it
 		}
 	}
-	t := s.target(u, keep)
+	t := s.keptTarget(u, keep)
 	if !s.clean(u, &t) {
 		if !t.full {
 			t = s.target(u, true)
@@ -437,6 +447,21 @@ func (s *scanner) target(u *ftimer.Unit, full bool) target {
 	}
 	m, err := s.cl.RecordAt(u.OffsetPy)
 	return s.rv.resolve(u, &m, err, full)
+}
+
+// keptTarget is target(u, full) for the unit u of the timerlog: the one
+// the prepass tap kept for it (Prepass.captureFrom) when the recovery end
+// does not decide it, else looked up.
+func (s *scanner) keptTarget(u *ftimer.Unit, full bool) target {
+	if full && s.kept != nil && s.pre != nil && s.cl != nil {
+		if kt, ok := s.kept[s.pre.step(u.Offset)]; ok {
+			if _, decided := s.endTarget(u); !decided {
+				s.keptUsed++
+				return *kt
+			}
+		}
+	}
+	return s.target(u, full)
 }
 
 // endTarget is the target of a unit that the commitlog's recovery end
