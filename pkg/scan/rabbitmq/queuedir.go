@@ -135,6 +135,11 @@ type dirReader struct {
 	// refFn, when set (ReadVHostQueuesRefsFunc), is handed the references
 	// instead of Refs keeping them.
 	refFn func(*QueueDir, []QueueRef)
+	// qiBuf is what each .qi is read into (nothing decoded from it aliases
+	// it past readQISegment); segOut, with seg, what each segment's entries
+	// are built in (seg does not keep them).
+	qiBuf  []byte
+	segOut []QueueEntry
 }
 
 // HasRefs reports whether the queue holds a reference to the shared
@@ -194,12 +199,18 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 	}
 	q := &QueueDir{Dir: dir, Hash: filepath.Base(dir),
 		dirReader: &dirReader{refsOnly: refsOnly, seg: seg, refFn: refFn, binaryIDs: binaryIDs}}
-	var sc *dirScratch
-	if refFn != nil {
-		// A segment's decoded entries and references are handed over and
-		// forgotten: decode into recycled scratch (dirScratches).
-		sc = dirScratches.Get().(*dirScratch)
-		q.qiScratch.Records, q.qiScratch.WalkerRefs, q.Refs = sc.records, sc.walkerRefs, sc.refs
+	// A segment's decoded records, its .qi bytes and (handed over a
+	// segment at a time) its entries are forgotten before the next one is
+	// read: decode into recycled scratch (dirScratches), in every mode.
+	// So are the references when they are handed over (refFn) or not
+	// returned at all (seg).
+	sc := dirScratches.Get().(*dirScratch)
+	q.qiScratch.Records, q.qiScratch.WalkerRefs, q.qiBuf = sc.records, sc.walkerRefs, sc.qi
+	if refFn != nil || seg != nil {
+		q.Refs = sc.refs
+	}
+	if seg != nil {
+		q.segOut = sc.entries
 	}
 	var qi, qs, idx []uint64
 	hasJournal := false
@@ -246,6 +257,7 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		q.Entries = queuedirMerge(v2, v1)
 	}
 	if stream != nil {
+		sc.refs = clearAll(q.Refs)
 		q.Refs = nil
 	}
 	if q.refFn != nil {
@@ -253,11 +265,12 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 			q.handed += len(q.Refs)
 			q.refFn(q, q.Refs)
 		}
-		*sc = dirScratch{records: clearAll(q.qiScratch.Records), walkerRefs: clearAll(q.qiScratch.WalkerRefs),
-			refs: clearAll(q.Refs)}
-		dirScratches.Put(sc)
+		sc.refs = clearAll(q.Refs)
 		q.Refs, q.refFn = nil, nil
 	}
+	sc.records, sc.walkerRefs = clearAll(q.qiScratch.Records), clearAll(q.qiScratch.WalkerRefs)
+	sc.qi, sc.entries = q.qiBuf[:0], clearAll(q.segOut)
+	dirScratches.Put(sc)
 	q.dirReader = nil // a vhost can have thousands of queue dirs: keep none of it
 	return q, nil
 }
@@ -287,12 +300,16 @@ func (q *QueueDir) read(name string) (b []byte, ok bool, err error) {
 	return q.readInto(name, nil)
 }
 
-// dirScratch is what reading one queue dir's references decodes into,
-// kept between dirs (dirScratches): a 4096-entry segment's records and
-// references are 1.5 MB, and a vhost has a dir per queue.
+// dirScratch is what reading one queue dir decodes into, kept between
+// dirs (dirScratches): a 4096-entry segment's records and references are
+// 1.5 MB, its .qi 128 KiB and its entries 0.7 MB, and a vhost has a dir
+// per queue (verify reads each dir two or three times; a new buffer per
+// segment was most of the garbage its reads made).
 type dirScratch struct {
 	records, walkerRefs []rfmt.QIRecord
 	refs                []QueueRef
+	qi                  []byte
+	entries             []QueueEntry
 }
 
 var dirScratches = sync.Pool{New: func() any { return new(dirScratch) }}
@@ -305,10 +322,10 @@ func clearAll[T any](s []T) []T {
 	return s[:0]
 }
 
-// segBufs recycles the buffers ReadVHostQueuesRefs reads .qi and .qs
-// segments into. A 4 GiB store's queues have hundreds of 128 KiB
-// segments, and a new buffer for each was most of the garbage reading the
-// indexes made: the collector ran every few ms and the heap's high-water
+// segBufs recycles the buffers ReadVHostQueuesRefs reads .qs segments
+// into (a .qi goes to its dir's scratch, dirScratch.qi). A 4 GiB store's
+// queues have hundreds of 128 KiB segments, and a new buffer for each was
+// most of the garbage reading the indexes made: the collector ran every few ms and the heap's high-water
 // mark, which stays resident for the rest of the scan, followed its pace.
 var segBufs = sync.Pool{New: func() any { return new([]byte) }}
 

@@ -60,22 +60,26 @@ func (q *QueueDir) handSegment(es []QueueEntry) error {
 		q.segMax, q.segAny = es[len(es)-1].SeqID, true
 	}
 	q.Refs = q.Refs[:0]
+	if cap(es) > 0 {
+		q.segOut = es[:0] // the next segment's entries are built here
+	}
 	return q.seg(q, es)
 }
 
 func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 	name := strconv.FormatUint(seg, 10) + ".qi"
 	path := filepath.Join(q.Dir, name)
-	var qiBuf, qsBuf *[]byte // nil: read into new buffers
+	var qsBuf *[]byte // nil: read into a new buffer
 	if q.refsOnly {
-		// Nothing kept aliases the files' bytes: read them into recycled
-		// buffers, given back on return. (A kept entry's Body aliases its
+		// Nothing kept aliases the .qs bytes: read them into a recycled
+		// buffer, given back on return. (A kept entry's Body aliases its
 		// .qs, so the other modes do not.)
-		qiBuf, qsBuf = segBufs.Get().(*[]byte), segBufs.Get().(*[]byte)
-		defer segBufs.Put(qiBuf)
+		qsBuf = segBufs.Get().(*[]byte)
 		defer segBufs.Put(qsBuf)
 	}
-	b, ok, err := q.readInto(name, qiBuf)
+	// Nothing aliases the .qi bytes past this call (the records' Raw are
+	// decoded into entries that do not keep it): the dir's one buffer.
+	b, ok, err := q.readInto(name, &q.qiBuf)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -137,7 +141,15 @@ func (q *QueueDir) readQISegment(seg uint64, hasQS bool) ([]QueueEntry, error) {
 		}
 		return nil, nil
 	}
-	out := make([]QueueEntry, 0, len(f.Records))
+	var out []QueueEntry
+	if q.seg != nil {
+		// Handed over and forgotten (handSegment) before the next
+		// segment is read: built in the dir's one slice.
+		out = q.segOut[:0]
+	}
+	if cap(out) < len(f.Records) {
+		out = make([]QueueEntry, 0, len(f.Records))
+	}
 	refs := slotHex{refs: q.Refs[first:]}
 	for _, r := range f.Records {
 		e := QueueEntry{SeqID: base + uint64(r.Slot), Persistent: r.Persistent, Size: r.Size,
