@@ -65,6 +65,7 @@ type scanner struct {
 	// keptUsed counts those used.
 	kept     map[int64]*target
 	keptUsed int
+	dq       dequeueScratch // dequeueSlot's
 }
 
 // expiredUnit is a unit due between the checkpoint's read time and the

@@ -40,3 +40,27 @@ func TestPendingCache(t *testing.T) {
 		})
 	}
 }
+
+// TestDequeueVisit: the chain's visited set (a list, then a map past
+// dequeueSeenList offsets) says each offset is new once, then seen, over
+// chains shorter and longer than the list, reused from one to the next.
+func TestDequeueVisit(t *testing.T) {
+	var d dequeueScratch
+	for _, n := range []int{1, 3, dequeueSeenList, dequeueSeenList + 1, 100, 2} {
+		d.seen = d.seen[:0]
+		clear(d.seenMap)
+		for i := range n {
+			if d.visit(int64(i * 52)) {
+				t.Fatalf("chain of %d: offset %d seen before it was visited", n, i*52)
+			}
+		}
+		for i := range n {
+			if !d.visit(int64(i * 52)) {
+				t.Fatalf("chain of %d: offset %d not seen after it was visited", n, i*52)
+			}
+		}
+		if d.visit(-7) {
+			t.Fatalf("chain of %d: an offset never visited was seen", n)
+		}
+	}
+}
