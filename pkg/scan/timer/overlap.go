@@ -130,6 +130,7 @@ func (s *scanner) checkTargets(ctx context.Context) error {
 			s.unitTarget(f, pos, &u)
 		}
 	}
+	s.kept = nil // the pending units hold theirs now (pu.t): let the rest go before predict
 	s.walkEnd()
 	return nil
 }
