@@ -55,7 +55,12 @@ type Sorter[T any] struct {
 	// Sort, when set, sorts a run in place instead of a stable sort by
 	// Compare; it must give the order Compare does (records equal under
 	// Compare may then come in any order: only for keys that differ).
-	Sort   func([]T)
+	Sort func([]T)
+	// Key, when set, is a prefix of Compare's order the merge compares
+	// first: Key(a) < Key(b) must mean Compare(a, b) < 0. Only records
+	// with equal keys are handed to Compare (the first 8 bytes of a
+	// random id settle nearly every comparison without the call).
+	Key    func(*T) uint64
 	buf    []T
 	runs   []*os.File // sorted runs, each holding n records from offset 0
 	counts []int
@@ -139,7 +144,7 @@ func (s *Sorter[T]) Iter() (*Iter[T], error) {
 			return nil, err
 		}
 	}
-	it := &Iter[T]{cmp: s.Compare, size: s.Codec.Size, decode: s.Codec.Decode, bufLen: readLen(len(s.runs) + 1)}
+	it := &Iter[T]{cmp: s.Compare, key: s.Key, size: s.Codec.Size, decode: s.Codec.Decode, bufLen: readLen(len(s.runs) + 1)}
 	for i, f := range s.runs {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, err
@@ -157,7 +162,7 @@ func (s *Sorter[T]) Iter() (*Iter[T], error) {
 // mergePass merges the first FanIn runs into one.
 func (s *Sorter[T]) mergePass() error {
 	k := min(s.FanIn, len(s.runs))
-	sub := &Sorter[T]{Compare: s.Compare, Codec: s.Codec, FanIn: k + 1, runs: s.runs[:k], counts: s.counts[:k]}
+	sub := &Sorter[T]{Compare: s.Compare, Key: s.Key, Codec: s.Codec, FanIn: k + 1, runs: s.runs[:k], counts: s.counts[:k]}
 	it, err := sub.Iter()
 	if err != nil {
 		return err
@@ -209,6 +214,7 @@ func (s *Sorter[T]) Close() error {
 // about two a level for a binary heap, and no interface calls.
 type Iter[T any] struct {
 	cmp    func(a, b T) int
+	key    func(*T) uint64 // Sorter.Key, or nil
 	size   int
 	bufLen int // bytes read ahead a source (readLen)
 	decode func([]byte) T
@@ -232,6 +238,7 @@ type source[T any] struct {
 	buf  []byte // read ahead from f
 	pos  int
 	head T
+	key  uint64 // Key(&head), when there is a Key
 	done bool
 }
 
@@ -245,6 +252,9 @@ func (it *Iter[T]) advance(i int) error {
 	s.left--
 	if s.f == nil {
 		s.head, s.mem = s.mem[0], s.mem[1:]
+		if it.key != nil {
+			s.key = it.key(&s.head)
+		}
 		return nil
 	}
 	if s.pos+it.size > len(s.buf) {
@@ -260,6 +270,9 @@ func (it *Iter[T]) advance(i int) error {
 	}
 	s.head = it.decode(s.buf[s.pos : s.pos+it.size])
 	s.pos += it.size
+	if it.key != nil {
+		s.key = it.key(&s.head)
+	}
 	return nil
 }
 
@@ -271,6 +284,9 @@ func (it *Iter[T]) less(a, b int) bool {
 	}
 	if sb.done {
 		return true
+	}
+	if it.key != nil && sa.key != sb.key {
+		return sa.key < sb.key
 	}
 	if c := it.cmp(sa.head, sb.head); c != 0 {
 		return c < 0

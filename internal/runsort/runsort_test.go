@@ -98,3 +98,58 @@ func TestSorterLeavesNoFiles(t *testing.T) {
 		t.Fatalf("%d run files still open after Close", n)
 	}
 }
+
+// TestSorterKeyMatchesCompare: with a Key (here a coarse prefix of the
+// order, so that many records tie on it and go to Compare) the merged
+// stream is the same stable sort as without one, through merge passes
+// and the records still in memory, and the merge calls Compare only for
+// records whose keys are equal.
+func TestSorterKeyMatchesCompare(t *testing.T) {
+	for _, c := range []struct{ n, runLen, fanIn int }{
+		{0, 4, 2}, {1, 4, 2}, {1000, 7, 3}, {5000, 50, 4}, {20000, 100, 64}, {30000, 100, 512},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(c.n), 11))
+		in := make([]rec, c.n)
+		for i := range in {
+			in[i] = rec{key: uint32(rng.IntN(1000)), seq: uint32(i)}
+		}
+		var calls, tied int
+		byKey := func(a, b rec) int { return cmp.Compare(a.key, b.key) }
+		s := &Sorter[rec]{Codec: codec, RunLen: c.runLen, FanIn: c.fanIn,
+			Compare: func(a, b rec) int {
+				calls++
+				if a.key>>6 == b.key>>6 {
+					tied++
+				}
+				return byKey(a, b)
+			},
+			Key: func(r *rec) uint64 { return uint64(r.key >> 6) },
+			// The runs' own sorts do not count: only the merge's calls.
+			Sort: func(rs []rec) { slices.SortStableFunc(rs, byKey) }}
+		for _, r := range in {
+			if err := s.Add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		it, err := s.Iter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []rec
+		for it.Next() {
+			got = append(got, it.Record())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(in)
+		slices.SortStableFunc(want, byKey)
+		if !slices.Equal(got, want) {
+			t.Fatalf("n=%d run=%d fan-in=%d: merged stream with a Key differs from the in-memory sort", c.n, c.runLen, c.fanIn)
+		}
+		if calls != tied {
+			t.Fatalf("n=%d: the merge called Compare %d times, %d of them for records with equal keys", c.n, calls, tied)
+		}
+		s.Close()
+	}
+}

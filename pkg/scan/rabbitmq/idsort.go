@@ -23,6 +23,10 @@ import (
 const radixMin = 16
 
 // compareID orders ids as bytes.Compare does, as two big-endian words.
+// idKey is the first 8 bytes of an id, big-endian: the prefix of
+// compareID's order a merge compares first (runsort.Sorter.Key).
+func idKey(id *[16]byte) uint64 { return binary.BigEndian.Uint64(id[:8]) }
+
 func compareID(a, b *[16]byte) int {
 	if c := cmp.Compare(binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8])); c != 0 {
 		return c

@@ -226,7 +226,7 @@ func (j *spilledJoin) close() {
 // takeSpill moves the references taken so far into a sorter (the caller
 // holds b.mu).
 func (b *leanRefsBuilder) takeSpill() {
-	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Codec: refCodec, RunLen: b.join.runs(unsafe.Sizeof(refSlot{})), FanIn: b.join.fan(), Sort: sortRefs}
+	b.sorter = &runsort.Sorter[refSlot]{Compare: compareRef, Key: func(r *refSlot) uint64 { return idKey(&r.id) }, Codec: refCodec, RunLen: b.join.runs(unsafe.Sizeof(refSlot{})), FanIn: b.join.fan(), Sort: sortRefs}
 	if b.slots != nil {
 		for _, s := range b.slots.Slice() {
 			if b.sorter.Add(s) != nil {
@@ -261,7 +261,7 @@ func (b *leanRefsBuilder) buildSpill(q *VHostQueues) (*leanRefs, *spilledJoin, [
 
 // prepass walks the persistent store's files and sorts their record keys.
 func (s *scanner) prepass(ctx context.Context, j *spilledJoin, dir string) (*runsort.Sorter[recKey], error) {
-	recs := &runsort.Sorter[recKey]{Compare: compareRec, Codec: recCodec, RunLen: j.cfg.runs(unsafe.Sizeof(recKey{})), FanIn: j.cfg.fan(),
+	recs := &runsort.Sorter[recKey]{Compare: compareRec, Key: func(r *recKey) uint64 { return idKey(&r.id) }, Codec: recCodec, RunLen: j.cfg.runs(unsafe.Sizeof(recKey{})), FanIn: j.cfg.fan(),
 		Sort: func(rs []recKey) { // keys differ: (file, k) is a record's place
 			sortByID(rs, func(r *recKey) *[16]byte { return &r.id }, func(a, b *recKey) int {
 				if c := cmp.Compare(a.file, b.file); c != 0 {

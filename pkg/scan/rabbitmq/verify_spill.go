@@ -192,7 +192,7 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 		return nil, err
 	}
 	defer vics.Close()
-	asks := &runsort.Sorter[askKey]{Codec: askCodec, RunLen: j.cfg.runs(unsafe.Sizeof(askKey{})), FanIn: j.cfg.fan(),
+	asks := &runsort.Sorter[askKey]{Codec: askCodec, Key: func(a *askKey) uint64 { return idKey(&a.id) }, RunLen: j.cfg.runs(unsafe.Sizeof(askKey{})), FanIn: j.cfg.fan(),
 		Compare: func(a, b askKey) int {
 			if c := compareID(&a.id, &b.id); c != 0 {
 				return c
@@ -256,7 +256,7 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 
 // sortVictims sorts the victim ids compactVictims would mark.
 func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpill) (*runsort.Sorter[victimKey], error) {
-	vics := &runsort.Sorter[victimKey]{Codec: victimCodec, RunLen: cfg.runs(unsafe.Sizeof(victimKey{})), FanIn: cfg.fan(),
+	vics := &runsort.Sorter[victimKey]{Codec: victimCodec, Key: func(v *victimKey) uint64 { return idKey(&v.id) }, RunLen: cfg.runs(unsafe.Sizeof(victimKey{})), FanIn: cfg.fan(),
 		Compare: func(a, b victimKey) int {
 			if c := compareID(&a.id, &b.id); c != 0 {
 				return c
