@@ -49,13 +49,7 @@ func TestSorterMatchesInMemory(t *testing.T) {
 		if spilled+1 <= c.fanIn && s.Runs() != spilled {
 			t.Fatalf("n=%d run=%d fan-in=%d: %d runs merged into %d before the last merge", c.n, c.runLen, c.fanIn, spilled, s.Runs())
 		}
-		var got []rec
-		for it.Next() {
-			got = append(got, it.Record())
-		}
-		if err := it.Err(); err != nil {
-			t.Fatal(err)
-		}
+		got := drain(t, it)
 		want := slices.Clone(in)
 		slices.SortStableFunc(want, s.Compare)
 		if !slices.Equal(got, want) {
@@ -135,13 +129,7 @@ func TestSorterKeyMatchesCompare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []rec
-		for it.Next() {
-			got = append(got, it.Record())
-		}
-		if err := it.Err(); err != nil {
-			t.Fatal(err)
-		}
+		got := drain(t, it)
 		want := slices.Clone(in)
 		slices.SortStableFunc(want, byKey)
 		if !slices.Equal(got, want) {
@@ -152,4 +140,17 @@ func TestSorterKeyMatchesCompare(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// drain returns every record it yields, failing the test on its error.
+func drain(t *testing.T, it *Iter[rec]) []rec {
+	t.Helper()
+	var got []rec
+	for it.Next() {
+		got = append(got, it.Record())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
