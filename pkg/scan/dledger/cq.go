@@ -44,7 +44,7 @@ func (s *scanner) matchCQ(e *entry) {
 		if c.unit.CommitLogOffset < phy {
 			s.cqUnmatched(c)
 		} else if !c.unit.IsPlaceholder() {
-			in := &e.inner
+			in := e.inner
 			if in.size != c.unit.Size || !in.decoded || in.topic != c.q.Topic || in.queueID != c.q.QueueID || in.queueOff != c.idx {
 				got := "?"
 				if in.decoded {

@@ -94,21 +94,18 @@ type entry struct {
 	index   int64
 	term    int64
 	file    int
-	inner   innerFacts
-	idxDiff string // first index field that disagrees ("" agree, "missing" no unit)
+	inner   *innerFacts // the item's, while checkEntry runs
+	idxDiff string      // first index field that disagrees ("" agree, "missing" no unit)
 }
 
 // innerFacts is the part of the inner record the cross checks need.
 type innerFacts struct {
+	topic    string
+	queueOff int64
+	queueID  int32
+	size     int32
 	ok       bool // CheckMessage passed
 	decoded  bool // the structure decoded (a CRC failure keeps it readable)
-	topic    string
-	queueID  int32
-	queueOff int64
-	size     int32
-	storeTS  int64
-	v1       bool
-	msgID    string
 	// storeHost and storedPhy make the msg id when one is needed.
 	storeHost rmq.Host
 	storedPhy int64

@@ -136,7 +136,7 @@ func TestSegmentShrinks(t *testing.T) {
 	}
 	last := items[len(items)-1]
 	var fe *fileview.FaultError
-	if last.kind != itemErr || !errors.As(last.err, &fe) {
+	if last.kind != itemErr || !errors.As(last.err(), &fe) {
 		t.Fatalf("last item %+v, want a fault", last)
 	}
 	if fe.Path != path || fe.Offset < keep || fe.Offset >= keep+4096 || !seg.tail {
@@ -144,7 +144,7 @@ func TestSegmentShrinks(t *testing.T) {
 	}
 	n := 0
 	for _, it := range items[:len(items)-1] {
-		if it.kind != itemEntry || it.err != nil || it.h.Pos+int64(it.h.Size) > keep+4096 {
+		if it.kind != itemEntry || it.err() != nil || it.h.Pos+int64(it.h.Size) > keep+4096 {
 			t.Fatalf("item %+v before the fault", it)
 		}
 		n++
