@@ -73,7 +73,9 @@ func (r *indexReader) close() {
 // cqCursor walks one consume queue's units in order with a buffer, so
 // thousands of queues can be merged by physical offset with bounded memory
 // and descriptors: the buffer is cursorBudget shared by the queues (at
-// least 4 KiB, at most 256 KiB a queue), and a queue keeps its file open
+// least 4 KiB, at most 32 KiB a queue: the merge takes a unit from each
+// queue in turn, and 16 queues of 256 KiB buffers, 4 MiB, did not stay in
+// the L2 cache between the refill's copy and the decode), and a queue keeps its file open
 // between refills only while the merge has few queues (keepOpenQueues).
 type cqCursor struct {
 	q     *cqueue.Queue
@@ -97,7 +99,7 @@ const cursorBudget = 4 << 20
 const keepOpenQueues = 256
 
 func newCursor(q *cqueue.Queue, nq int, count *int64) *cqCursor {
-	units := min(max(cursorBudget/max(nq, 1)/rmq.CQUnitSize, 4<<10/rmq.CQUnitSize), 256<<10/rmq.CQUnitSize)
+	units := min(max(cursorBudget/max(nq, 1)/rmq.CQUnitSize, 4<<10/rmq.CQUnitSize), 32<<10/rmq.CQUnitSize)
 	return &cqCursor{q: q, idx: q.MinIndex() - 1, units: units, keep: nq <= keepOpenQueues, count: count}
 }
 
