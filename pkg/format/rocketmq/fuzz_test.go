@@ -3,9 +3,11 @@ package rocketmq
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"path"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/storectl/storectl/pkg/format"
 )
@@ -156,13 +158,66 @@ func FuzzDecodeMessageInto(f *testing.F) {
 			b[at] ^= x
 		}
 		want, werr := DecodeMessage(b, 77, 0)
-		got := Message{Offset: 1, Topic: []byte("old"), propCRCDone: true}
+		got := dirtyMessage(t)
 		gerr := DecodeMessageInto(&got, b, 77, 0)
 		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 			t.Fatalf("error %v, DecodeMessage %v", gerr, werr)
 		}
 		sameMessage(t, &got, &want)
 	})
+}
+
+// TestDecodeIntoOverwritesEveryField decodes each fixture record into a
+// Message whose every field holds something else: the one-pass decoder
+// assigns field by field, and one it forgets keeps the old value.
+func TestDecodeIntoOverwritesEveryField(t *testing.T) {
+	recs := fixtureRecords(t)
+	if len(recs) == 0 {
+		t.Fatal("no fixture records")
+	}
+	for i, r := range recs {
+		want, werr := DecodeMessage(r, 77, 0)
+		got := dirtyMessage(t)
+		if gerr := DecodeMessageInto(&got, r, 77, 0); (werr == nil) != (gerr == nil) {
+			t.Fatalf("record %d: error %v, DecodeMessage %v", i, gerr, werr)
+		}
+		sameMessage(t, &got, &want)
+	}
+}
+
+// dirtyMessage is a Message with every field, exported or not, set to a
+// non-zero value (a field added later included).
+func dirtyMessage(t testing.TB) Message {
+	var m Message
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			v.SetInt(7)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			v.SetUint(7)
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		case reflect.Struct:
+			if v.Type() == reflect.TypeOf(netip.Addr{}) {
+				v.Set(reflect.ValueOf(netip.MustParseAddr("10.9.8.7")))
+				return
+			}
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		default:
+			t.Fatalf("dirtyMessage: no value for a %s field", v.Type())
+		}
+	}
+	v := reflect.ValueOf(&m).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		fill(reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()) // unexported fields too
+	}
+	return m
 }
 
 func sameMessage(t *testing.T, got, want *Message) {

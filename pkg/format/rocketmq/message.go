@@ -256,26 +256,29 @@ func decodeFast(m *Message, r []byte, off int64, magic uint32) bool {
 	if propLen < 0 || propLen != len(r)-q {
 		return false
 	}
-	*m = Message{
-		Offset:                    off,
-		TotalSize:                 int32(len(r)),
-		Magic:                     magic,
-		BodyCRC:                   int32(be.Uint32(r[8:])),
-		QueueID:                   int32(be.Uint32(r[12:])),
-		Flag:                      int32(be.Uint32(r[16:])),
-		QueueOffset:               int64(be.Uint64(r[20:])),
-		PhysicalOffset:            int64(be.Uint64(r[28:])),
-		SysFlag:                   sysFlag,
-		BornTimestamp:             int64(be.Uint64(r[sysFlagAt+4:])),
-		BornHost:                  hostAt(r[bornAt:], born),
-		StoreTimestamp:            int64(be.Uint64(r[storeTSAt:])),
-		StoreHost:                 hostAt(r[storeAt:], store),
-		ReconsumeTimes:            int32(be.Uint32(r[reconsumeAt:])),
-		PreparedTransactionOffset: int64(be.Uint64(r[reconsumeAt+4:])),
-		Body:                      r[bodyAt : bodyAt+bodyLen : bodyAt+bodyLen],
-		Topic:                     r[p : q-2 : q-2],
-		Properties:                r[q:len(r):len(r)],
-		Raw:                       r,
-	}
+	// Field by field into m, not *m = Message{...}: that literal is built
+	// on the stack with 8-byte stores and copied with 16-byte loads, which
+	// the CPU cannot forward from the stores in flight (perf put 8.5% of
+	// decodeFast's samples on that copy in a scan of small messages).
+	m.Offset = off
+	m.TotalSize = int32(len(r))
+	m.Magic = magic
+	m.BodyCRC = int32(be.Uint32(r[8:]))
+	m.QueueID = int32(be.Uint32(r[12:]))
+	m.Flag = int32(be.Uint32(r[16:]))
+	m.QueueOffset = int64(be.Uint64(r[20:]))
+	m.PhysicalOffset = int64(be.Uint64(r[28:]))
+	m.SysFlag = sysFlag
+	m.BornTimestamp = int64(be.Uint64(r[sysFlagAt+4:]))
+	m.BornHost = hostAt(r[bornAt:], born)
+	m.StoreTimestamp = int64(be.Uint64(r[storeTSAt:]))
+	m.StoreHost = hostAt(r[storeAt:], store)
+	m.ReconsumeTimes = int32(be.Uint32(r[reconsumeAt:]))
+	m.PreparedTransactionOffset = int64(be.Uint64(r[reconsumeAt+4:]))
+	m.Body = r[bodyAt : bodyAt+bodyLen : bodyAt+bodyLen]
+	m.Topic = r[p : q-2 : q-2]
+	m.Properties = r[q:len(r):len(r)]
+	m.Raw = r
+	m.propCRC, m.propCRCDone = PropCRC{}, false
 	return true
 }

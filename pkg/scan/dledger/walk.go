@@ -368,7 +368,7 @@ func (p *pipe) walkSegment(w *walker, f *dataFile, seg *segment) (err error) {
 		}
 		body := r.Body()
 		it.bodyN = int32(len(body))
-		it.in, it.x = s.decodeInner(f, &it.h, body, w.names, w.m)
+		it.x = s.decodeInner(f, &it.h, body, w.names, w.m, &it.in)
 		w.batch = b
 		if len(b) >= batchSize {
 			w.batch = nil
@@ -541,11 +541,16 @@ func endName(e string) string {
 // decodeInner checks the RocketMQ record in an entry's body (the decode
 // stage: no findings, no shared state but the record callbacks, which run
 // with one decode goroutine).
-func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names *topicNames, m *rmq.Message) (innerFacts, *itemExtra) {
+func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names *topicNames, m *rmq.Message, in *innerFacts) *itemExtra {
 	phy := h.Pos + fdl.BodyOffset
 	err := rmq.CheckMessageInto(m, body, phy, s.cfg.MaxMessageSize)
-	in := innerFacts{ok: err == nil, decoded: m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale)),
-		queueID: m.QueueID, queueOff: m.QueueOffset, size: m.TotalSize, storeHost: m.StoreHost, storedPhy: m.PhysicalOffset}
+	// Field by field into the item (a literal returned by value is built
+	// on the stack and copied, the copy's loads stalling on its stores).
+	in.ok = err == nil
+	in.decoded = m.Raw != nil && (err == nil || errors.Is(err, format.ErrChecksum) || errors.Is(err, rmq.ErrStale))
+	in.queueID, in.queueOff, in.size = m.QueueID, m.QueueOffset, m.TotalSize
+	in.storeHost, in.storedPhy = m.StoreHost, m.PhysicalOffset
+	in.topic = ""
 	if in.decoded {
 		in.topic = names.get(m.Topic)
 	}
@@ -568,7 +573,7 @@ func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names *to
 		rec := Record{Record: rmqscan.NewRecord(m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
 		_ = s.opts.Records(rec)
 	}
-	return in, x
+	return x
 }
 
 // reportInner reports an inner record that fails a check.
