@@ -39,7 +39,8 @@ func newRebuildIndexCmd(env *Env) *cobra.Command {
   29-byte record per chunk), so the broker's index-driven start no longer cuts
   whole chunks away and consumers attaching at an offset are served.
 
-It builds into a staging dir beside the data dir, compares with what is there and
+It builds into a staging dir beside the data dir (a dry run: in --tmp-dir, since it
+keeps nothing), compares with what is there and
 plans replace/remove actions (dry run: per queue units added, removed and changed;
 per index file entries that differ). With --apply the staged files are verified
 with the same checks as verify before anything is swapped in.
@@ -112,7 +113,7 @@ func rocketRebuildWriter(env *Env, t scan.Target, wo *writerOptions) *writer {
 		} else if p, err = repair.NewPlan(t.Root, version, time.Now()); err != nil {
 			return nil, nil, nil, err
 		}
-		if err := planRebuild5x(ctx, env, t, p, extra, &st); err != nil {
+		if err := planRebuild5x(ctx, env, t, p, extra, &st, rc.KeepStage); err != nil {
 			return nil, nil, nil, err
 		}
 		if wo.Apply && len(p.Actions) > 0 && r != nil {

@@ -304,13 +304,20 @@ func (s stages) RemoveStage() error {
 
 // planRebuild5x adds rebuild-index's 5.x actions to p: the DLedger index
 // files rebuilt from the entries, a RocksDB consume queue moved aside.
-func planRebuild5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan, extra map[string]any, st *stages) error {
+// The DLedger index is staged beside the data dir when the stage is kept
+// for an apply (keep), else in the temp dir: a dry run writes nothing
+// beside the data dir.
+func planRebuild5x(ctx context.Context, env *Env, t scan.Target, p *repair.Plan, extra map[string]any, st *stages, keep bool) error {
 	if len(dlscan.Dirs(t.Root)) > 0 {
 		dc, err := dledgerConfig(env, t)
 		if err != nil {
 			return err
 		}
-		stage, err := os.MkdirTemp(filepath.Dir(t.Root), "."+filepath.Base(t.Root)+".storectl-dledger-index-")
+		dir, pattern := filepath.Dir(t.Root), "."+filepath.Base(t.Root)+".storectl-dledger-index-"
+		if !keep {
+			dir, pattern = scan.TempDir(), "storectl-dledger-index-"
+		}
+		stage, err := os.MkdirTemp(dir, pattern)
 		if err != nil {
 			return err
 		}

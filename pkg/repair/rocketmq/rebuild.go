@@ -11,6 +11,7 @@ import (
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/repair"
+	"github.com/storectl/storectl/pkg/scan"
 	scanrmq "github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
@@ -247,8 +248,15 @@ func cmpOr(a, b int64) int64 {
 
 // rbMakeStage creates the staging dir beside the data dir (same
 // filesystem, so the staged files are as durable as the store), never
-// inside it: the broker would load stray files.
+// inside it: the broker would load stray files. A dry run keeps nothing
+// (KeepStage false): its stage is a temp dir (scan.TempDir: --tmp-dir,
+// else $TMPDIR), so the dry run writes nothing beside the data dir and
+// works where that is not writable (a read-only copy, another user's
+// store).
 func rbMakeStage(cfg *RebuildConfig, rep *RebuildReport) (string, error) {
+	if cfg.StageDir == "" && !cfg.KeepStage {
+		return os.MkdirTemp(scan.TempDir(), "storectl-rebuild-stage-")
+	}
 	if cfg.StageDir != "" {
 		abs, err := filepath.Abs(cfg.StageDir)
 		if err != nil {
