@@ -76,8 +76,8 @@ DIR/confirmed.jsonl; running the same command again resumes and never re-sends a
 confirmed message. The exchanges and bindings must exist on the target broker.
 
 Exit 0 when the export (and publish) completed; 1 when selected messages have no
-copy left to export; 3 when a record could not be decoded or a message was not
-confirmed.
+copy left to export; 3 when a store file could not be read (the report lists it
+under unread), a record could not be decoded or a message was not confirmed.
 
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
@@ -222,6 +222,13 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	}
 	if damagedLeft(rep) > 0 && missingApplies(sels) {
 		code = max(code, exitFindings) // quorum entries failing their CRC: not exported intact
+	}
+	if len(rep.Unread) > 0 {
+		// What an unread file holds is neither exported nor known lost.
+		for _, u := range rep.Unread {
+			s.errors = append(s.errors, "not read, its messages not exported: "+u)
+		}
+		code = exitIncomplete
 	}
 	if rep.Skipped > 0 {
 		s.errors = append(s.errors, fmt.Sprintf("%d selected record(s) could not be decoded", rep.Skipped))

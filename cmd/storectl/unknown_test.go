@@ -291,3 +291,97 @@ func TestUnreadableQueueIndexIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadableSalvageIsIncomplete: salvage of a data dir with a store
+// file nobody may read cannot export what the file holds, and must not
+// call it gone: exit 3 (not 0, "the export completed"), the file named in
+// the summary's errors and in extra.salvage.unread, and no missing entry
+// drawn from its absence. RabbitMQ classic (.rdq), RocketMQ (a commitlog
+// file; --select lost too, whose units into the unread file are unknown,
+// not missing) and quorum queues (a segment; verify is 3 as well). Each
+// used to exit 0 or 1 with the unread file mentioned at most in a note.
+func TestUnreadableSalvageIsIncomplete(t *testing.T) {
+	outDir := func(t *testing.T) string {
+		d, err := os.MkdirTemp("", "storectl-salvage-out-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(d, "out")
+	}
+	check := func(t *testing.T, data, file string, args ...string) map[string]any {
+		t.Helper()
+		args = append(append([]string{"salvage"}, args...), "--out", outDir(t), "-o", "jsonl", data)
+		code, out, errOut := runAsNobody(t, args...)
+		if code != exitIncomplete {
+			t.Fatalf("%v: exit %d, want 3\n%s%s", args, code, tail(out), errOut)
+		}
+		objs := jsonlObjects(t, out)
+		sum := objs[len(objs)-1]
+		if sum["incomplete"] != true || !strings.Contains(fmt.Sprint(sum["errors"]), file) {
+			t.Fatalf("%v: summary does not name %s as unread: %v", args, file, sum)
+		}
+		sal := sum["extra"].(map[string]any)["salvage"].(map[string]any)
+		if !strings.Contains(fmt.Sprint(sal["unread"]), file) {
+			t.Fatalf("%v: extra.salvage.unread %v does not name %s", args, sal["unread"], file)
+		}
+		return sal
+	}
+	t.Run("rabbitmq-classic", func(t *testing.T) {
+		node := filepath.Join(readableTree(t, testutil.Testdata("rabbitmq", "datasets", "crash.tar.gz")), "rmqfix@localhost")
+		file, _ := onlyIn(t, node)
+		if err := os.Chmod(filepath.Join(node, filepath.FromSlash(file)), 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, sel := range []string{"all", "lost"} {
+			if sal := check(t, node, file, "--select", sel); sal["missing"] != nil {
+				t.Fatalf("--select %s: missing %v with %s unread", sel, sal["missing"], file)
+			}
+		}
+	})
+	t.Run("rocketmq", func(t *testing.T) {
+		store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
+		const file, base = "commitlog/00000000000000262144", 262144
+		if err := os.Chmod(filepath.Join(store, filepath.FromSlash(file)), 0); err != nil {
+			t.Fatal(err)
+		}
+		check(t, store, file)
+		sal := check(t, store, file, "--select", "lost")
+		missing, _ := sal["missing"].([]any)
+		for _, m := range missing {
+			if phy := m.(map[string]any)["phy_offset"].(float64); phy >= base {
+				t.Fatalf("--select lost: a unit into the unread %s is called missing: %v", file, m)
+			}
+		}
+		if !strings.Contains(fmt.Sprint(sal["notes"]), "unknown, not missing") {
+			t.Fatalf("--select lost: no note counts the units into %s as unknown: %v", file, sal["notes"])
+		}
+	})
+	t.Run("rabbitmq-quorum", func(t *testing.T) {
+		node := filepath.Join(readableTree(t, testutil.Testdata("rabbitmq-4.0-qq-stream", "datasets", "Q1.tar.gz")), "rmq40@localhost")
+		segs, _ := filepath.Glob(filepath.Join(node, "quorum", "rmq40@localhost", "*", "*.segment"))
+		if len(segs) == 0 {
+			t.Fatal("no quorum segment in Q1")
+		}
+		sort.Strings(segs)
+		seg := segs[len(segs)-1]
+		file, _ := filepath.Rel(node, seg)
+		if err := os.Chmod(seg, 0); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runAsNobody(t, "verify", node, "-o", "jsonl")
+		if code != exitIncomplete || !strings.Contains(out, `"code":"rabbitmq.quorum.unreadable"`) {
+			t.Fatalf("verify with %s unread: exit %d, want 3 with a quorum.unreadable finding\n%s%s", file, code, tail(out), errOut)
+		}
+		sal := check(t, node, file)
+		missing, _ := sal["missing"].([]any)
+		for _, m := range missing {
+			if !strings.Contains(m.(map[string]any)["why"].(string), "unknown, not lost") {
+				t.Fatalf("missing %v with %s unread does not say it is unknown", m, file)
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/storectl/storectl/pkg/scan"
 	qscan "github.com/storectl/storectl/pkg/scan/quorum"
@@ -59,7 +60,7 @@ func ExportQuorum(ctx context.Context, cfg qscan.Config, o Options, w *Writer, r
 		return rep, err
 	}
 	if len(res.Errors) > 0 && res.Incomplete {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("quorum scan incomplete: %v", res.Errors))
+		rep.Unread = append(rep.Unread, res.Errors...)
 	}
 	want := func(s Selection) bool {
 		return slices.Contains(o.Select, s) || s != SelectCRCDamaged && slices.Contains(o.Select, SelectAll)
@@ -94,6 +95,15 @@ func ExportQuorum(ctx context.Context, cfg qscan.Config, o Options, w *Writer, r
 			}
 			if err := p.LiveErr(); err != nil {
 				return rep, fmt.Errorf("%s (%s): not every live message could be read: %w", q.Queue, r.Rel, err)
+			}
+		}
+	}
+	if res.Incomplete {
+		// An entry "in no WAL or segment" may be in the file that could not
+		// be read: not known to be gone.
+		for i := range rep.Missing {
+			if strings.HasSuffix(rep.Missing[i].Why, "is in no WAL or segment on disk") {
+				rep.Missing[i].Why += " that could be read (see unread): unknown, not lost"
 			}
 		}
 	}

@@ -69,6 +69,10 @@ type Report struct {
 	Filtered int      `json:"filtered"`
 	Written  int      `json:"written"`
 	Notes    []string `json:"notes,omitempty"`
+	// Unread names each store file (or queue index) that could not be
+	// read, and why: what it holds is not in the export and the selection
+	// is incomplete (the command exits 3).
+	Unread []string `json:"unread,omitempty"`
 	// Versions are the broker versions at-risk was checked for.
 	Versions []string `json:"at_risk_versions,omitempty"`
 }
@@ -137,6 +141,16 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 	}
 	if !started {
 		start(v)
+	}
+	for _, f := range v.Files {
+		if f.Err != nil {
+			rep.Unread = append(rep.Unread, fmt.Sprintf("%s: %v", f.Path, f.Err))
+		}
+	}
+	if v.Queues != nil {
+		for _, u := range v.Queues.Unreadable {
+			rep.Unread = append(rep.Unread, fmt.Sprintf("%s: %v", scan.Rel(root, u.Path), u.Err))
+		}
 	}
 	if len(v.Lost) > 0 {
 		// The queues of a missing id: its message-missing findings name them

@@ -45,7 +45,7 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 	}
 	defer st.Close()
 	if res.Incomplete {
-		rep.Notes = append(rep.Notes, "the commitlog scan was incomplete: "+fmt.Sprint(res.Errors))
+		rep.Unread = append(rep.Unread, res.Errors...)
 	}
 	type cand struct {
 		phy  int64
@@ -87,11 +87,14 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 	if o.has(SelectLost) {
 		sorted := slices.Clone(walked)
 		slices.Sort(sorted)
-		units, missing, err := lostUnits(cfg.Root, sorted, end)
+		units, missing, unknown, err := lostUnits(cfg.Root, sorted, end, unknownFrom(res))
 		if err != nil {
 			return nil, err
 		}
 		rep.Missing = append(rep.Missing, missing...)
+		if unknown > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%d consume queue unit(s) point at or past commitlog offset %d, in or after a file that could not be read: their records are unknown, not missing", unknown, unknownFrom(res)))
+		}
 		for _, u := range units {
 			add(u.unit.CommitLogOffset, SelectLost, u.why(end))
 			expect[u.unit.CommitLogOffset] = want{u.topic, u.queueID}
@@ -156,4 +159,15 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 		}
 	}
 	return rep, nil
+}
+
+// unknownFrom is the physical offset from which a scan that could not read
+// a commitlog file in full knows nothing (rmqscan.ExtraRecoveryEndUnknown's
+// at_least), or -1.
+func unknownFrom(res *scan.Result) int64 {
+	u, _ := res.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any)
+	if at, ok := u["at_least"].(int64); ok {
+		return at
+	}
+	return -1
 }

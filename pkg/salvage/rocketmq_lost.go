@@ -29,15 +29,17 @@ type lostUnit struct {
 // lostUnits walks consumequeue/<topic>/<queueId>/<file> under root; walked
 // are the physical offsets of the valid records (sorted), end the recovery
 // end (-1 if unknown). Units past end whose record is walked are returned
-// to export; the others that point at no record are missing.
-func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missing []MissingRef, err error) {
+// to export; the others that point at no record are missing, except those
+// at or past unknownFrom (>= 0: where a commitlog file could not be read),
+// whose record may be in the unread bytes: counted as unknown.
+func lostUnits(root string, walked []int64, end, unknownFrom int64) (export []lostUnit, missing []MissingRef, unknown int, err error) {
 	cq := filepath.Join(root, "consumequeue")
 	topics, err := os.ReadDir(cq)
 	if os.IsNotExist(err) {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	has := func(phy int64) bool {
 		_, ok := slices.BinarySearch(walked, phy)
@@ -49,7 +51,7 @@ func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missi
 		}
 		qs, err := os.ReadDir(filepath.Join(cq, t.Name()))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		for _, q := range qs {
 			qid, err := strconv.ParseInt(q.Name(), 10, 32)
@@ -59,7 +61,7 @@ func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missi
 			dir := filepath.Join(cq, t.Name(), q.Name())
 			files, err := os.ReadDir(dir)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			sort.Slice(files, func(i, j int) bool { return files[i].Name() < files[j].Name() })
 			for _, f := range files {
@@ -69,7 +71,7 @@ func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missi
 				}
 				b, err := os.ReadFile(filepath.Join(dir, f.Name()))
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, 0, err
 				}
 				for off := 0; off+rmq.CQUnitSize <= len(b); off += rmq.CQUnitSize {
 					u, err := rmq.DecodeCQUnit(b[off:off+rmq.CQUnitSize], int64(off))
@@ -81,6 +83,8 @@ func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missi
 					switch {
 					case past && has(u.CommitLogOffset):
 						export = append(export, lu)
+					case !has(u.CommitLogOffset) && unknownFrom >= 0 && u.CommitLogOffset >= unknownFrom:
+						unknown++
 					case !has(u.CommitLogOffset):
 						missing = append(missing, lu.missing(past))
 					}
@@ -88,7 +92,7 @@ func lostUnits(root string, walked []int64, end int64) (export []lostUnit, missi
 			}
 		}
 	}
-	return export, missing, nil
+	return export, missing, unknown, nil
 }
 
 func (lu lostUnit) missing(past bool) MissingRef {

@@ -310,9 +310,17 @@ func (sc *scanner) add(f scan.Finding) {
 	sc.res.Add(f)
 }
 
+// unreadable reports a file or dir that could not be read. A read that
+// failed (permission, I/O error, a file that vanished or shrank) also
+// makes the result incomplete (exit 3): what the file holds is unknown,
+// not lost (docs/cli.md). A path that is no regular file is only the
+// finding.
 func (sc *scanner) unreadable(p string, err error) {
 	sc.add(scan.Finding{Code: sc.code(CodeUnreadable), Severity: scan.Error, Path: rel(sc.root, p),
 		Message: fmt.Sprintf("cannot read %s: %v", filepath.Base(p), err)})
+	if !errors.Is(err, errNotRegular) {
+		sc.res.Fail(fmt.Errorf("%s: %w", rel(sc.root, p), err))
+	}
 }
 
 func (sc *scanner) scanSystem() error {

@@ -10,6 +10,10 @@ import (
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
+// errNotRegular is openRegular's and readRegular's refusal of a path
+// that is not a regular file: a finding, not a read failure.
+var errNotRegular = errors.New("not a regular file")
+
 // openRegular opens p for reading when it is a regular file (never a
 // FIFO, device or symlink).
 func openRegular(p string) (*os.File, error) {
@@ -18,7 +22,7 @@ func openRegular(p string) (*os.File, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+		return nil, errNotRegular
 	}
 	return os.Open(p)
 }
