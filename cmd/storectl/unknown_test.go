@@ -298,8 +298,10 @@ func TestUnreadableQueueIndexIsUnknown(t *testing.T) {
 // the summary's errors and in extra.salvage.unread, and no missing entry
 // drawn from its absence. RabbitMQ classic (.rdq), RocketMQ (a commitlog
 // file; --select lost too, whose units into the unread file are unknown,
-// not missing) and quorum queues (a segment; verify is 3 as well). Each
-// used to exit 0 or 1 with the unread file mentioned at most in a note.
+// not missing), the 5.x DLedger log (a data file) and timer (the wheel,
+// which lost needs), and quorum queues (a segment; verify is 3 as well).
+// Each used to exit 0 or 1 with the unread file mentioned at most in a
+// note.
 func TestUnreadableSalvageIsIncomplete(t *testing.T) {
 	outDir := func(t *testing.T) string {
 		d, err := os.MkdirTemp("", "storectl-salvage-out-")
@@ -359,6 +361,22 @@ func TestUnreadableSalvageIsIncomplete(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(sal["notes"]), "unknown, not missing") {
 			t.Fatalf("--select lost: no note counts the units into %s as unknown: %v", file, sal["notes"])
 		}
+	})
+	t.Run("rocketmq5x-dledger", func(t *testing.T) {
+		store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-dl2-kill.tar.gz")), "store")
+		const file = "dledger-n0/data/00000000000000262144"
+		if err := os.Chmod(filepath.Join(store, filepath.FromSlash(file)), 0); err != nil {
+			t.Fatal(err)
+		}
+		check(t, store, file)
+	})
+	t.Run("rocketmq5x-timer", func(t *testing.T) {
+		store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-t2-kill.tar.gz")), "store")
+		const file = "timerwheel"
+		if err := os.Chmod(filepath.Join(store, file), 0); err != nil {
+			t.Fatal(err)
+		}
+		check(t, store, file, "--select", "lost")
 	})
 	t.Run("rabbitmq-quorum", func(t *testing.T) {
 		node := filepath.Join(readableTree(t, testutil.Testdata("rabbitmq-4.0-qq-stream", "datasets", "Q1.tar.gz")), "rmq40@localhost")

@@ -32,6 +32,9 @@ func ExportDLedger(ctx context.Context, cfg dlscan.Config, o Options, w *Writer,
 	if err != nil {
 		return err
 	}
+	if res.Incomplete {
+		rep.Unread = append(rep.Unread, res.Errors...)
+	}
 	rc, _ := res.Extra["dledger"].(*dlscan.Recovery)
 	if rc == nil {
 		return nil
@@ -109,6 +112,9 @@ func ExportTimerLost(ctx context.Context, cfg timerscan.Config, o Options, w *Wr
 	res, err := timerscan.Scan(ctx, cfg, scan.Options{})
 	if err != nil {
 		return err
+	}
+	if res.Incomplete {
+		rep.Unread = append(rep.Unread, res.Errors...)
 	}
 	sum, _ := res.Extra["timer"].(*timerscan.Summary)
 	if sum == nil || sum.Recovery == nil {
