@@ -105,24 +105,22 @@ func (r *Reader) Next() bool {
 	if b, err = r.bytes(r.pos, BodyOffset); err != nil {
 		return r.stop("", err)
 	}
-	h, _ := DecodeHeader(b, r.base+r.pos)
+	h := &r.h // decoded in place (Header.decode); a stop keeps it too
+	h.decode(b)
 	if err := h.Check(r.base + r.pos); err != nil {
-		r.h = h
 		return r.stop(EndBad, err)
 	}
 	switch {
 	case int(h.Size) > r.maxSize:
-		r.h = h
 		return r.stop(EndBad, format.Corrupt(r.base+r.pos+4, "size", fmt.Errorf("%w: %d", format.ErrTooLarge, h.Size)))
 	case int64(h.Size) > rest:
-		r.h = h
 		return r.stop(EndTorn, format.Corrupt(r.base+r.pos+4, "size", fmt.Errorf("%w: entry of %d bytes, %d left in the file", format.ErrShort, h.Size, rest)))
 	}
 	e, err := r.bytes(r.pos, int(h.Size))
 	if err != nil {
 		return r.stop("", err)
 	}
-	r.h, r.body = h, e[BodyOffset:]
+	r.body = e[BodyOffset:]
 	r.pos += int64(h.Size)
 	return true
 }
@@ -173,8 +171,17 @@ func (r *Reader) Restart(pos int64) {
 }
 
 // Header is the header of the entry Next just read (after an EndBad or
-// EndTorn stop: of the rejected entry).
+// EndTorn stop: of the rejected entry; after an error reading an entry's
+// body: of that entry).
 func (r *Reader) Header() Header { return r.h }
+
+// HeaderRef is the Reader's own copy of Header, valid until the next
+// Next or Restart: a caller that keeps a few fields of every entry reads
+// them from it one by one, where a copy of the whole Header (Header's
+// result) reads the fields Next has just stored one at a time with
+// 16-byte loads, which wait for those stores to complete (perf: 14% of
+// the DLedger walk's own samples on that copy).
+func (r *Reader) HeaderRef() *Header { return &r.h }
 
 // Body is the body of the entry Next just read; it aliases the reader's
 // buffer and is valid until the next Next (over a Slicer: as long as the

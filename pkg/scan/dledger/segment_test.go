@@ -144,7 +144,7 @@ func TestSegmentShrinks(t *testing.T) {
 	}
 	n := 0
 	for _, it := range items[:len(items)-1] {
-		if it.kind != itemEntry || it.err() != nil || it.h.Pos+int64(it.h.Size) > keep+4096 {
+		if it.kind != itemEntry || it.err() != nil || it.h.pos+int64(it.h.size) > keep+4096 {
 			t.Fatalf("item %+v before the fault", it)
 		}
 		n++

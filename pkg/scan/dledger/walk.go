@@ -93,15 +93,28 @@ func (s *scanner) walk(ctx context.Context) error {
 
 // item is one thing the decode stage found in a file, in file order.
 // What only a stop, an end, an error or a failed inner record carries is
-// in x, so the item of a good entry is 144 bytes (224 when it held them
-// all): the checks read every item from another CPU's cache, and that
+// in x, so the item of a good entry is 128 bytes (224 when it held them
+// all and the whole header): the checks read every item from another CPU's cache, and that
 // read was most of their time.
 type item struct {
-	h     fdl.Header
+	h     head
 	in    innerFacts
 	x     *itemExtra
 	bodyN int32
 	kind  uint8 // itemEntry, itemStop (a rejected or torn entry), itemEnd, itemErr
+}
+
+// head is the part of an entry header the checks read (32 bytes of its
+// 48: channel and the two CRCs DLedger never computes are not checked,
+// and the body length is bodyN).
+type head struct {
+	pos, index, term int64
+	magic, size      int32
+}
+
+// set copies those fields of h, one by one (see Reader.HeaderRef).
+func (e *head) set(h *fdl.Header) {
+	e.pos, e.index, e.term, e.magic, e.size = h.Pos, h.Index, h.Term, h.Magic, h.Size
 }
 
 // itemExtra is the rare part of an item.
@@ -336,7 +349,9 @@ func (p *pipe) walkSegment(w *walker, f *dataFile, seg *segment) (err error) {
 				w.batch = append(w.batch, item{kind: itemEnd, x: &itemExtra{end: end, endPos: endPos}})
 				return nil
 			}
-			w.batch = append(w.batch, item{kind: itemStop, h: r.Header(), x: &itemExtra{err: err, end: end, endPos: endPos}})
+			st := item{kind: itemStop, x: &itemExtra{err: err, end: end, endPos: endPos}}
+			st.h.set(r.HeaderRef())
+			w.batch = append(w.batch, st)
 			next := s.resync(w.v, f, endPos+1)
 			if next < 0 {
 				w.batch = append(w.batch, item{kind: itemEnd, x: &itemExtra{end: end, endPos: endPos}})
@@ -353,7 +368,8 @@ func (p *pipe) walkSegment(w *walker, f *dataFile, seg *segment) (err error) {
 			b = append(b, item{})
 		}
 		it := &b[n]
-		it.kind, it.h = itemEntry, r.Header()
+		it.kind = itemEntry
+		it.h.set(r.HeaderRef())
 		if next := r.Offset() - f.base; pf < next+prefetchAhead && w.v.Mapped() {
 			// The walk is memory-bound: ask for the bytes
 			// prefetchAhead past this entry while it is decoded.
@@ -440,31 +456,31 @@ func (s *scanner) checkFile(i int, p *pipe) error {
 // checkEntry is everything the scan checks of one entry, in log order.
 func (s *scanner) checkEntry(f *dataFile, it *item) {
 	h := &it.h
-	pos := h.Pos - f.base
+	pos := h.pos - f.base
 	f.lastPos = pos
-	e := entry{pos: h.Pos, size: h.Size, index: h.Index, term: h.Term, file: f.idx, inner: &it.in}
-	if s.wLast != -1 && h.Index != s.wLast+1 {
+	e := entry{pos: h.pos, size: h.size, index: h.index, term: h.term, file: f.idx, inner: &it.in}
+	if s.wLast != -1 && h.index != s.wLast+1 {
 		s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
-			Expected: fmt.Sprint(s.wLast + 1), Actual: fmt.Sprint(h.Index), Repair: scan.RepairTruncate,
+			Expected: fmt.Sprint(s.wLast + 1), Actual: fmt.Sprint(h.index), Repair: scan.RepairTruncate,
 			Message: "entry index does not follow the previous entry's: DLedger's recovery stops here and drops this entry and every one after it"})
 	}
-	if h.Term < s.wTerm {
+	if h.term < s.wTerm {
 		s.add(scan.Finding{Code: CodeTermOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 16, Length: 8,
-			Expected: fmt.Sprintf(">= %d", s.wTerm), Actual: fmt.Sprint(h.Term), Repair: scan.RepairTruncate,
+			Expected: fmt.Sprintf(">= %d", s.wTerm), Actual: fmt.Sprint(h.term), Repair: scan.RepairTruncate,
 			Message: "entry term is lower than the previous entry's: DLedger's recovery stops here"})
 	}
-	s.wLast, s.wTerm = h.Index, h.Term
-	if u, ok := s.idx.unit(h.Index); !ok {
+	s.wLast, s.wTerm = h.index, h.term
+	if u, ok := s.idx.unit(h.index); !ok {
 		e.idxDiff = "missing"
 	} else {
-		e.idxDiff = u.Mismatch(h)
+		e.idxDiff = u.Mismatch(&fdl.Header{Magic: h.magic, Size: h.size, Index: h.index, Term: h.term, Pos: h.pos})
 	}
 	if e.idxDiff != "" {
-		rel, off := s.indexLoc(h.Index)
+		rel, off := s.indexLoc(h.index)
 		s.add(scan.Finding{Code: map[bool]string{true: CodeIndexMissing, false: CodeIndexMismatch}[e.idxDiff == "missing"],
 			Severity: scan.Warning, Path: rel, Offset: off, Length: fdl.IndexUnitSize, Repair: scan.RepairRebuildIndex,
-			Details: map[string]any{"field": e.idxDiff, "entry_index": h.Index, "entry_path": f.rel, "entry_offset": pos},
-			Message: fmt.Sprintf("the index unit of entry %d disagrees with the entry (%s): when recovery reaches it, it truncates the index there and rebuilds it from the data", h.Index, e.idxDiff)})
+			Details: map[string]any{"field": e.idxDiff, "entry_index": h.index, "entry_path": f.rel, "entry_offset": pos},
+			Message: fmt.Sprintf("the index unit of entry %d disagrees with the entry (%s): when recovery reaches it, it truncates the index there and rebuilds it from the data", h.index, e.idxDiff)})
 	}
 	if it.x != nil {
 		s.reportInner(f, pos, h, it)
@@ -500,7 +516,7 @@ func (s *scanner) stopEntry(f *dataFile, it *item) {
 		code, msg = CodeBadPos, "the entry's pos field is not where it sits: DLedger's recovery stops here"
 	}
 	s.add(scan.Finding{Code: code, Severity: scan.Error, Path: f.rel, Offset: ce.Offset - f.base, Length: fdl.BodyOffset,
-		Repair: scan.RepairTruncate, Details: map[string]any{"error": ce.Error(), "entry_index": it.h.Index},
+		Repair: scan.RepairTruncate, Details: map[string]any{"error": ce.Error(), "entry_index": it.h.index},
 		Message: msg})
 }
 
@@ -541,8 +557,8 @@ func endName(e string) string {
 // decodeInner checks the RocketMQ record in an entry's body (the decode
 // stage: no findings, no shared state but the record callbacks, which run
 // with one decode goroutine).
-func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names *topicNames, m *rmq.Message, in *innerFacts) *itemExtra {
-	phy := h.Pos + fdl.BodyOffset
+func (s *scanner) decodeInner(f *dataFile, h *head, body []byte, names *topicNames, m *rmq.Message, in *innerFacts) *itemExtra {
+	phy := h.pos + fdl.BodyOffset
 	err := rmq.CheckMessageInto(m, body, phy, s.cfg.MaxMessageSize)
 	// Field by field into the item (a literal returned by value is built
 	// on the stack and copied, the copy's loads stalling on its stores).
@@ -569,15 +585,15 @@ func (s *scanner) decodeInner(f *dataFile, h *fdl.Header, body []byte, names *to
 		_ = s.cfg.OnMessage(m, phy, err)
 	}
 	if s.opts.Records != nil && in.decoded {
-		pos := h.Pos - f.base
-		rec := Record{Record: rmqscan.NewRecord(m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.Index, DLedgerTerm: h.Term, EntryOffset: pos}
+		pos := h.pos - f.base
+		rec := Record{Record: rmqscan.NewRecord(m, f.rel, f.base, pos+fdl.BodyOffset), DLedgerIndex: h.index, DLedgerTerm: h.term, EntryOffset: pos}
 		_ = s.opts.Records(rec)
 	}
 	return x
 }
 
 // reportInner reports an inner record that fails a check.
-func (s *scanner) reportInner(f *dataFile, pos int64, h *fdl.Header, it *item) {
+func (s *scanner) reportInner(f *dataFile, pos int64, h *head, it *item) {
 	err := it.x.err
 	code, msg := CodeInnerBad, "the entry's body is not a valid RocketMQ record; DLedger keeps it, RocketMQ's recovery stops at it"
 	switch {
@@ -589,7 +605,7 @@ func (s *scanner) reportInner(f *dataFile, pos int64, h *fdl.Header, it *item) {
 		code, msg = CodeInnerStale, "the inner record's PHYSICALOFFSET is not the entry pos + 48: the append hook did not write it, or the entry is stale"
 	}
 	s.add(scan.Finding{Code: code, Severity: scan.Error, Path: f.rel, Offset: pos + fdl.BodyOffset, Length: int64(it.bodyN),
-		MsgID: it.x.msgID, Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.Index, "phy_offset": h.Pos + fdl.BodyOffset},
+		MsgID: it.x.msgID, Repair: scan.RepairNone, Details: map[string]any{"error": err.Error(), "entry_index": h.index, "phy_offset": h.pos + fdl.BodyOffset},
 		Message: msg})
 }
 
