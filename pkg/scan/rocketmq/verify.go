@@ -98,7 +98,18 @@ type verifier struct {
 	cpPresent      bool
 	missingFiles   map[string]bool // consume queue files already reported missing
 	unitsLinked    int             // units compared with the record they point at
-	entriesLinked  int             // index entries compared with their record
+	// claims are the consume queues the collectors claim units of
+	// (verify_cqclaim.go; nil: none), claimedRecs the records whose own
+	// unit was claimed, by table index, claimsCut that some claimed
+	// queue's walk stopped before its end.
+	claims      *cqClaims
+	claimedRecs []uint64
+	claimsCut   bool
+	// undispatched are the records the broker gives no unit (neither
+	// NOT_TYPE nor COMMIT), by table index: the missing-unit pass skips
+	// them without reading them.
+	undispatched  []uint64
+	entriesLinked int // index entries compared with their record
 }
 
 // Verify scans the commitlog (ScanCommitLog) and cross-checks the consume
@@ -123,9 +134,13 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	var files []*collector // per commitlog file, merged in offset order
 	var mu sync.Mutex
 	hashes := hasIndexFiles(cfg.Root)
+	v.claims = newCQClaims(&cfg)
 	inner.OnFile = func(i int, _ int64) FileHook {
 		c := &collector{intern: topicIDs{ids: map[string]int32{}}, userHook: cfg.OnMessage, wantHashes: hashes,
 			w: blockWriter{t: v.tab}}
+		if v.claims != nil {
+			c.claim = &claimer{cl: v.claims}
+		}
 		mu.Lock()
 		files = append(files, c)
 		mu.Unlock()
@@ -151,6 +166,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	}
 	defer func() { icancel(); <-icDone }() // an early return stops it
 	res, err := ScanCommitLog(ctx, inner, opts)
+	v.claims.close()
 	if indexSequential {
 		structures()
 	}
@@ -243,6 +259,8 @@ type collector struct {
 	wantHashes            bool     // compute index key hashes (there are index files to check)
 	v2, propCRC, trailing int
 	userHook              func(m *rmq.Message, phy int64) error
+	claim                 *claimer // nil: no consume queue units to claim
+	undispatched          []uint64 // the file's records that get no unit, by number in the file
 }
 
 // collect keeps the compact form of one valid record (topic and hash
@@ -252,6 +270,9 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 	id, added := c.intern.id(m.Topic)
 	if added {
 		c.keyPrefix = append(c.keyPrefix, rmq.IndexKeyPrefix(m.Topic))
+		if c.claim != nil {
+			c.claim.addTopic(m.Topic)
+		}
 	}
 	// One walk of the properties for the four keys (LookupProperty each
 	// would walk them four times), each segment compared with the one key
@@ -276,6 +297,11 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 				r.nhash++
 			}
 		})
+	}
+	if !r.dispatched() {
+		setBit(&c.undispatched, c.n)
+	} else if c.claim != nil {
+		c.claim.claim(&r, m.Topic, c.n)
 	}
 	if c.n == 0 {
 		c.first = r
@@ -310,7 +336,13 @@ func (v *verifier) absorb(c *collector) {
 		}
 		ids[i] = id
 	}
-	if first := v.tab.adopt(&c.w, ids); first >= 0 {
+	first := v.tab.adopt(&c.w, ids)
+	v.absorbClaims(c.claim, first)
+	if first >= 0 {
+		orBits(&v.undispatched, c.undispatched, first)
+	}
+	c.claim, c.undispatched = nil, nil
+	if first >= 0 {
 		r := c.first
 		r.topic = ids[r.topic]
 		r.hashOff = -1 // not needed of a file's first record

@@ -22,19 +22,36 @@ type unitScan struct {
 	unknown     int64
 	unknownFile string
 	unknownPos  int64
+	// next is the stream index after the last unit checked, run the
+	// queue's claimed run at or after it (verify_cqclaim.go).
+	next int64
+	run  int
 }
 
-// unit checks one unit at pos in file f.
+// unit checks one unit at pos in file f. A unit its record claimed in
+// the walk (verify_cqclaim.go) that does not reach the record check
+// gives the record's claim back.
 func (v *verifier) unit(us *unitScan, f cqFile, pos int64, u rmq.CQUnit) {
-	q := us.q
 	idx := (f.base + pos) / rmq.CQUnitSize
+	us.next = idx + 1
+	claimed := us.q.claim != nil && us.claimedAt(idx)
+	if !v.unitAt(us, f, pos, idx, u, claimed) && claimed {
+		v.unclaim(u)
+	}
+}
+
+// unitAt is unit's checks; it reports whether a claimed unit was counted
+// as linked (without looking its record up: the claim made linkUnit's
+// checks).
+func (v *verifier) unitAt(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit, claimed bool) bool {
+	q := us.q
 	if us.ended {
 		if !u.IsZero() {
 			us.afterEnd = true
 			v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Warning, scan.RepairRebuildIndex,
 				"unit after the queue's end (the first invalid unit); recovery drops it and everything after it", nil))
 		}
-		return
+		return false
 	}
 	if !u.Valid() {
 		us.ended = true
@@ -43,17 +60,17 @@ func (v *verifier) unit(us *unitScan, f cqFile, pos int64, u rmq.CQUnit) {
 				"invalid unit (offset < 0 or size <= 0): recovery ends the queue here and drops the units after it",
 				map[string]string{"valid": "fail"}))
 		}
-		return
+		return false
 	}
 	q.units = idx + 1
 	if u.IsPlaceholder() || u.Size == rmq.CQPlaceholderSize {
 		if q.real == 0 && u.IsPlaceholder() {
 			us.placeholders++
-			return
+			return false
 		}
 		v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
 			"placeholder-sized unit after the queue's first message", map[string]string{"placeholder_position": "fail"}))
-		return
+		return false
 	}
 	q.real++
 	q.lastEnd = max(q.lastEnd, u.CommitLogOffset+int64(u.Size))
@@ -77,9 +94,13 @@ func (v *verifier) unit(us *unitScan, f cqFile, pos int64, u rmq.CQUnit) {
 			"unit points at or past the commitlog recovery end; recovery truncates it", map[string]string{"below_recovery_end": "fail"})
 		fd.Expected, fd.Actual = "< "+fmtInt(v.recoveryEnd), fmtInt(u.CommitLogOffset)
 		v.add(q.rel, fd)
+	case claimed:
+		v.unitsLinked++
+		return true
 	default:
 		v.linkUnit(us, f, pos, idx, u)
 	}
+	return false
 }
 
 // linkUnit checks that a unit points at the start of a valid record of

@@ -33,6 +33,12 @@ type queueState struct {
 	minIdx  int64 // index of the first unit of the first file
 	lastEnd int64 // offset+size of the last real unit (0 if none)
 	real    int64 // real (non-placeholder) units
+	// claim is what the collectors claimed of the queue (nil: every unit
+	// is looked up); claimCut says its walk stopped before claimUpTo,
+	// the first unit it did not reach.
+	claim     *claimQueue
+	claimCut  bool
+	claimUpTo int64
 }
 
 // listQueues reads consumequeue/<topic>/<queueId>/ into v.queues and
@@ -182,7 +188,11 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 	if v.rocksDBConsumeQueue() {
 		return nil
 	}
-	if err := v.listQueues(); err != nil {
+	if cl := v.claims; cl != nil {
+		// Listed before the walk, for the claims: the same listing.
+		v.queues = cl.listed
+		v.res.Add(cl.listFindings...)
+	} else if err := v.listQueues(); err != nil {
 		return err
 	}
 	fileSize, src := v.pickCQFileSize()
@@ -200,6 +210,7 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 		return keys[i].queueID < keys[j].queueID
 	})
 	v.res.Layout["cq_queues"], v.res.Layout["cq_files"] = len(keys), nfiles
+	useClaims := v.attachClaims(fileSize)
 	bufs := make([]byte, min(len(keys), cqMergeQueues)*cqCursorBuf)
 	scratch := make([]byte, cqScratch)
 	for g := 0; g < len(keys); g += cqMergeQueues {
@@ -214,6 +225,13 @@ func (v *verifier) checkConsumeQueues(ctx context.Context) error {
 			files[i] = v.checkQueueFiles(qs[i], fileSize)
 		}
 		v.scanQueues(qs, files, fileSize, bufs, scratch)
+	}
+	if useClaims {
+		v.cutClaims()
+		if cqClaimsHook != nil {
+			cqClaimsHook(v)
+		}
+		v.applyClaims()
 	}
 	v.redispatchFrom = v.dispatchFrom
 	if v.abort {

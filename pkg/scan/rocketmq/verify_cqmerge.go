@@ -241,6 +241,12 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 	}
 	for _, c := range cursors {
 		c.close()
+		if c.q.claim != nil && (c.us.ended || c.err != nil) && c.q.claim.maxHi > c.us.next {
+			// Claimed units the walk did not reach (a queue's end at its
+			// zero tail is the usual case and reaches them all).
+			c.q.claimCut, c.q.claimUpTo = true, c.us.next
+			v.claimsCut = true
+		}
 		if c.err != nil {
 			v.res.Fail(fmt.Errorf("%s: %w", c.q.rel, c.err))
 		} else {
