@@ -73,6 +73,7 @@ type verifier struct {
 	nrecs       int            // tab's records below the recovery end (the ones the checks use)
 	matched     []uint64       // per record below the recovery end: a unit of its own queue points at it
 	hint        int            // index of the record recAt found last
+	cur         recCursor      // the index entries' lookups, in phy order
 	sum         recSummary     // per-record facts the checkpoint checks need (one pass, in checkMissing)
 	fileFirst   map[int64]vrec // first valid record of each commitlog file, by phy (for the start-file rules)
 	topics      []string
@@ -463,7 +464,7 @@ func (v *verifier) forIndex(ia *verifier) (*verifier, error) {
 	iv := *v
 	iv.res, iv.capped = ia.res, ia.capped // what indexStructures found
 	iv.tab = v.tab.reader()
-	iv.hint, iv.entriesLinked = 0, 0
+	iv.hint, iv.entriesLinked, iv.cur = 0, 0, recCursor{}
 	var err error
 	if iv.store, err = OpenStore(v.cfg.Config); err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -182,18 +181,17 @@ func (v *verifier) indexEntryRecord(w *indexWalk, n int64, e rmq.IndexEntry) {
 		w.beyond++
 		return
 	}
-	ri, rv := v.recAtRec(e.PhyOffset)
+	ri, r := v.cur.find(v.tab, e.PhyOffset, v.nrecs, v.recAt)
 	if ri < 0 {
 		bad(CodeIndexBadEntry, v.whatIsAt(e.PhyOffset), map[string]string{"record_start": "fail"}, "", fmtInt(e.PhyOffset))
 		return
 	}
-	r := &rv
 	v.entriesLinked++
 	if n == 1 {
 		w.firstTS, w.firstTSChecked = r.storeTS, true
 	}
 	w.maxTS = max(w.maxTS, r.storeTS)
-	if !slices.Contains(v.tab.hashes(r), e.KeyHash) {
+	if !v.tab.hasHash(r, e.KeyHash) {
 		bad(CodeIndexBadEntry, fmt.Sprintf("key hash matches no key of the record at %d (topic#UNIQ_KEY, topic#KEYS)", r.phy),
 			map[string]string{"record_start": "pass", "key_hash": "fail"}, "", fmtInt(int64(e.KeyHash)))
 		return

@@ -241,6 +241,16 @@ func (t *recTable) block(bi int) []vrec {
 	}
 	c := &t.cache[victim]
 	c.idx, c.used = -1, t.tick
+	if c.recs = t.decode(bi, c.recs); c.recs == nil {
+		return nil
+	}
+	c.idx, t.mru = bi, c
+	return c.recs
+}
+
+// decode reads block bi and decodes it into dst's storage (nil after a
+// read error).
+func (t *recTable) decode(bi int, dst []vrec) []vrec {
 	info := &t.blocks[bi]
 	if cap(t.raw) < recBlockLen*recSlot {
 		t.raw = make([]byte, recBlockLen*recSlot)
@@ -252,20 +262,74 @@ func (t *recTable) block(bi int) []vrec {
 		}
 		return nil
 	}
-	if cap(c.recs) < recBlockLen {
-		c.recs = make([]vrec, recBlockLen)
+	if cap(dst) < recBlockLen {
+		dst = make([]vrec, recBlockLen)
 	}
-	c.recs = c.recs[:info.n]
+	dst = dst[:info.n]
 	le := binary.LittleEndian
-	for i := range c.recs {
+	for i := range dst {
 		b := raw[i*recSlot : (i+1)*recSlot]
-		c.recs[i] = vrec{phy: int64(le.Uint64(b[0:])), queueOff: int64(le.Uint64(b[8:])), tagsCode: int64(le.Uint64(b[16:])),
+		dst[i] = vrec{phy: int64(le.Uint64(b[0:])), queueOff: int64(le.Uint64(b[8:])), tagsCode: int64(le.Uint64(b[16:])),
 			storeTS: int64(le.Uint64(b[24:])), hashOff: info.hashBase + int64(le.Uint64(b[32:])), size: int32(le.Uint32(b[40:])),
 			topic: info.topics[le.Uint32(b[44:])], queueID: int32(le.Uint32(b[48:])), sysFlag: int32(le.Uint32(b[52:])),
 			nhash: le.Uint16(b[56:]), flags: b[58]}
 	}
-	c.idx, t.mru = bi, c
-	return c.recs
+	return dst
+}
+
+// recCursor follows lookups in increasing phy order (an index file's
+// entries, which the broker appends in dispatch order) through a decoded
+// block of its own: the record found last, or the one after it, is found
+// without the table's search and cache.
+type recCursor struct {
+	blk   []vrec // block bi, decoded (len 0: none)
+	buf   []vrec
+	bi    int
+	first int // table index of blk[0]
+	j     int // the record found last in blk
+}
+
+// find returns the index of the record starting at phy below n and the
+// record (valid until the next call), or -1: from the cursor when phy is
+// the record found last or the next one, else through lookup.
+func (c *recCursor) find(t *recTable, phy int64, n int, lookup func(int64) int) (int, *vrec) {
+	if c.j < len(c.blk) {
+		if r := &c.blk[c.j]; r.phy == phy {
+			return c.first + c.j, r
+		}
+		k := c.j + 1
+		if k == len(c.blk) && c.bi+1 < len(t.blocks) && c.first+k < n { // the next block's first record
+			if c.load(t, c.bi+1) {
+				k = 0
+			}
+		}
+		if k < len(c.blk) && c.blk[k].phy == phy && c.first+k < n {
+			c.j = k
+			return c.first + k, &c.blk[k]
+		}
+	}
+	i := lookup(phy)
+	if i < 0 {
+		return -1, nil
+	}
+	if bi := t.blockOf(i); bi >= 0 && (bi != c.bi || len(c.blk) == 0) && !c.load(t, bi) {
+		return -1, nil // a read error (t.err)
+	} else if bi < 0 {
+		return -1, nil
+	}
+	c.j = i - c.first
+	return i, &c.blk[c.j]
+}
+
+// load decodes block bi into the cursor (false after a read error).
+func (c *recCursor) load(t *recTable, bi int) bool {
+	c.buf = t.decode(bi, c.buf[:0])
+	if c.buf == nil {
+		c.blk = nil
+		return false
+	}
+	c.blk, c.bi, c.first, c.j = c.buf, bi, t.blocks[bi].first, 0
+	return true
 }
 
 // at returns record i (0 <= i < n).
@@ -313,8 +377,34 @@ func (t *recTable) firstAtOrAfter(p int64) int {
 	return i + 1
 }
 
+// hasHash reports whether h is one of r's key hashes.
+func (t *recTable) hasHash(r *vrec, h int32) bool {
+	n := int(r.nhash)
+	b := t.hashBytes(r)
+	if len(b) < 4*n {
+		return false
+	}
+	for i := range n {
+		if int32(binary.LittleEndian.Uint32(b[i*4:])) == h {
+			return true
+		}
+	}
+	return false
+}
+
 // hashes returns the key hashes of r (valid until the next call).
 func (t *recTable) hashes(r *vrec) []int32 {
+	b := t.hashBytes(r)
+	t.hout = t.hout[:0]
+	for i := 0; i+4 <= len(b) && i < 4*int(r.nhash); i += 4 {
+		t.hout = append(t.hout, int32(binary.LittleEndian.Uint32(b[i:])))
+	}
+	return t.hout
+}
+
+// hashBytes returns the window bytes from r's first key hash (nil when
+// it has none or they cannot be read).
+func (t *recTable) hashBytes(r *vrec) []byte {
 	lo, n := r.hashOff, int64(r.nhash)
 	if n == 0 {
 		return nil
@@ -333,12 +423,7 @@ func (t *recTable) hashes(r *vrec) []int32 {
 			return nil
 		}
 	}
-	t.hout = t.hout[:0]
-	b := t.hwin[(lo-t.hwOff)*4:]
-	for i := int64(0); i < n; i++ {
-		t.hout = append(t.hout, int32(binary.LittleEndian.Uint32(b[i*4:])))
-	}
-	return t.hout
+	return t.hwin[(lo-t.hwOff)*4:]
 }
 
 // maxStoreTS returns the newest store timestamp among the first n records

@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -119,6 +120,60 @@ func TestRecTable(t *testing.T) {
 	}
 	if got := tab.firstAtOrAfter(phy); got != n {
 		t.Fatalf("firstAtOrAfter past the end = %d, want %d", got, n)
+	}
+	// The cursor: the index walk's lookups (each record once or twice in
+	// order, across blocks and files), with jumps back and ahead, offsets
+	// inside records and past the cut, as a damaged index file has them.
+	byPhy := map[int64]int{}
+	for i, r := range want[:cut] {
+		byPhy[r.phy] = i
+	}
+	var c recCursor
+	rng := rand.New(rand.NewPCG(4, 5))
+	lookup := func(p int64) int {
+		if i, ok := byPhy[p]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := 0, 0; i < n && k < 4*n; k++ {
+		p := want[i].phy
+		switch x := rng.IntN(100); {
+		case x < 2:
+			p = want[rng.IntN(n)].phy // anywhere
+		case x < 3:
+			p++ // inside a record
+		case x < 40:
+			i++ // the next record after this one
+		default:
+			i += 0 // this record again (another key), then the next
+			if x > 80 {
+				i++
+			}
+		}
+		i = min(i, n-1)
+		gi, got := c.find(tab, p, cut, lookup)
+		wi := lookup(p)
+		if gi != wi {
+			t.Fatalf("cursor find(%d) = %d, want %d", p, gi, wi)
+		}
+		if gi >= 0 {
+			r := *got
+			if r.hashOff = 0; r != want[gi] {
+				t.Fatalf("cursor find(%d) = %+v, want %+v", p, r, want[gi])
+			}
+			for j, h := range hashes[gi] {
+				if !tab.hasHash(got, h) {
+					t.Fatalf("hasHash(%d, hash %d) = false", gi, j)
+				}
+			}
+			if tab.hasHash(got, -1) {
+				t.Fatalf("hasHash(%d, -1) = true", gi)
+			}
+		}
+		if i == n-1 && k%7 == 0 {
+			break
+		}
 	}
 	if tab.err != nil {
 		t.Fatal(tab.err)
