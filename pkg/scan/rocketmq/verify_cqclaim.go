@@ -40,8 +40,12 @@ var cqClaimsOff = false
 var cqClaimsHook func(v *verifier)
 
 const (
-	// claimWinBytes is one queue's read window in a collector: 204 units.
-	claimWinBytes = 204 * rmq.CQUnitSize
+	// claimWinBytes is one queue's read window in a collector: 819 units
+	// (a pread per 819 records of the queue) in a store of at most
+	// claimWideQueues queues, else claimNarrowBytes (204 units).
+	claimWinBytes    = 819 * rmq.CQUnitSize
+	claimNarrowBytes = 204 * rmq.CQUnitSize
+	claimWideQueues  = 64
 	// claimMaxWins bounds a collector's windows (1 MiB); a queue past it
 	// is checked by lookups.
 	claimMaxWins = 256
@@ -55,6 +59,7 @@ const (
 // listed before the walk.
 type cqClaims struct {
 	fileSize int64
+	winBytes int // a queue's window in a collector
 	queues   map[queueKey]*claimQueue
 	byTopic  map[string][]*claimQueue // by queue id (nil: none)
 	mu       sync.Mutex
@@ -121,6 +126,10 @@ func newCQClaims(cfg *VerifyConfig) *cqClaims {
 		}
 		qs[k.queueID] = cq
 		cl.byTopic[k.topic] = qs
+	}
+	cl.winBytes = claimNarrowBytes
+	if len(cl.queues) <= claimWideQueues {
+		cl.winBytes = claimWinBytes
 	}
 	return cl
 }
@@ -264,16 +273,17 @@ func (c *claimer) load(st *claimState, b int64) bool {
 			return false
 		}
 		if len(c.wins) == 0 { // windows for the queues, 16 at a time
-			c.wins = make([]byte, min(16, claimMaxWins-c.nwins, len(c.cl.queues))*claimWinBytes)
+			c.wins = make([]byte, min(16, claimMaxWins-c.nwins, len(c.cl.queues))*c.cl.winBytes)
 		}
 		c.nwins++
-		st.win, c.wins = c.wins[:claimWinBytes:claimWinBytes], c.wins[claimWinBytes:]
+		wb := c.cl.winBytes
+		st.win, c.wins = c.wins[:wb:wb], c.wins[wb:]
 	}
 	fh := c.cl.file(f)
 	if fh == nil {
 		return false
 	}
-	n := min(int64(claimWinBytes), f.end-pos)
+	n := min(int64(len(st.win)), f.end-pos)
 	if readFull(fh, st.win[:n], pos) != nil {
 		st.wlo, st.whi = 0, 0
 		return false
