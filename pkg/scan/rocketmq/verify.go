@@ -71,7 +71,7 @@ type verifier struct {
 	store       *Store
 	tab         *recTable      // every valid record of the primary walks, in phy order (spilled to a temp file)
 	nrecs       int            // tab's records below the recovery end (the ones the checks use)
-	matched     []uint64       // per record below the recovery end: a unit of its own queue points at it
+	matched     []uint64       // per record below the recovery end: a unit of its own queue points at it (or, when the claims counted, it gets none: undispatched)
 	hint        int            // index of the record recAt found last
 	cur         recCursor      // the index entries' lookups, in phy order
 	sum         recSummary     // per-record facts the checkpoint checks need (one pass, in checkMissing)
@@ -101,15 +101,12 @@ type verifier struct {
 	unitsLinked    int             // units compared with the record they point at
 	// claims are the consume queues the collectors claim units of
 	// (verify_cqclaim.go; nil: none), claimedRecs the records whose own
-	// unit was claimed, by table index, claimsCut that some claimed
-	// queue's walk stopped before its end.
-	claims      *cqClaims
-	claimedRecs []uint64
-	claimsCut   bool
-	// undispatched are the records the broker gives no unit (neither
-	// NOT_TYPE nor COMMIT), by table index: the missing-unit pass skips
-	// them without reading them.
-	undispatched  []uint64
+	// unit was claimed or that get no unit (undispatched: the checks of
+	// the matched flags look at dispatched records only), by table index,
+	// claimsCut that some claimed queue's walk stopped before its end.
+	claims        *cqClaims
+	claimedRecs   []uint64
+	claimsCut     bool
 	entriesLinked int // index entries compared with their record
 }
 
@@ -261,7 +258,6 @@ type collector struct {
 	v2, propCRC, trailing int
 	userHook              func(m *rmq.Message, phy int64) error
 	claim                 *claimer // nil: no consume queue units to claim
-	undispatched          []uint64 // the file's records that get no unit, by number in the file
 }
 
 // collect keeps the compact form of one valid record (topic and hash
@@ -299,9 +295,7 @@ func (c *collector) collect(m *rmq.Message, phy int64) error {
 			}
 		})
 	}
-	if !r.dispatched() {
-		setBit(&c.undispatched, c.n)
-	} else if c.claim != nil {
+	if c.claim != nil {
 		c.claim.claim(&r, m.Topic, c.n)
 	}
 	if c.n == 0 {
@@ -339,10 +333,7 @@ func (v *verifier) absorb(c *collector) {
 	}
 	first := v.tab.adopt(&c.w, ids)
 	v.absorbClaims(c.claim, first)
-	if first >= 0 {
-		orBits(&v.undispatched, c.undispatched, first)
-	}
-	c.claim, c.undispatched = nil, nil
+	c.claim = nil
 	if first >= 0 {
 		r := c.first
 		r.topic = ids[r.topic]

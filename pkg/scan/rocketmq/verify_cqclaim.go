@@ -25,8 +25,10 @@ import (
 // linkUnit is counted as linked without a lookup, and its record counts
 // as matched. A claimed unit that does not reach linkUnit (after the
 // queue's end, past the recovery end, a queue cut short by a read error)
-// gives its record's claim back, so the matched records are exactly what
-// the lookups would have marked. Anything that does not fit (a queue
+// gives its record's claim back, so the matched records are what the
+// lookups would have marked, and the undispatched ones (which get no
+// unit, and which no check of the matched flags looks at: the missing
+// unit pass then skips them unread). Anything that does not fit (a queue
 // whose file names the unit walk would skip, files that changed between
 // the two listings, more queues than the windows allow) is left to the
 // lookups.
@@ -199,6 +201,12 @@ func (c *claimer) addTopic(topic []byte) {
 // claim reads the unit of record r (local topic id, the file's record
 // number i) and claims it when linkUnit would pass it.
 func (c *claimer) claim(r *vrec, topic []byte, i int) {
+	if !r.dispatched() {
+		// No unit to find: counted as matched too, so the missing-unit
+		// pass need not read it (it only judges dispatched records).
+		setBit(&c.recs, i)
+		return
+	}
 	qs := c.byTopic[r.topic]
 	if uint32(r.queueID) >= uint32(len(qs)) || r.flags&vfInnerBatch != 0 {
 		return
@@ -238,7 +246,7 @@ func (c *claimer) claim(r *vrec, topic []byte, i int) {
 func setBit(b *[]uint64, i int) {
 	if w := i / 64; w >= len(*b) {
 		if w >= cap(*b) {
-			nb := make([]uint64, w+1, max(2*cap(*b), w+1, 256))
+			nb := make([]uint64, w+1, max(cap(*b)+cap(*b)/4, w+1, 256))
 			copy(nb, *b)
 			*b = nb
 		}

@@ -89,22 +89,17 @@ func (v *verifier) checkMissing(fileSize int64) {
 	}
 }
 
-// eachUnmatched calls fn for every dispatched record below the recovery
-// end that no unit of its queue points at (!isMatched), in phy order,
-// skipping runs of 64 matched or undispatched records at once (fn has
-// nothing to do for a record the broker gives no unit: it is not read).
+// eachUnmatched calls fn for every record below the recovery end that no
+// unit of its queue points at (!isMatched), in phy order, skipping runs
+// of 64 matched records at once.
 func (v *verifier) eachUnmatched(fn func(i int, r *vrec)) {
 	var r vrec // one for the walk: fn's pointer would put one a record on the heap
 	for i := 0; i < v.nrecs; i++ {
-		var undisp uint64
-		if w := i / 64; w < len(v.undispatched) {
-			undisp = v.undispatched[w]
-		}
-		if i%64 == 0 && i+64 <= v.nrecs && v.matched[i/64]|undisp == ^uint64(0) {
+		if i%64 == 0 && i+64 <= v.nrecs && v.matched[i/64] == ^uint64(0) {
 			i += 63
 			continue
 		}
-		if !v.isMatched(i) && undisp&(1<<(i%64)) == 0 {
+		if !v.isMatched(i) {
 			r = v.tab.at(i)
 			fn(i, &r)
 		}
