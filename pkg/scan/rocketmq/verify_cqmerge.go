@@ -218,20 +218,7 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 	h.init()
 	for len(h) > 0 {
 		c := h[0].c
-		v.unit(c.us, c.files[c.fi], c.pos, c.unit)
-		c.pos += rmq.CQUnitSize
-		if c.us.ended {
-			// Past the queue's end only the first non-zero unit matters
-			// (it is reported; nothing else is): find it in bulk rather
-			// than sending every zero unit of the file through the heap.
-			if c.skipZeros(scratch) {
-				v.unit(c.us, c.files[c.fi], c.pos, c.unit)
-			}
-			c.close()
-			h.pop()
-			continue
-		}
-		if !c.advance() {
+		if !v.unitsOf(c, scratch) {
 			c.close()
 			h.pop()
 			continue
@@ -253,6 +240,34 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 			v.finishQueue(c.us, c.files)
 		}
 		v.dispatchFrom = max(v.dispatchFrom, c.q.lastEnd)
+	}
+}
+
+// unitsOf checks c's current unit and the claimed units that follow it
+// (verify_cqclaim.go: a claimed unit needs no record lookup, so it need
+// not wait for the other queues' units before it in commitlog order; a
+// queue's findings stay in its own order, and the report sorts them by
+// path). It returns false at the queue's end, with c.unit the next unit
+// (to be looked up in commitlog order) otherwise.
+func (v *verifier) unitsOf(c *cqCursor, scratch []byte) bool {
+	for {
+		v.unit(c.us, c.files[c.fi], c.pos, c.unit)
+		c.pos += rmq.CQUnitSize
+		if c.us.ended {
+			// Past the queue's end only the first non-zero unit matters
+			// (it is reported; nothing else is): find it in bulk rather
+			// than sending every zero unit of the file through the heap.
+			if c.skipZeros(scratch) {
+				v.unit(c.us, c.files[c.fi], c.pos, c.unit)
+			}
+			return false
+		}
+		if !c.advance() {
+			return false
+		}
+		if c.q.claim == nil || !c.us.claimedAt((c.files[c.fi].base+c.pos)/rmq.CQUnitSize) {
+			return true
+		}
 	}
 }
 
