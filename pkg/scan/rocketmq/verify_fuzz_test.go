@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -12,7 +13,8 @@ import (
 
 // fuzzVerify runs Verify on an unpacked clean fixture with the file rel
 // replaced by the fuzz input: it must neither panic nor fail to look
-// (damage is data, reported as findings).
+// (damage is data, reported as findings), and give the same result with
+// the consume queue claims as with lookups only.
 func fuzzVerify(f *testing.F, rel string) {
 	root := filepath.Join(testutil.Untar(f, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
 	p := filepath.Join(root, filepath.FromSlash(rel))
@@ -30,6 +32,18 @@ func fuzzVerify(f *testing.F, rel string) {
 		res, err := Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{})
 		if err != nil || res.Incomplete {
 			t.Fatalf("verify could not look: %v %v", err, res.Errors)
+		}
+		// The consume queue units claimed in the walk give what the
+		// lookups give (verify_cqclaim.go).
+		cqClaimsOff = true
+		lookups, err := Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{})
+		cqClaimsOff = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Findings, lookups.Findings) || !reflect.DeepEqual(res.Errors, lookups.Errors) ||
+			!reflect.DeepEqual(res.Layout, lookups.Layout) {
+			t.Fatalf("claims and lookups differ; first finding difference: %s", firstDiff(lookups.Findings, res.Findings))
 		}
 	})
 }
