@@ -133,6 +133,11 @@ type Prediction struct {
 	live    liveList
 	log     *logTable
 	liveErr error // what ended the last Live early (LiveErr)
+	// gapAt is the first index between the replay's base and the last
+	// entry that is in no WAL or segment (0: none); noBase is the first
+	// index of a log that starts after 1 with no snapshot or checkpoint
+	// below it (0: none). Each is a finding (predictReplica).
+	gapAt, noBase uint64
 }
 
 // liveRec is a live message as the prediction keeps it.
@@ -320,6 +325,17 @@ func predictReplica(res *Result, r *Replica) (q Queue) {
 			Message: fmt.Sprintf("%s: the next start holds %d-%d messages, not an exact number: %v", r.Name(), f.Min, f.Max, f.Inexact),
 			Details: map[string]any{"min": f.Min, "max": f.Max, "reasons": f.Inexact}})
 	}
+	if p.gapAt > 0 {
+		res.Add(scan.Finding{Code: code(CodeLogGap), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s: index %d is in no WAL or segment (the replay starts after %d, the log on disk holds %d-%d): entries between the snapshot and the last entry are gone, and the member cannot replay its log past %d",
+				r.Name(), p.gapAt, p.Queue.ReplayFrom, r.First, r.Last, p.gapAt-1),
+			Details: map[string]any{"index": p.gapAt, "first": r.First, "last": r.Last, "replay_from": p.Queue.ReplayFrom}})
+	}
+	if p.noBase > 0 {
+		res.Add(scan.Finding{Code: code(CodeNoSnapshotBase), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s: the log starts at index %d and no valid snapshot or checkpoint covers the entries before it: the member cannot rebuild its state", r.Name(), p.noBase),
+			Details: map[string]any{"first": p.noBase}})
+	}
 	if f.State == StartDown || f.State == StartCrashLoop {
 		res.Add(scan.Finding{Code: code(CodeQueueDown), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
 			Message: fmt.Sprintf("%s will not start at the next start (%s): %s; it holds %d messages on disk", r.Name(), f.State, f.Reason, p.Queue.Entries),
@@ -417,6 +433,7 @@ func predict(r *Replica) *Prediction {
 		st = emptyState(conf)
 		if r.HasEntries && r.First > 1 {
 			f.State, f.Reason = StartNotRead, fmt.Sprintf("the log starts at index %d and no valid snapshot or checkpoint covers the entries before it", r.First)
+			p.noBase = r.First
 		}
 	}
 	p.Queue.Commit = r.commit(from)
@@ -441,6 +458,7 @@ func predict(r *Replica) *Prediction {
 		if !r.Log.load(idx, loc) {
 			replayErr = fmt.Sprintf("index %d is missing from the log (%d-%d on disk)", idx, r.First, r.Last)
 			m.mark("log gap at index " + fmt.Sprint(idx))
+			p.gapAt = idx
 			break
 		}
 		b, err := ef.read(loc)
