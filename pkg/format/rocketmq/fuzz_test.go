@@ -111,10 +111,24 @@ func FuzzIndex(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte, size int64) {
-		_, err := DecodeIndexHeader(b, 0)
+		h, err := DecodeIndexHeader(b, 0)
 		mustCorrupt(t, err)
-		_, err = DecodeIndexEntry(b, 0)
+		if err == nil && !bytes.Equal(AppendIndexHeader(nil, h), b[:IndexHeaderSize]) {
+			t.Fatalf("AppendIndexHeader(%+v) = %x, decoded from %x", h, AppendIndexHeader(nil, h), b[:IndexHeaderSize])
+		}
+		e, err := DecodeIndexEntry(b, 0)
 		mustCorrupt(t, err)
+		if err == nil && !bytes.Equal(AppendIndexEntry(nil, e), b[:IndexEntrySize]) {
+			t.Fatalf("AppendIndexEntry(%+v) = %x, decoded from %x", e, AppendIndexEntry(nil, e), b[:IndexEntrySize])
+		}
+		slot, err := DecodeIndexSlot(b, 0)
+		mustCorrupt(t, err)
+		if err == nil && !bytes.Equal(AppendIndexSlot(nil, slot), b[:IndexSlotSize]) {
+			t.Fatalf("AppendIndexSlot(%d) = %x, decoded from %x", slot, AppendIndexSlot(nil, slot), b[:IndexSlotSize])
+		}
+		if err != nil && len(b) >= IndexSlotSize {
+			t.Fatalf("DecodeIndexSlot of %d bytes: %v", len(b), err)
+		}
 		if l, err := IndexLayoutFromSize(size, 0); err == nil && l.Size() != size {
 			t.Fatalf("layout %+v does not give size %d", l, size)
 		}
