@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // treeState describes every entry under dir (the dir itself included):
@@ -108,6 +109,7 @@ func TestReadOnlyCommandsWriteNothing(t *testing.T) {
 			data := filepath.Join(root, fx.data)
 			outs := t.TempDir() // salvage exports and plans: outside root
 			tmp := t.TempDir()
+			t.Cleanup(func() { scan.SetTempDir("") }) // --tmp-dir set it for this process
 			cmds := [][]string{
 				{"scan"}, {"scan", "--records"}, {"verify"}, {"verify", "--records"},
 				{"truncate"}, {"rebuild-index"},
