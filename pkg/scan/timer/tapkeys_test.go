@@ -2,7 +2,9 @@ package timer
 
 import (
 	"bytes"
+	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -37,3 +39,31 @@ func FuzzLookupTapKeys(f *testing.F) {
 }
 
 func parseInt(b []byte) (int64, error) { return strconv.ParseInt(string(b), 10, 64) }
+
+// TestLookupTapKeysBlocks: lookupTapKeys finds what rmq.LookupProperties
+// finds in property strings of 0-300 bytes (up to five of its 64-byte
+// blocks, segments across their edges, the keys repeated, empty and
+// short segments, a last segment without its separator).
+func TestLookupTapKeysBlocks(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	parts := []string{"REAL_TOPIC\x01TopicA", "REAL_TOPIC\x01", "REAL_TOPICX\x01a", "TIMER_OUT_MS\x011796163818000",
+		"TIMER_OUT_MS\x01", "TIMER_DEL_UNIQKEY\x01k1", "TIMER_DELAY_SEC\x0164", "UNIQ_KEY\x017F0000010000", "T", "R\x01", "",
+		"seq\x0112", "TIMER_OUTXMS\x011", "REAL_QID\x013", "x\x01" + strings.Repeat("v", 70)}
+	for range 5000 {
+		var b []byte
+		for len(b) < 300 && rng.Intn(12) > 0 {
+			b = append(b, parts[rng.Intn(len(parts))]...)
+			b = append(b, rmq.PropertySeparator)
+		}
+		b = b[:rng.Intn(len(b)+1)]
+		var wv, gv [3][]byte
+		var wf, gf [3]bool
+		rmq.LookupProperties(b, tapKeys, wv[:], wf[:])
+		lookupTapKeys(b, gv[:], gf[:])
+		for k := range tapKeys {
+			if wf[k] != gf[k] || !bytes.Equal(wv[k], gv[k]) {
+				t.Fatalf("%q: key %s: LookupProperties %v %q, lookupTapKeys %v %q", b, tapKeys[k], wf[k], wv[k], gf[k], gv[k])
+			}
+		}
+	}
+}

@@ -1,13 +1,14 @@
 package timer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/bytemask"
 	"github.com/storectl/storectl/internal/sparse"
 	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
@@ -584,37 +585,44 @@ func (r *resolver) checksOut(u *ftimer.Unit, m *rmq.Message) bool {
 // lookupTapKeys is rmq.LookupProperties(raw, tapKeys, vals, found): a
 // segment's first bytes pick the one key it can be (R: REAL_TOPIC, T and
 // O at 6: TIMER_OUT_MS, other T: TIMER_DEL_UNIQKEY), so a segment costs
-// one comparison, not one per key (FuzzLookupTapKeys keeps the two
-// equal).
+// one comparison, not one per key, and the separators come 64 bytes at a
+// time as a bit mask (bytemask), not from a bytes.IndexByte call per
+// segment. FuzzLookupTapKeys keeps it equal to LookupProperties.
 func lookupTapKeys(raw []byte, vals [][]byte, found []bool) {
+	_, _ = vals[2], found[2]
 	found[0], found[1], found[2] = false, false, false
-	for len(raw) > 0 {
-		seg := raw
-		if i := bytes.IndexByte(raw, rmq.PropertySeparator); i >= 0 {
-			seg, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
+	start := 0
+	for base := 0; base <= len(raw); base += 64 {
+		m := bytemask.Eq(raw[base:], rmq.PropertySeparator)
+		if len(raw)-base < 64 {
+			m |= 1 << (len(raw) - base) // the end of raw ends the last segment
 		}
-		if len(seg) < 3 {
-			continue
+		for ; m != 0; m &= m - 1 {
+			end := base + bits.TrailingZeros64(m)
+			seg := raw[start:end]
+			start = end + 1
+			if len(seg) < 3 {
+				continue
+			}
+			switch {
+			case seg[0] == 'R':
+				const key = PropRealTopic + "\x01"
+				if len(seg) > len(key) && string(seg[:len(key)]) == key {
+					vals[0], found[0] = seg[len(key):], true
+				}
+			case seg[0] != 'T':
+			case len(seg) > 6 && seg[6] == 'O':
+				const key = PropOutMs + "\x01"
+				if len(seg) > len(key) && string(seg[:len(key)]) == key {
+					vals[1], found[1] = seg[len(key):], true
+				}
+			default:
+				const key = PropDelUniqKey + "\x01"
+				if len(seg) > len(key) && string(seg[:len(key)]) == key {
+					vals[2], found[2] = seg[len(key):], true
+				}
+			}
 		}
-		var k int
-		switch {
-		case seg[0] == 'R':
-			k = 0
-		case seg[0] != 'T':
-			continue
-		case len(seg) > 6 && seg[6] == 'O':
-			k = 1
-		default:
-			k = 2
-		}
-		key := tapKeys[k]
-		n := len(key)
-		if n >= len(seg)-1 || seg[n] != rmq.NameValueSeparator || string(seg[:n]) != key {
-			continue
-		}
-		vals[k], found[k] = seg[n+1:], true
 	}
 }
 
