@@ -83,8 +83,8 @@ func FuzzLogReader(f *testing.F) {
 			// Each entry is DecodeEntry's of its bytes (Next decodes a
 			// unit it accepts in place).
 			pos := r.Offset() - 4096
-			if want, _ := DecodeEntry(b[pos:min(pos+UnitSize, int64(len(b)))], r.Offset()); r.Entry() != want {
-				t.Fatalf("at %d: Next %+v, DecodeEntry %+v", pos, r.Entry(), want)
+			if want, _ := DecodeEntry(b[pos:min(pos+UnitSize, int64(len(b)))], r.Offset()); r.Entry() != want || *r.Current() != want {
+				t.Fatalf("at %d: Next %+v (in place %+v), DecodeEntry %+v", pos, r.Entry(), *r.Current(), want)
 			}
 		}
 		mustCorrupt(t, r.Err())

@@ -73,7 +73,7 @@ func (r *LogReader) Next() bool {
 		be := binary.BigEndian
 		if magic := int32(be.Uint32(b[unitMagicOff:])); magic != BlankMagic && be.Uint32(b) == UnitSize && MagicOK(magic) {
 			r.e.Kind, r.e.Rest = EntryUnit, 0
-			r.e.Unit, _ = DecodeUnit(b, r.base+r.pos)
+			DecodeUnitTo(&r.e.Unit, (*[UnitSize]byte)(b), r.base+r.pos)
 			r.next = r.pos + UnitSize
 			r.end = r.next
 			return true
@@ -136,6 +136,10 @@ func (r *LogReader) bytes(pos int64, n int) ([]byte, error) {
 
 // Entry is the entry Next just read; its Unit is a copy.
 func (r *LogReader) Entry() Entry { return r.e }
+
+// Current is the entry Next just read, in place: valid until the next
+// call to Next (a walk that looks at each unit once need not copy it).
+func (r *LogReader) Current() *Entry { return &r.e }
 
 // Offset is the timerlog offset of the entry Next just read.
 func (r *LogReader) Offset() int64 { return r.base + r.pos }

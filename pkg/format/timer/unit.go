@@ -107,12 +107,29 @@ func MagicFlags(magic int32) string {
 // (a *format.CorruptError); Valid says whether recovery would accept it.
 func DecodeUnit(b []byte, off int64) (Unit, error) {
 	if len(b) >= UnitSize { // the whole unit: direct loads (the walk's per-unit cost)
-		be := binary.BigEndian
-		return Unit{Offset: off, Size: int32(be.Uint32(b)), PrevPos: int64(be.Uint64(b[4:])), Magic: int32(be.Uint32(b[12:])),
-			CurrWriteTimeMs: int64(be.Uint64(b[16:])), DelayedMs: int32(be.Uint32(b[24:])), OffsetPy: int64(be.Uint64(b[28:])),
-			SizePy: int32(be.Uint32(b[36:])), HashTopic: int32(be.Uint32(b[40:])), Reserved: int64(be.Uint64(b[44:]))}, nil
+		var u Unit
+		DecodeUnitTo(&u, (*[UnitSize]byte)(b[:UnitSize]), off)
+		return u, nil
 	}
 	return decodeUnitFields(b, off)
+}
+
+// DecodeUnitTo is DecodeUnit of a whole unit into *u, field by field: the
+// per-unit walks decode into the Unit they keep, where a copy of
+// DecodeUnit's result (written in 4- and 8-byte stores, copied in 16-byte
+// loads that the stores cannot forward to) stalled on every unit.
+func DecodeUnitTo(u *Unit, b *[UnitSize]byte, off int64) {
+	be := binary.BigEndian
+	u.Offset = off
+	u.Size = int32(be.Uint32(b[0:]))
+	u.PrevPos = int64(be.Uint64(b[4:]))
+	u.Magic = int32(be.Uint32(b[12:]))
+	u.CurrWriteTimeMs = int64(be.Uint64(b[16:]))
+	u.DelayedMs = int32(be.Uint32(b[24:]))
+	u.OffsetPy = int64(be.Uint64(b[28:]))
+	u.SizePy = int32(be.Uint32(b[36:]))
+	u.HashTopic = int32(be.Uint32(b[40:]))
+	u.Reserved = int64(be.Uint64(b[44:]))
 }
 
 // decodeUnitFields is DecodeUnit field by field: a short b's error names

@@ -262,7 +262,7 @@ func (c *preCursor) advance() {
 			// ftimer.Unit.Valid on the bytes, then the unit decoded
 			// straight into c.u (a whole unit decodes without error).
 			if binary.BigEndian.Uint32(b) == ftimer.UnitSize && ftimer.MagicOK(int32(binary.BigEndian.Uint32(b[12:]))) {
-				c.u, _ = ftimer.DecodeUnit(b, f.base+pos)
+				ftimer.DecodeUnitTo(&c.u, (*[ftimer.UnitSize]byte)(b), f.base+pos)
 				c.k64, c.ok = f.step+pos/ftimer.UnitSize, true
 				return
 			}

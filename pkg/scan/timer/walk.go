@@ -130,7 +130,7 @@ func (s *scanner) walkFile(i int) error {
 	inWalk := i >= s.beginFile && !s.stopped
 	fileRecords := 0
 	for r.Next() {
-		e := r.Entry()
+		e := r.Current() // s.unit and the findings copy what they keep
 		pos := r.Offset() - f.base
 		switch e.Kind {
 		case ftimer.EntryUnit:
