@@ -193,6 +193,19 @@ func (s *scanner) listLog(context.Context) error {
 
 // fileOf returns the index of the timerlog file holding offset off, or -1.
 func (s *scanner) fileOf(off int64) int {
+	// The file the offset's place in equal adjacent files names (the
+	// broker's layout), when it is the last file starting at or before
+	// off, as the search below finds it; else that search.
+	if n := len(s.files); n > 0 && s.logSize > 0 && off >= s.files[0].base {
+		if i := (off - s.files[0].base) / s.logSize; i < int64(n) {
+			if f := &s.files[i]; f.base <= off && (int(i) == n-1 || s.files[i+1].base > off) {
+				if off >= f.base+f.size {
+					return -1
+				}
+				return int(i)
+			}
+		}
+	}
 	i := sort.Search(len(s.files), func(i int) bool { return s.files[i].base > off }) - 1
 	if i < 0 || off >= s.files[i].base+s.files[i].size {
 		return -1
@@ -222,6 +235,39 @@ func (s *scanner) setValid(off int64) {
 		s.validPos = append(s.validPos, 0)
 	}
 	s.validPos[k/64] |= 1 << (k % 64)
+}
+
+// setStep is setValid(s.files[i].base + pos) for a unit of file i,
+// without looking for the file (unless a later file overlaps it).
+func (s *scanner) setStep(i int, pos int64) {
+	f := &s.files[i]
+	if i+1 < len(s.files) && s.files[i+1].base <= f.base+pos {
+		s.setValid(f.base + pos)
+		return
+	}
+	if s.logSize <= 0 || pos < 0 || pos >= f.size || pos%ftimer.UnitSize != 0 {
+		return
+	}
+	k := f.step + pos/ftimer.UnitSize
+	for int(k/64) >= len(s.validPos) {
+		s.validPos = append(s.validPos, 0)
+	}
+	s.validPos[k/64] |= 1 << (k % 64)
+}
+
+// isUnitNear is isUnit(off) for an offset that is most likely in file i
+// (a unit's prevPos), without looking for the file when it is.
+func (s *scanner) isUnitNear(i int, off int64) bool {
+	f := &s.files[i]
+	pos := off - f.base
+	if pos < 0 || pos >= f.size || i+1 < len(s.files) && s.files[i+1].base <= off {
+		return s.isUnit(off)
+	}
+	if s.logSize <= 0 || pos%ftimer.UnitSize != 0 {
+		return false
+	}
+	k := f.step + pos/ftimer.UnitSize
+	return int(k/64) < len(s.validPos) && s.validPos[k/64]&(1<<(k%64)) != 0
 }
 
 // isUnit reports whether a unit recovery accepts sits at offset off.

@@ -43,9 +43,9 @@ type unitSpan struct {
 	maxPyEnd int64 // highest offsetPy + sizePy
 }
 
-// spanAdd notes the unit at position pos of file i for checkTargets.
-func (s *scanner) spanAdd(i int, pos int64, u *ftimer.Unit) {
-	st := u.DeliverMs() / s.cfg.PrecisionMs * s.cfg.PrecisionMs
+// spanAdd notes the unit at position pos of file i, of slot time st
+// (u.DeliverMs() / PrecisionMs * PrecisionMs), for checkTargets.
+func (s *scanner) spanAdd(i int, pos int64, u *ftimer.Unit, st int64) {
 	pyEnd := u.OffsetPy + int64(u.SizePy)
 	if n := len(s.spans); n > 0 {
 		sp := &s.spans[n-1]

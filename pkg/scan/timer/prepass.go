@@ -238,7 +238,7 @@ func (c *preCursor) record(m *rmq.Message, phy int64) {
 		if !m.IsBlank() && m.PhysicalOffset == phy && m.TotalSize <= maxTargetSize && int(m.TotalSize) == len(m.Raw) {
 			if c.rv.checksOut(&c.u, m) {
 				c.p.mark(c.k64)
-				if c.u.DeliverMs()/c.p.precision*c.p.precision >= c.p.keepFrom && c.p.kept.Add(1) <= int64(c.p.keepMax) {
+				if c.p.keeps(c.u.DeliverMs()) && c.p.kept.Add(1) <= int64(c.p.keepMax) {
 					c.kept = append(c.kept, keptTarget{c.k64, c.rv.resolve(&c.u, m, nil, true)})
 				}
 			}
@@ -248,6 +248,17 @@ func (c *preCursor) record(m *rmq.Message, phy int64) {
 	if !c.ok {
 		c.buf = nil
 	}
+}
+
+// keeps reports whether a marked unit of deliver time d has its target
+// kept (captureFrom): its slot time d/precision*precision is at or after
+// keepFrom. A slot time is at most d when d >= 0, so a d below keepFrom
+// (all but the pending units) needs no division.
+func (p *Prepass) keeps(d int64) bool {
+	if d >= 0 && d < p.keepFrom {
+		return false
+	}
+	return d/p.precision*p.precision >= p.keepFrom
 }
 
 // advance loads the next unit; ok is false after the last chunk.

@@ -272,9 +272,9 @@ func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last i
 // wait for the commitlog scan (deferTargets), its target.
 func (s *scanner) unit(i int, pos int64, u *ftimer.Unit, revise bool) {
 	f := &s.files[i]
-	s.unitFrame(f, pos, u, revise)
+	slotT := s.unitFrame(i, pos, u, revise)
 	if s.deferTargets {
-		s.spanAdd(i, pos, u)
+		s.spanAdd(i, pos, u, slotT*s.cfg.PrecisionMs)
 		return
 	}
 	s.unitTarget(f, pos, u)
@@ -283,11 +283,12 @@ func (s *scanner) unit(i int, pos int64, u *ftimer.Unit, revise bool) {
 // unitFrame is the part of a unit's checks that needs only the timerlog
 // and the wheel: the chain of its slot, the slot recovery revises, and
 // whether it is kept as pending (its target is filled in by unitTarget).
-func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) {
+func (s *scanner) unitFrame(i int, pos int64, u *ftimer.Unit, revise bool) (slotT int64) {
+	f := &s.files[i]
 	s.units++
 	off := u.Offset
-	s.setValid(off)
-	slotT := u.DeliverMs() / s.cfg.PrecisionMs
+	s.setStep(i, pos)
+	slotT = u.DeliverMs() / s.cfg.PrecisionMs
 	last, added := s.lastInSlot.ref(slotT) // nothing below touches lastInSlot until *last = off
 	want, seen := *last, !added
 	switch {
@@ -296,7 +297,7 @@ func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) 
 			Expected: fmt.Sprint(want), Actual: "-1",
 			Details: map[string]any{"slot_time_ms": slotT * s.cfg.PrecisionMs, "earlier_unit": want},
 			Message: "this unit starts a new chain for a slot that already has units: the wheel was behind the timerlog when it was written (lazy wheel, #9735), so the earlier units are reachable only if recovery revises their slot"})
-	case u.PrevPos != -1 && (u.PrevPos >= off || !s.isUnit(u.PrevPos)):
+	case u.PrevPos != -1 && (u.PrevPos >= off || !s.isUnitNear(i, u.PrevPos)):
 		s.add(scan.Finding{Code: CodeLogBadPrev, Severity: scan.Error, Path: f.rel, Offset: pos + 4, Length: 8,
 			Expected: "an earlier unit of the same slot", Actual: fmt.Sprint(u.PrevPos),
 			Message: "prevPos does not point at an earlier unit: the dequeue of this slot stops (or reads garbage) there, and the units before it in the slot never fire"})
@@ -309,12 +310,13 @@ func (s *scanner) unitFrame(f *logFile, pos int64, u *ftimer.Unit, revise bool) 
 	}
 	*last = off
 	if revise {
-		s.reviseSlot(u.DeliverMs(), off)
+		s.reviseSlotAt(slotT, off)
 	}
 	if slotT*s.cfg.PrecisionMs >= s.readFrom && len(s.pending) < s.cfg.PendingCache {
 		s.pending[off] = &pendingUnit{off: off, prev: u.PrevPos, magic: u.Magic, deliverMs: u.DeliverMs(), offsetPy: u.OffsetPy,
 			sizePy: u.SizePy, hash: u.HashTopic, writeMs: u.CurrWriteTimeMs}
 	}
+	return slotT
 }
 
 // keepFrom is the lowest slot time keep is true for (without Records):
@@ -391,14 +393,23 @@ func (s *scanner) sameSlot(off, slotT int64) bool {
 
 // reviseSlot is TimerWheel.reviseSlot(timeMs, IGNORE, lastPos, force=true).
 func (s *scanner) reviseSlot(timeMs, lastPos int64) {
-	idx := int64(ftimer.SlotIndex(timeMs, s.cfg.PrecisionMs))
+	s.reviseSlotAt(timeMs/s.cfg.PrecisionMs, lastPos)
+}
+
+// reviseSlotAt is reviseSlot for slot time slotT (timeMs/PrecisionMs,
+// which the walk has already divided out: ftimer.SlotIndex of timeMs).
+func (s *scanner) reviseSlotAt(slotT, lastPos int64) {
+	idx := slotT % ftimer.WheelSlots
+	if idx < 0 {
+		idx += ftimer.WheelSlots
+	}
 	e, added := s.revised.ref(idx)
 	if added {
 		e.wheel, e.inWheel = s.wheel.get(idx)
 		e.sl = e.wheel
 	}
-	if e.sl.Time != timeMs/s.cfg.PrecisionMs {
-		e.sl.Time, e.sl.FirstPos, e.sl.LastPos = timeMs/s.cfg.PrecisionMs, lastPos, lastPos
+	if e.sl.Time != slotT {
+		e.sl.Time, e.sl.FirstPos, e.sl.LastPos = slotT, lastPos, lastPos
 	} else {
 		e.sl.LastPos = lastPos
 	}
