@@ -40,6 +40,40 @@ func FuzzLookupTapKeys(f *testing.F) {
 
 func parseInt(b []byte) (int64, error) { return strconv.ParseInt(string(b), 10, 64) }
 
+// TestParseMs: parseMs is strconv.ParseInt on runs of digits of every
+// length to 20 (each taking the eight-at-a-time path from 9 to 16) and
+// on the same runs with one byte replaced by each byte around the digits
+// and the ones that carry or borrow in a word.
+func TestParseMs(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	check := func(b []byte) {
+		t.Helper()
+		n, ok := parseMs(b)
+		w, err := parseInt(b)
+		if ok != (err == nil) || ok && n != w {
+			t.Fatalf("parseMs(%q) = %d, %v; ParseInt %d, %v", b, n, ok, w, err)
+		}
+	}
+	odd := []byte{0, '/', ':', '+', '-', ' ', 0x7f, 0x80, 0xaf, 0xb0, 0xb9, 0xba, 0xc6, 0xff}
+	for n := 0; n <= 20; n++ {
+		for range 200 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte('0' + rng.Intn(10))
+			}
+			check(b)
+			if n > 0 {
+				c := append([]byte(nil), b...)
+				c[rng.Intn(n)] = odd[rng.Intn(len(odd))]
+				check(c)
+			}
+		}
+	}
+	check([]byte("9999999999999999"))
+	check([]byte("0000000000000000"))
+	check([]byte("1796163818000"))
+}
+
 // TestLookupTapKeysBlocks: lookupTapKeys finds what rmq.LookupProperties
 // finds in property strings of 0-300 bytes (up to five of its 64-byte
 // blocks, segments across their edges, the keys repeated, empty and

@@ -2,6 +2,7 @@ package timer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -672,8 +673,19 @@ type topicHashed struct {
 }
 
 // parseMs is strconv.ParseInt(string(b), 10, 64) without the string: a
-// run of up to 18 digits directly, anything else through ParseInt.
+// run of 9-16 digits (a time in ms has 13) eight digits at a time, one
+// of up to 18 digit by digit, anything else through ParseInt.
 func parseMs(b []byte) (int64, bool) {
+	if n := len(b); n > 8 && n <= 16 {
+		le := binary.LittleEndian
+		hi, lo := le.Uint64(b), le.Uint64(b[n-8:]) // the first and the last eight digits
+		if digits8(hi) && digits8(lo) {
+			// The first n-8 digits as the last of eight, behind '0's.
+			k := uint(n - 8)
+			hi = hi<<(8*(8-k)) | 0x3030303030303030>>(8*k)
+			return int64(value8(hi))*1e8 + int64(value8(lo)), true
+		}
+	}
 	if n := len(b); n > 0 && n <= 18 {
 		v := int64(0)
 		for _, c := range b {
@@ -687,6 +699,23 @@ func parseMs(b []byte) (int64, bool) {
 slow:
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	return n, err == nil
+}
+
+// digits8 reports whether the eight bytes of w are all ASCII digits: a
+// byte below '0' sets its top bit in w-0x30.., one above '9' in
+// w+0x46..; a byte neither borrows nor carries, so the lowest byte that
+// is not a digit always shows.
+func digits8(w uint64) bool {
+	return ((w-0x3030303030303030)|(w+0x4646464646464646))&0x8080808080808080 == 0
+}
+
+// value8 is the number the eight ASCII digits of w spell, its lowest byte
+// the first (most significant) digit: pairs, then fours, then the eight.
+func value8(w uint64) uint64 {
+	w -= 0x3030303030303030
+	w = (w*10 + w>>8) & 0x00ff00ff00ff00ff
+	w = (w*100 + w>>16) & 0x0000ffff0000ffff
+	return (w*10000 + w>>32) & 0xffffffff
 }
 
 // clean reports whether a unit whose target is t needs no finding.
