@@ -101,3 +101,23 @@ func TestLookupTapKeysBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestIsTimerTopic: isTimerTopic is a comparison with Topic, for Topic,
+// every one-byte change of it, its prefixes and longer names.
+func TestIsTimerTopic(t *testing.T) {
+	check := func(b []byte) {
+		t.Helper()
+		if got, want := isTimerTopic(b), string(b) == Topic; got != want {
+			t.Fatalf("isTimerTopic(%q) = %v, want %v", b, got, want)
+		}
+	}
+	check([]byte(Topic))
+	check(nil)
+	check([]byte(Topic + "x"))
+	for i := range len(Topic) {
+		check([]byte(Topic[:i]))
+		b := []byte(Topic)
+		b[i] ^= 0x20
+		check(b)
+	}
+}
