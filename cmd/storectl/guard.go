@@ -178,6 +178,28 @@ func (s *session) oddFindings(ctx context.Context, ts ...scan.Target) error {
 	return nil
 }
 
+// unreadOddFindings reports the FIFOs, sockets and devices of t's tree
+// (not its symlinks, which are read through, nor a writer's leftover
+// stage files) as findings: salvage does not open them, so whatever the
+// store kept under their names is not in the export, and the run is not
+// clean.
+func (s *session) unreadOddFindings(ctx context.Context, t scan.Target) error {
+	odds, err := oddEntries(ctx, t)
+	if err != nil {
+		s.incomplete = true
+		s.errors = append(s.errors, "checking the tree: "+err.Error())
+	}
+	for _, o := range odds {
+		if o.Stage || o.Mode&fs.ModeSymlink != 0 {
+			continue
+		}
+		if err := s.finding(o.Finding()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // blockingOdd returns the odd entries of t's data dir that writers refuse
 // (scan.Odd.BlocksWriters), reported as findings.
 func (s *session) blockingOdd(ctx context.Context, t scan.Target) ([]string, error) {

@@ -434,3 +434,29 @@ func TestTwoWriters(t *testing.T) {
 	}
 	t.Logf("%d concurrent pairs: each time exactly one applied and the other exited 4", pairs)
 }
+
+// TestSalvageFIFOInPlaceOfDataFile: a named pipe where a store keeps a
+// data file (a stream segment, a DLedger data file, an .rdq, a commitlog
+// file) is never opened by salvage, so what the store kept under that
+// name is not in the export: salvage reports the storectl.file.not-regular
+// finding, as scan and verify do, and does not exit 0 ("everything
+// selected was exported"). The stream and DLedger cases exited 0 with no
+// word of the pipe.
+func TestSalvageFIFOInPlaceOfDataFile(t *testing.T) {
+	for _, c := range []struct{ fixture, data, fifo string }{
+		{"rabbitmq-4.0-qq-stream/datasets/S1.tar.gz", rabbit40, rabbit40 + "/stream/__s1b_1796159969576203809/00000000000000000000.segment"},
+		{"rocketmq-5x/rmq533-dl2-kill.tar.gz", "store", "store/dledger-n0/data/00000000000000262144"},
+		{"rabbitmq/datasets/crash.tar.gz", "rmqfix@localhost", rabbitVHost + "/msg_store_persistent/18.rdq"},
+		{"rocketmq/rmq533-c-stale.tar.gz", "store", "store/commitlog/00000000000000262144"},
+	} {
+		t.Run(strings.ReplaceAll(c.fifo, "/", "_"), func(t *testing.T) {
+			dir := fixture(t, c.fixture)
+			mkfifo(t, filepath.Join(dir, c.fifo))
+			code, out, errOut := sub{}.run(t, "salvage", "--out", filepath.Join(t.TempDir(), "out"), "-o", "jsonl", filepath.Join(dir, c.data))
+			summaryOf(t, code, out)
+			if code == exitOK || !strings.Contains(out, `"code":"storectl.file.not-regular"`) {
+				t.Fatalf("exit %d, want a storectl.file.not-regular finding and not 0\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}

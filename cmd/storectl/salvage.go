@@ -154,6 +154,9 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	if err := s.coverage(invs); err != nil {
 		return err
 	}
+	if err := s.unreadOddFindings(ctx, t); err != nil {
+		return err
+	}
 	w, err := salvage.CreateExport(out, salvage.Spec{DataDir: t.Root, Store: t.Store, Select: sels, Filters: filter.String()})
 	if errors.Is(err, salvage.ErrOutInsideData) || errors.Is(err, salvage.ErrOutNotEmpty) || errors.Is(err, salvage.ErrOtherExport) {
 		s.errors = append(s.errors, err.Error())
