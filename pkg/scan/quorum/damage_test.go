@@ -358,3 +358,32 @@ func TestDamageLogGap(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotNotRegularIsAFinding: a snapshot.dat that is no regular
+// file (here a symlink) is the unreadable finding, not a read failure:
+// the scan stays complete, as for a segment or WAL that is no regular
+// file (a failed read makes it incomplete, exit 3).
+func TestSnapshotNotRegularIsAFinding(t *testing.T) {
+	ds := qq310Datasets(t)[1] // R2: one snapshot
+	node := testutil.CopyTree(t, ds.node)
+	snaps, _ := filepath.Glob(filepath.Join(node, "quorum", "*", "*", "snapshots", "*", "snapshot.dat"))
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot.dat in R2")
+	}
+	p := snaps[0]
+	if err := os.Rename(p, p+".real"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("snapshot.dat.real", p); err != nil {
+		t.Fatal(err)
+	}
+	res := verifyDir(t, node) // fails when incomplete
+	rel, _ := filepath.Rel(node, p)
+	var found bool
+	for _, f := range findings(res, quorum.CodeUnreadable) {
+		found = found || f.Path == filepath.ToSlash(rel)
+	}
+	if !found {
+		t.Fatalf("no %s finding for %s: %+v", quorum.CodeUnreadable, rel, findings(res, quorum.CodeUnreadable))
+	}
+}

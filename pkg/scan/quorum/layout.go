@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -194,15 +193,15 @@ func listReplica(dir string) (replicaListing, error) {
 	return l, nil
 }
 
-// readSmall reads a small file (config, snapshot) refusing anything that
-// is not a regular file.
+// readRegular reads a small file (config, snapshot) refusing anything
+// that is not a regular file (errNotRegular).
 func readRegular(p string) ([]byte, error) {
 	st, err := os.Lstat(p)
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+		return nil, errNotRegular
 	}
 	return os.ReadFile(p)
 }
