@@ -181,9 +181,10 @@ func FuzzDecodeMessageInto(f *testing.F) {
 	})
 }
 
-// TestDecodeIntoOverwritesEveryField decodes each fixture record into a
-// Message whose every field holds something else: the one-pass decoder
-// assigns field by field, and one it forgets keeps the old value.
+// TestDecodeIntoOverwritesEveryField decodes the fixture records (the
+// fuzz seeds: fixtureRecords' first 41) into a Message whose every field
+// holds something else: the one-pass decoder assigns field by field, and
+// one it forgets keeps the old value.
 func TestDecodeIntoOverwritesEveryField(t *testing.T) {
 	recs := fixtureRecords(t)
 	if len(recs) == 0 {

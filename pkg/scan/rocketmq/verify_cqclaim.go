@@ -28,10 +28,12 @@ import (
 // gives its record's claim back, so the matched records are what the
 // lookups would have marked, and the undispatched ones (which get no
 // unit, and which no check of the matched flags looks at: the missing
-// unit pass then skips them unread). Anything that does not fit (a queue
-// whose file names the unit walk would skip, files that changed between
-// the two listings, more queues than the windows allow) is left to the
-// lookups.
+// unit pass then skips them unread). The consume queues are listed once,
+// before the walk: the unit walk takes over that listing
+// (checkConsumeQueues), so the claims and the unit walk see the same
+// files. Anything that does not fit (a queue whose file names the unit
+// walk would skip, more queues than the windows allow, a window or file
+// that could not be read) is left to the lookups.
 
 // cqClaimsOff makes Verify use the lookups for every unit (tests compare
 // the two ways).
@@ -338,8 +340,10 @@ func (v *verifier) absorbClaims(c *claimer, first int) {
 }
 
 // attachClaims gives the listed queues their claimed units, when the
-// claims were made against the same listing and file size; false: the
-// unit walk looks every unit up (and no record's claim counts).
+// claims were made against the unit walk's file size and listing (the
+// unit walk takes over the claims' listing, so the listing check only
+// guards against a caller that lists again); false: the unit walk looks
+// every unit up (and no record's claim counts).
 func (v *verifier) attachClaims(fileSize int64) bool {
 	cl := v.claims
 	if cl == nil || cl.fileSize != fileSize {
