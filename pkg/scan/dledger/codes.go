@@ -21,11 +21,10 @@ const (
 	CodeIndexMissing  = "rocketmq.dledger.index-missing"
 	CodeIndexStale    = "rocketmq.dledger.index-beyond-end"
 	// The inner RocketMQ record (every commitlog check).
-	CodeInnerBad      = "rocketmq.dledger.inner-bad-record"
-	CodeInnerBodyCRC  = "rocketmq.dledger.inner-body-crc" // DLedger keeps it; only RocketMQ's check sees it
-	CodeInnerPropCRC  = "rocketmq.dledger.inner-prop-crc"
-	CodeInnerStale    = "rocketmq.dledger.inner-stale-offset" // PHYSICALOFFSET != pos + 48
-	CodeInnerQueueReg = "rocketmq.dledger.inner-queue-offset-regress"
+	CodeInnerBad     = "rocketmq.dledger.inner-bad-record"
+	CodeInnerBodyCRC = "rocketmq.dledger.inner-body-crc" // DLedger keeps it; only RocketMQ's check sees it
+	CodeInnerPropCRC = "rocketmq.dledger.inner-prop-crc"
+	CodeInnerStale   = "rocketmq.dledger.inner-stale-offset" // PHYSICALOFFSET != pos + 48
 	// checkpoint, currterm and the recovery outcome.
 	CodeCheckpointMissing = "rocketmq.dledger.checkpoint-missing"
 	CodeCheckpointBad     = "rocketmq.dledger.checkpoint-bad"

@@ -37,7 +37,6 @@ const (
 	// holds while some .rdq could not be read: it may be there, so its
 	// fate is unknown, not lost (the finding names the files it waits on).
 	CodeMessageUnknown = "rabbitmq.queue.message-unknown"
-	CodeQueueIndex     = "rabbitmq.queue.index-anomaly"
 	CodeQueueOrphan    = "rabbitmq.queue.orphan" // a queue dir no durable queue can own
 	// CodeQueueUnreadable: a queue dir a file of which could not be read;
 	// what it references is unknown (the run is incomplete).

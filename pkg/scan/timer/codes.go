@@ -23,13 +23,12 @@ const (
 	CodeUnitTopicHash     = "rocketmq.timerlog.topic-hash-mismatch"
 	CodeUnitNoDeleteKey   = "rocketmq.timerlog.delete-without-key"
 	// timerwheel.
-	CodeWheelBadSize     = "rocketmq.timerwheel.bad-size" // TimerWheel's constructor throws: the broker does not start
-	CodeWheelMissing     = "rocketmq.timerwheel.missing"
-	CodeWheelSlotTime    = "rocketmq.timerwheel.slot-time-mismatch"
-	CodeWheelPastLog     = "rocketmq.timerwheel.slot-past-timerlog"
-	CodeWheelBadUnit     = "rocketmq.timerwheel.slot-bad-unit"
-	CodeWheelStale       = "rocketmq.timerwheel.stale" // behind the timerlog (written lazily); recovery revises part of it
-	CodeWheelUnreachable = "rocketmq.timerwheel.unreachable-units"
+	CodeWheelBadSize  = "rocketmq.timerwheel.bad-size" // TimerWheel's constructor throws: the broker does not start
+	CodeWheelMissing  = "rocketmq.timerwheel.missing"
+	CodeWheelSlotTime = "rocketmq.timerwheel.slot-time-mismatch"
+	CodeWheelPastLog  = "rocketmq.timerwheel.slot-past-timerlog"
+	CodeWheelBadUnit  = "rocketmq.timerwheel.slot-bad-unit"
+	CodeWheelStale    = "rocketmq.timerwheel.stale" // behind the timerlog (written lazily); recovery revises part of it
 	// config/timercheck and config/timermetrics.
 	CodeCheckMissing  = "rocketmq.timercheck.missing"
 	CodeCheckShort    = "rocketmq.timercheck.short"
@@ -40,7 +39,6 @@ const (
 	CodeRecoveryPlan = "rocketmq.timer.recovery-plan"
 	CodeLost         = "rocketmq.timer.message-lost"
 	CodeDuplicate    = "rocketmq.timer.duplicate-delivery"
-	CodeMisdelivery  = "rocketmq.timer.misdelivery"
 	CodeStuckEnqueue = "rocketmq.timer.enqueue-stuck" // a timer-topic record without TIMER_OUT_MS: enqueue throws and holds
 	CodeTTLExpired   = "rocketmq.timer.ttl-expired"   // the broker was down longer than the wheel's 7 days
 	CodeTooMany      = "rocketmq.timer.too-many-findings"
