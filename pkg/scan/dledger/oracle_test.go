@@ -2,11 +2,16 @@ package dledger
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -153,4 +158,54 @@ func wrote(t *testing.T, res *scan.Result, name string, writePos int64) int64 {
 	}
 	t.Fatalf("no data file %s", name)
 	return 0
+}
+
+// TestDroppedMsgIDs: the message ids of the entries DLedger's recovery
+// drops (DL3: the 38 entries from the one whose index was raised by 1000)
+// are the ids of those entries' inner records as the real code decoded
+// them (their store host and stored physical offset), in log order.
+func TestDroppedMsgIDs(t *testing.T) {
+	res, err := Scan(context.Background(), Config{Root: fixture(t, "dl3-hdr")}, scan.Options{Jobs: 2})
+	if err != nil || res.Incomplete {
+		t.Fatalf("%v %v", err, res.Errors)
+	}
+	rc := res.Extra["dledger"].(*Recovery)
+	var got []string
+	for _, f := range res.Findings {
+		if f.Code == CodeDropped {
+			got = f.Details["msg_ids"].([]string)
+		}
+	}
+	type entryLine struct {
+		Kind       string `json:"kind"`
+		DLedgerPos int64  `json:"dledger_pos"`
+		Inner      *struct {
+			StoredPhy int64  `json:"stored_phy_offset"`
+			StoreHost string `json:"store_host"`
+		} `json:"inner"`
+	}
+	var want []string
+	for _, l := range testutil.ReadJSONL[entryLine](t, testutil.Testdata("rocketmq-5x", "rmq533-dl3-hdr.decode.jsonl")) {
+		if l.Kind != "dledger_entry" || l.DLedgerPos < rc.WritePos || l.Inner == nil {
+			continue
+		}
+		h := strings.TrimPrefix(l.Inner.StoreHost, "/") // Java's InetSocketAddress: /1.2.3.4:5 or /[v6]:5
+		i := strings.LastIndexByte(h, ':')
+		addr, err := netip.ParseAddr(strings.Trim(h[:i], "[]"))
+		if err != nil {
+			t.Fatalf("store host %q: %v", l.Inner.StoreHost, err)
+		}
+		port, err := strconv.Atoi(h[i+1:])
+		if err != nil {
+			t.Fatalf("store host %q: %v", l.Inner.StoreHost, err)
+		}
+		m := rmq.Message{StoreHost: rmq.Host{Addr: addr, Port: int32(port)}, PhysicalOffset: l.Inner.StoredPhy}
+		want = append(want, m.MsgID())
+	}
+	if rc.Dropped != 38 || len(want) != 38 {
+		t.Fatalf("%d entries dropped, %d in the oracle after the write position %d; want 38", rc.Dropped, len(want), rc.WritePos)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("dropped msg ids\n got %v\nwant %v", got, want)
+	}
 }
