@@ -169,8 +169,57 @@ func (s *scanner) recoverEntry(f *dataFile, e *entry) {
 	}
 	rc.Dropped++
 	if len(s.dropIDs) < 1000 && e.inner.decoded {
-		m := rmq.Message{StoreHost: e.inner.storeHost, PhysicalOffset: e.inner.storedPhy}
-		s.dropIDs = append(s.dropIDs, m.MsgID())
+		if id, ok := s.dropped.msgID(f, e, s.cfg.MaxMessageSize); ok {
+			s.dropIDs = append(s.dropIDs, id)
+		}
+	}
+}
+
+// dropReader reads the inner records of the entries recovery drops (at
+// most the first 1,000) again for their message ids: the decode stage's
+// items do not carry the store host and offset an id is made of (40 of
+// their bytes, read from another CPU's cache for every entry), and the
+// few entries that need them are read here.
+type dropReader struct {
+	fh  *os.File
+	fi  int
+	buf []byte
+}
+
+// msgID decodes the inner record of entry e of file f again and returns
+// its message id; false when it can no longer be read or decoded (the
+// file changed since the decode stage read it).
+func (d *dropReader) msgID(f *dataFile, e *entry, maxSize int) (string, bool) {
+	if d.fh == nil || d.fi != f.idx {
+		d.close()
+		fh, err := storefile.Open(f.path)
+		if err != nil {
+			return "", false
+		}
+		d.fh, d.fi = fh, f.idx
+	}
+	n := int(e.size) - fdl.BodyOffset
+	if n <= 0 {
+		return "", false
+	}
+	if cap(d.buf) < n {
+		d.buf = make([]byte, n)
+	}
+	b := d.buf[:n]
+	if k, _ := d.fh.ReadAt(b, e.pos-f.base+fdl.BodyOffset); k < n {
+		return "", false
+	}
+	m, err := rmq.DecodeMessage(b, e.pos+fdl.BodyOffset, maxSize)
+	if err != nil {
+		return "", false
+	}
+	return m.MsgID(), true
+}
+
+func (d *dropReader) close() {
+	if d.fh != nil {
+		d.fh.Close()
+		d.fh = nil
 	}
 }
 

@@ -106,9 +106,6 @@ type innerFacts struct {
 	size     int32
 	ok       bool // CheckMessage passed
 	decoded  bool // the structure decoded (a CRC failure keeps it readable)
-	// storeHost and storedPhy make the msg id when one is needed.
-	storeHost rmq.Host
-	storedPhy int64
 }
 
 // firstEntry is what recovery's start file pre-check and the abnormal
@@ -145,7 +142,8 @@ type scanner struct {
 	rProcess     int64
 	needWrite    bool
 	dropIDs      []string
-	lastKept     *[4]int64 // nil, or &lastKeptAt
+	dropped      dropReader // reads dropIDs' records again
+	lastKept     *[4]int64  // nil, or &lastKeptAt
 	lastKeptAt   [4]int64
 	committedAt  *[4]int64
 	// dledgerRecoverAbnormally's scan.
@@ -199,6 +197,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}
 	s.idx = newIndexReader(s.index)
 	defer s.idx.close()
+	defer s.dropped.close()
 	defer func() {
 		if s.merge != nil {
 			s.merge.close()
