@@ -119,6 +119,10 @@ func Detect(path, force string) (Target, error) {
 		}
 	} else if st.IsDir() {
 		cands = detectDir(abs)
+	} else {
+		// A FIFO, socket or device is never read (an open could block or
+		// act on a device): say what it is, not only that it is no store.
+		return Target{}, fmt.Errorf("%s is %s, not a store file or directory: %w", path, storefile.TypeName(st.Mode()), ErrNotStore)
 	}
 	for _, c := range cands {
 		if force == "" || force == c.Store {

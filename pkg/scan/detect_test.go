@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/storectl/storectl/internal/testutil"
 )
@@ -47,5 +50,25 @@ func TestDetectFixtures(t *testing.T) {
 	}
 	if got := Rel("/a/b", "/a/b/c/d"); got != "c/d" {
 		t.Fatalf("Rel = %q", got)
+	}
+}
+
+// TestDetectNotFileOrDir: a FIFO given as the path is refused at once
+// (no open, so no block) with what it is; the error still wraps
+// ErrNotStore, which the CLI turns into exit 2.
+func TestDetectNotFileOrDir(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "00000000000000000000") // a commitlog file's name
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Detect(p, ""); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotStore) || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a store file or directory") {
+			t.Fatalf("Detect(FIFO) = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Detect blocked on a FIFO")
 	}
 }
