@@ -19,15 +19,7 @@ func FuzzLookupTapKeys(f *testing.F) {
 	f.Add([]byte("TIMER_OUT_MS\x01+12\x02REAL_TOPIC\x01a\x02REAL_TOPIC\x01\x02TIMER_DELAY_SEC\x0164\x02T\x02\x02"))
 	f.Add([]byte("TIMER_OUT_MS\x019223372036854775808\x02TIMER_OUT_MS\x01000000000000000001\x02"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var wv, gv [3][]byte
-		var wf, gf [3]bool
-		rmq.LookupProperties(raw, tapKeys, wv[:], wf[:])
-		lookupTapKeys(raw, gv[:], gf[:])
-		for k := range tapKeys {
-			if wf[k] != gf[k] || !bytes.Equal(wv[k], gv[k]) {
-				t.Fatalf("%q: key %s: LookupProperties %v %q, lookupTapKeys %v %q", raw, tapKeys[k], wf[k], wv[k], gf[k], gv[k])
-			}
-		}
+		wv, wf := sameTapKeys(t, raw)
 		if wf[1] {
 			n, ok := parseMs(wv[1])
 			w, err := parseInt(wv[1])
@@ -90,15 +82,7 @@ func TestLookupTapKeysBlocks(t *testing.T) {
 			b = append(b, rmq.PropertySeparator)
 		}
 		b = b[:rng.Intn(len(b)+1)]
-		var wv, gv [3][]byte
-		var wf, gf [3]bool
-		rmq.LookupProperties(b, tapKeys, wv[:], wf[:])
-		lookupTapKeys(b, gv[:], gf[:])
-		for k := range tapKeys {
-			if wf[k] != gf[k] || !bytes.Equal(wv[k], gv[k]) {
-				t.Fatalf("%q: key %s: LookupProperties %v %q, lookupTapKeys %v %q", b, tapKeys[k], wf[k], wv[k], gf[k], gv[k])
-			}
-		}
+		sameTapKeys(t, b)
 	}
 }
 
@@ -120,4 +104,21 @@ func TestIsTimerTopic(t *testing.T) {
 		b[i] ^= 0x20
 		check(b)
 	}
+}
+
+// sameTapKeys fails t unless lookupTapKeys finds in raw what
+// rmq.LookupProperties finds for the tap's keys, and returns what they
+// found.
+func sameTapKeys(t *testing.T, raw []byte) (vals [3][]byte, found [3]bool) {
+	t.Helper()
+	var wv, gv [3][]byte
+	var wf, gf [3]bool
+	rmq.LookupProperties(raw, tapKeys, wv[:], wf[:])
+	lookupTapKeys(raw, gv[:], gf[:])
+	for k := range tapKeys {
+		if wf[k] != gf[k] || !bytes.Equal(wv[k], gv[k]) {
+			t.Fatalf("%q: key %s: LookupProperties %v %q, lookupTapKeys %v %q", raw, tapKeys[k], wf[k], wv[k], gf[k], gv[k])
+		}
+	}
+	return wv, wf
 }
