@@ -164,15 +164,8 @@ func oddEntries(ctx context.Context, t scan.Target) ([]scan.Odd, error) {
 // oddFindings reports the odd entries of the targets as findings.
 func (s *session) oddFindings(ctx context.Context, ts ...scan.Target) error {
 	for _, t := range ts {
-		odds, err := oddEntries(ctx, t)
-		if err != nil {
-			s.incomplete = true
-			s.errors = append(s.errors, "checking the tree: "+err.Error())
-		}
-		for _, o := range odds {
-			if err := s.finding(o.Finding()); err != nil {
-				return err
-			}
+		if err := s.reportOdd(ctx, t, nil); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -184,13 +177,20 @@ func (s *session) oddFindings(ctx context.Context, ts ...scan.Target) error {
 // store kept under their names is not in the export, and the run is not
 // clean.
 func (s *session) unreadOddFindings(ctx context.Context, t scan.Target) error {
+	return s.reportOdd(ctx, t, func(o scan.Odd) bool { return !o.Stage && o.Mode&fs.ModeSymlink == 0 })
+}
+
+// reportOdd reports the odd entries of t that keep accepts (all of them
+// when keep is nil) as findings; a tree it could not check makes the run
+// incomplete.
+func (s *session) reportOdd(ctx context.Context, t scan.Target, keep func(scan.Odd) bool) error {
 	odds, err := oddEntries(ctx, t)
 	if err != nil {
 		s.incomplete = true
 		s.errors = append(s.errors, "checking the tree: "+err.Error())
 	}
 	for _, o := range odds {
-		if o.Stage || o.Mode&fs.ModeSymlink != 0 {
+		if keep != nil && !keep(o) {
 			continue
 		}
 		if err := s.finding(o.Finding()); err != nil {
