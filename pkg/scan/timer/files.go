@@ -227,14 +227,22 @@ func (s *scanner) loc(off int64) (string, int64) {
 
 // setValid marks the 52-byte step at timerlog offset off as a unit.
 func (s *scanner) setValid(off int64) {
-	k := s.stepIndex(off)
-	if k < 0 {
-		return
+	if k := s.stepIndex(off); k >= 0 {
+		s.markStep(k)
 	}
+}
+
+// markStep sets validPos's bit for step k (>= 0).
+func (s *scanner) markStep(k int64) {
 	for int(k/64) >= len(s.validPos) {
 		s.validPos = append(s.validPos, 0)
 	}
 	s.validPos[k/64] |= 1 << (k % 64)
+}
+
+// stepMarked reports validPos's bit for step k (< 0: false).
+func (s *scanner) stepMarked(k int64) bool {
+	return k >= 0 && int(k/64) < len(s.validPos) && s.validPos[k/64]&(1<<(k%64)) != 0
 }
 
 // setStep is setValid(s.files[i].base + pos) for a unit of file i,
@@ -248,11 +256,7 @@ func (s *scanner) setStep(i int, pos int64) {
 	if s.logSize <= 0 || pos < 0 || pos >= f.size || pos%ftimer.UnitSize != 0 {
 		return
 	}
-	k := f.step + pos/ftimer.UnitSize
-	for int(k/64) >= len(s.validPos) {
-		s.validPos = append(s.validPos, 0)
-	}
-	s.validPos[k/64] |= 1 << (k % 64)
+	s.markStep(f.step + pos/ftimer.UnitSize)
 }
 
 // isUnitNear is isUnit(off) for an offset that is most likely in file i
@@ -266,14 +270,12 @@ func (s *scanner) isUnitNear(i int, off int64) bool {
 	if s.logSize <= 0 || pos%ftimer.UnitSize != 0 {
 		return false
 	}
-	k := f.step + pos/ftimer.UnitSize
-	return int(k/64) < len(s.validPos) && s.validPos[k/64]&(1<<(k%64)) != 0
+	return s.stepMarked(f.step + pos/ftimer.UnitSize)
 }
 
 // isUnit reports whether a unit recovery accepts sits at offset off.
 func (s *scanner) isUnit(off int64) bool {
-	k := s.stepIndex(off)
-	return k >= 0 && int(k/64) < len(s.validPos) && s.validPos[k/64]&(1<<(k%64)) != 0
+	return s.stepMarked(s.stepIndex(off))
 }
 
 // stepIndex numbers the 52-byte steps of the log, file after file.
