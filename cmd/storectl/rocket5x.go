@@ -171,8 +171,8 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 	return res, nil
 }
 
-// mergeResult adds src's files, findings, bytes, layout, extra and errors
-// to dst.
+// mergeResult adds src's files, findings, bytes, layout, extra,
+// assumptions and errors to dst.
 func mergeResult(dst, src *scan.Result) {
 	dst.Files = append(dst.Files, src.Files...)
 	dst.Take(src.Findings)
@@ -188,6 +188,9 @@ func mergeResult(dst, src *scan.Result) {
 	}
 	for k, v := range src.Extra {
 		dst.Extra[k] = v
+	}
+	for _, a := range src.Assumptions {
+		dst.Assume(a)
 	}
 	if src.Incomplete {
 		dst.Incomplete = true

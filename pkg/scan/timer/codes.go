@@ -13,6 +13,9 @@ const (
 	CodeLogBadPrev        = "rocketmq.timerlog.bad-prev-pos"  // prevPos not an earlier unit of the same slot
 	CodeLogChainRestart   = "rocketmq.timerlog.chain-restart" // prevPos -1 although the slot has earlier units (lazy wheel, #9735)
 	CodeLogBlankMisplaced = "rocketmq.timerlog.bad-blank"     // a BLANK whose remaining field is not the rest of the file
+	// CodeLogUnknown: a timerlog file (or its end) that could not be read:
+	// the chains and slots that lead into it are unknown, not broken.
+	CodeLogUnknown = "rocketmq.timerlog.unknown"
 	// Unit against the commitlog record it points at.
 	CodeUnitBeyondEnd     = "rocketmq.timerlog.beyond-commitlog-end" // #10668: the record is gone
 	CodeUnitAtRecoveryEnd = "rocketmq.timerlog.at-recovery-end"      // #10668: the next record written there is delivered through it

@@ -36,6 +36,12 @@ type scanner struct {
 	process   int64 // processOffset: where it stops
 	stopped   bool  // the walk stopped before the last file's end
 	dropped   int   // units past the stop point
+	// recUnknown: the walk went into this timerlog file (relative path),
+	// which could not be read: where it stops is unknown (process is
+	// where the unread bytes begin, a lower bound), and so is what the
+	// next start does with the pending messages.
+	recUnknown string
+	unread     []unreadRange // the parts of the timerlog not read (nil: all read)
 
 	units      int
 	validPos   []uint64               // bit per 52-byte step of the log: a unit recovery accepts sits here
@@ -90,6 +96,9 @@ type logFile struct {
 	end  int64 // file position past its last unit
 	kind string
 	step int64 // stepIndex of its first byte
+	// openErr: the entry is not a regular file (or is gone): it is never
+	// opened, and its size is taken to be the log's file size.
+	openErr error
 }
 
 func (s *scanner) readCheckpoint(context.Context) error {
@@ -140,7 +149,12 @@ func (s *scanner) readMetrics(context.Context) error {
 	return nil
 }
 
-// listLog lists timerlog/ and picks the file size.
+// listLog lists timerlog/ and picks the file size. An entry named by an
+// offset that is not a regular file (a FIFO, socket, device, directory or
+// dangling symlink in place of a timerlog file) is listed, to be reported
+// unread by walkLog, and never opened (an open of a FIFO blocks): its name
+// places it in the log, nothing is known of its bytes. A symlink to a
+// regular file is read through, as the broker reads it.
 func (s *scanner) listLog(context.Context) error {
 	dir := filepath.Join(s.cfg.Root, LogDir)
 	ents, err := storefile.ReadDir(dir)
@@ -153,32 +167,50 @@ func (s *scanner) listLog(context.Context) error {
 	for _, e := range ents {
 		rel := LogDir + "/" + e.Name()
 		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
+		if err != nil {
 			s.add(scan.Finding{Code: CodeLogBadFileName, Severity: scan.Warning, Path: rel,
 				Message: "entry in timerlog/ is not a file named by a 20-digit offset; MappedFileQueue would try to load it"})
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			return err
+		f := logFile{name: e.Name(), rel: rel, path: filepath.Join(dir, e.Name()), base: base, size: -1}
+		if info, err := storefile.Info(dir, e); err != nil {
+			f.openErr = err // gone since the listing, a dangling link
+		} else if !info.Mode().IsRegular() {
+			f.openErr = errors.New(storefile.TypeName(info.Mode().Type()) + ", not a regular file (never opened: an open could block)")
+		} else {
+			f.size = info.Size()
 		}
-		s.files = append(s.files, logFile{name: e.Name(), rel: rel, path: filepath.Join(dir, e.Name()), base: base, size: info.Size()})
+		s.files = append(s.files, f)
 	}
 	sort.Slice(s.files, func(i, j int) bool { return s.files[i].base < s.files[j].base })
 	s.logSize = s.cfg.LogFileSize
 	if s.logSize <= 0 && len(s.files) > 0 {
-		s.logSize = s.files[0].size
-		if len(s.files) == 1 && s.files[0].base == 0 && s.logSize == 0 {
+		// The first file whose size is known (MappedFileQueue's files are
+		// all one size); with none, the broker's default.
+		known := -1
+		for i := range s.files {
+			if s.files[i].size >= 0 {
+				known = i
+				break
+			}
+		}
+		if known >= 0 {
+			s.logSize = s.files[known].size
+		}
+		if known < 0 || len(s.files) == 1 && s.files[0].base == 0 && s.logSize == 0 {
 			s.logSize = ftimer.DefaultLogFileSize
 		}
 	}
 	for i := range s.files {
+		if s.files[i].size < 0 {
+			s.files[i].size = max(s.logSize, 0) // where its name puts it; none of its bytes are read
+		}
 		if s.logSize > 0 {
 			s.files[i].step = (s.files[i].base / s.logSize) * (s.logSize/ftimer.UnitSize + 1)
 		}
 	}
 	for i, f := range s.files {
-		if f.size != s.logSize {
+		if f.size != s.logSize && f.openErr == nil {
 			s.add(scan.Finding{Code: CodeLogBadFileSize, Severity: scan.Error, Path: f.rel, Length: f.size,
 				Expected: fmt.Sprint(s.logSize), Actual: fmt.Sprint(f.size),
 				Message: "timerlog file is not the mapped file size: MappedFileQueue.load refuses it and the timer store (and the broker) does not start"})
@@ -297,4 +329,103 @@ func corruptOf(err error) *formatCorrupt {
 		return ce
 	}
 	return nil
+}
+
+// unreadRange is a part of the timerlog storectl could not read: from a
+// file position of file to the file's end (the whole file when it could
+// not be opened, or was not a regular file). Nothing is concluded about a
+// position in it: a prevPos or a wheel slot pointing there is unknown, not
+// bad, and the prediction does not follow a chain through it.
+type unreadRange struct {
+	file     int
+	from, to int64 // timerlog offsets
+	err      error
+	// What depended on it: units of the files read whose prevPos points
+	// into it, wheel positions (firstPos, lastPos) in it, slots the
+	// prediction's dequeue could not follow through it.
+	links, slots, chains int
+}
+
+// unreadAt is the index in s.unread of the range holding timerlog offset
+// off, or -1. Only asked when s.unread is not empty, on a path that would
+// otherwise report a finding or stop a chain: a scan that read every file
+// never gets here.
+func (s *scanner) unreadAt(off int64) int {
+	for k := range s.unread {
+		if r := &s.unread[k]; off >= r.from && off < r.to {
+			return k
+		}
+	}
+	return -1
+}
+
+// logEndMax is the highest offset the timerlog may end at: logEnd, or the
+// end of an unread range past it (units may fill it).
+func (s *scanner) logEndMax() int64 {
+	end := s.logEnd
+	for _, r := range s.unread {
+		end = max(end, r.to)
+	}
+	return end
+}
+
+// fileUnread notes that file i could not be read from file position from
+// on (0: not at all): the range is unread, the scan incomplete, and the
+// file has no end (its File has End "", which the report turns into a
+// storectl.file.unreadable finding). records and bytes are what was read
+// of it before. If recovery's walk was to go through it, where that walk
+// stops is unknown from here on (recUnknown).
+func (s *scanner) fileUnread(i int, from int64, records int, bytes int64, inWalk bool, err error) {
+	f := &s.files[i]
+	s.unread = append(s.unread, unreadRange{file: i, from: f.base + from, to: f.base + max(f.size, from), err: err})
+	s.res.Fail(fmt.Errorf("%s: bytes %d-%d not read: %w", f.rel, from, max(f.size, from), err))
+	size := f.size
+	if f.openErr != nil {
+		size = 0
+	}
+	s.res.Files = append(s.res.Files, scan.File{Path: f.rel, Kind: "timerlog", Size: size, BytesScanned: bytes,
+		Records: records, FirstValid: firstValid(records), LastValid: -1, ValidEnd: 0})
+	s.res.BytesScanned += bytes
+	if s.opts.Progress != nil && bytes > 0 {
+		s.opts.Progress(bytes)
+	}
+	if inWalk && s.recUnknown == "" {
+		s.recUnknown, s.process = f.rel, f.base+from
+	}
+}
+
+// unreadFindings reports each unread range once the scan is done: its
+// bytes and what could not be judged for want of them (rocketmq.timerlog.
+// unknown), and the assumption every verdict of the run makes about it.
+func (s *scanner) unreadFindings() {
+	for _, r := range s.unread {
+		f := &s.files[r.file]
+		from := r.from - f.base
+		s.add(scan.Finding{Code: CodeLogUnknown, Severity: scan.Warning, Path: f.rel, Offset: from, Length: r.to - r.from, Repair: scan.RepairNone,
+			Details: map[string]any{"waits_on": []string{f.rel}, "timer_offset": r.from, "timer_offset_end": r.to, "error": r.err.Error(),
+				"units": r.links, "slots": r.slots, "chains": r.chains},
+			Message: fmt.Sprintf("%s was not read from byte %d to %d (%v): %d units of the files read link into it (prevPos), %d wheel positions and %d slot chains the dequeue follows lead into it; their chains are unknown there, not broken, and the units it holds are not counted",
+				f.rel, from, from+r.to-r.from, r.err, r.links, r.slots, r.chains)})
+		s.res.Assume(fmt.Sprintf("%s could not be read (timerlog offsets %d-%d): no slot chain, wheel slot or timer message outcome is judged through it, and what it holds is not counted", f.rel, r.from, r.to))
+	}
+}
+
+// linksUnread reports whether prevPos off points into an unread range,
+// and counts the link there.
+func (s *scanner) linksUnread(off int64) bool {
+	k := s.unreadAt(off)
+	if k >= 0 {
+		s.unread[k].links++
+	}
+	return k >= 0
+}
+
+// slotUnread reports whether a wheel slot's position off is in an unread
+// range, and counts it there.
+func (s *scanner) slotUnread(off int64) bool {
+	k := s.unreadAt(off)
+	if k >= 0 {
+		s.unread[k].slots++
+	}
+	return k >= 0
 }

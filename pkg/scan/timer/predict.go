@@ -24,30 +24,43 @@ const (
 	OutcomeLost      = "lost"              // never delivered
 	OutcomeRoll      = "pending-roll"      // re-enqueued for a later round (delay past the roll window)
 	OutcomeCancelled = "cancelled"         // a DELETE marker cancels it
+	OutcomeUnknown   = "unknown"           // its slot's chain runs through timerlog bytes storectl could not read
 )
 
 // Recovery is the predicted timer recovery (TimerMessageStore.recover)
 // and what the dequeue and enqueue do after it, per message.
 type Recovery struct {
-	BeginOffset     int64     `json:"begin_offset"`      // timerlog offset recovery re-walks from
-	ProcessOffset   int64     `json:"process_offset"`    // timerlog offset it keeps up to
-	CurrQueueOffset int64     `json:"curr_queue_offset"` // next rmq_sys_wheel_timer/0 offset enqueued
-	QueueOffsetFrom string    `json:"queue_offset_from"` // "last-unit" or "checkpoint"
-	CurrReadTimeMs  int64     `json:"curr_read_time_ms"` // first wheel slot the dequeue reads
-	TimerCQMin      int64     `json:"timer_cq_min"`
-	TimerCQMax      int64     `json:"timer_cq_max"`
-	Reenqueued      int64     `json:"reenqueued"` // timer CQ entries enqueued again
-	NowMs           int64     `json:"now_ms"`     // the start time assumed
-	Restore         int       `json:"restore"`
-	Delivered       int       `json:"already_delivered"`
-	Duplicates      int       `json:"duplicates"`         // extra deliveries
-	DupMessages     int       `json:"duplicate_messages"` // messages delivered more than once
-	Lost            int       `json:"lost"`
-	PendingRoll     int       `json:"pending_roll"`
-	Cancelled       int       `json:"cancelled"`
-	Misdelivered    int       `json:"misdelivered"` // deliveries through a unit that points at another message's record
-	FailedReads     int       `json:"failed_reads"` // units whose record the dequeue cannot read ("Fail to read msg", 3 tries each)
-	Messages        []Outcome `json:"-"`
+	BeginOffset     int64  `json:"begin_offset"`      // timerlog offset recovery re-walks from
+	ProcessOffset   int64  `json:"process_offset"`    // timerlog offset it keeps up to
+	CurrQueueOffset int64  `json:"curr_queue_offset"` // next rmq_sys_wheel_timer/0 offset enqueued
+	QueueOffsetFrom string `json:"queue_offset_from"` // "last-unit" or "checkpoint"
+	CurrReadTimeMs  int64  `json:"curr_read_time_ms"` // first wheel slot the dequeue reads
+	TimerCQMin      int64  `json:"timer_cq_min"`
+	TimerCQMax      int64  `json:"timer_cq_max"`
+	Reenqueued      int64  `json:"reenqueued"` // timer CQ entries enqueued again
+	NowMs           int64  `json:"now_ms"`     // the start time assumed
+	Restore         int    `json:"restore"`
+	Delivered       int    `json:"already_delivered"`
+	Duplicates      int    `json:"duplicates"`         // extra deliveries
+	DupMessages     int    `json:"duplicate_messages"` // messages delivered more than once
+	Lost            int    `json:"lost"`
+	PendingRoll     int    `json:"pending_roll"`
+	Cancelled       int    `json:"cancelled"`
+	Misdelivered    int    `json:"misdelivered"` // deliveries through a unit that points at another message's record
+	FailedReads     int    `json:"failed_reads"` // units whose record the dequeue cannot read ("Fail to read msg", 3 tries each)
+	// Unknown: recovery's walk goes through timerlog bytes storectl could
+	// not read (WaitsOn), so where it stops (ProcessOffset is then a lower
+	// bound), the queue offset it enqueues from and the dequeue are not
+	// predicted; only the messages the 7-day TTL loses are (Lost).
+	Unknown bool `json:"unknown,omitempty"`
+	// UnknownSlots and UnknownMsgs: with the walk known, the slots whose
+	// chain the dequeue follows into bytes not read, and the messages met
+	// on them (outcome unknown, neither restored nor lost). With WaitsOn
+	// (the files not read in full), the counts are of the units read.
+	UnknownSlots int       `json:"unknown_slots,omitempty"`
+	UnknownMsgs  int       `json:"unknown_messages,omitempty"`
+	WaitsOn      []string  `json:"waits_on,omitempty"`
+	Messages     []Outcome `json:"-"`
 }
 
 // Outcome is what the next start does with one timer message.
@@ -73,6 +86,7 @@ type msgState struct {
 	lostUnits  int
 	rolled     bool
 	cancelled  bool
+	unknown    bool  // met on a slot whose chain runs into bytes not read
 	misThrough int64 // a unit of another message that delivers this one (-1 none)
 }
 
@@ -81,6 +95,10 @@ func (s *scanner) predict(ctx context.Context) error {
 	s.rec = rc
 	if len(s.files) > 0 {
 		rc.BeginOffset = s.files[s.beginFile].base
+	}
+	if s.recUnknown != "" {
+		s.predictUnknown(rc)
+		return nil
 	}
 	c := s.timerCQ()
 	q, err := c.q, c.err
@@ -118,6 +136,10 @@ func (s *scanner) predict(ctx context.Context) error {
 			Message: "the checkpoint's timer queue offset is past the timer consume queue's end (the commitlog was cut): recovery clamps it to the queue's max, so new timer messages are enqueued from there"})
 	}
 	s.recheckWheel()
+	if s.recUnknown != "" { // the walk again went through bytes not read
+		s.predictUnknown(rc)
+		return nil
+	}
 
 	msgs := make(map[string]*msgState, len(s.pending))
 	get := func(key string, t *target, deliverMs, offsetPy int64, sizePy int32, unit int64) *msgState {
@@ -202,6 +224,11 @@ func (s *scanner) predict(ctx context.Context) error {
 	for _, sl := range s.slotsToRead() {
 		s.dequeueSlot(sl, msgs, get, keyOf, deliver, &firstWrite, rc)
 	}
+	for _, r := range s.unread {
+		if rel := s.files[r.file].rel; !slices.Contains(rc.WaitsOn, rel) {
+			rc.WaitsOn = append(rc.WaitsOn, rel)
+		}
+	}
 	// Outcomes.
 	for k, n := range before {
 		if m, ok := msgs[k]; ok {
@@ -223,16 +250,17 @@ func (s *scanner) predict(ctx context.Context) error {
 		return strings.Compare(a.k, b.k)
 	})
 	rc.Messages = make([]Outcome, 0, len(s.expired)+len(keys))
-	for _, e := range s.expired {
-		rc.Lost++
-		rc.Messages = append(rc.Messages, Outcome{UniqKey: e.uniqKey, MsgID: e.msgID, RealTopic: e.realTopic, DeliverMs: e.deliverMs,
-			OffsetPy: e.offsetPy, SizePy: e.sizePy, Unit: e.off, QueueOff: -1, Outcome: OutcomeLost,
-			Why: "the broker has been down longer than the wheel's 7 days: its slot is older than the oldest one a start now reads"})
-	}
+	s.expiredOutcomes(rc)
 	for _, km := range keys {
 		m := km.m
 		total := m.o.Before + m.o.After
 		switch {
+		case m.unknown && m.o.Before < 2:
+			// What the unread part of its slot holds (a DELETE marker,
+			// another unit of it) decides: neither restored nor lost.
+			m.o.Outcome = OutcomeUnknown
+			m.o.Why = "its slot's chain runs into timerlog bytes that could not be read"
+			rc.UnknownMsgs++
 		case total >= 2:
 			m.o.Outcome = OutcomeDuplicate
 			rc.DupMessages++
@@ -253,7 +281,7 @@ func (s *scanner) predict(ctx context.Context) error {
 			m.o.Outcome = OutcomeLost
 			rc.Lost++
 		}
-		if m.misThrough >= 0 {
+		if m.misThrough >= 0 && m.o.Outcome != OutcomeUnknown {
 			m.o.Why = fmt.Sprintf("delivered again through the unit at timerlog offset %d, which points at the recovery end", m.misThrough)
 		}
 		rc.Messages = append(rc.Messages, m.o)
@@ -299,12 +327,21 @@ func (s *scanner) dequeueSlot(sl ftimer.Slot, msgs map[string]*msgState,
 	normal, dels := dq.normal[:0], dq.dels[:0]
 	dq.seen = dq.seen[:0]
 	clear(dq.seenMap)
+	unknown := false
 	for cur := sl.LastPos; cur != -1 && !dq.visit(cur); {
 		if cur >= s.process || cur < 0 {
 			break // past what recovery kept: the read throws and the chain ends
 		}
 		pu := s.unitAt(cur)
 		if pu == nil {
+			if s.unread != nil {
+				if k := s.unreadAt(cur); k >= 0 {
+					// The broker reads on through bytes storectl could not:
+					// what this slot delivers is unknown.
+					s.unread[k].chains++
+					unknown = true
+				}
+			}
 			break
 		}
 		if pu.magic&ftimer.MagicDelete != 0 && pu.magic&ftimer.MagicRoll == 0 {
@@ -315,8 +352,15 @@ func (s *scanner) dequeueSlot(sl ftimer.Slot, msgs map[string]*msgState,
 		cur = pu.prev
 	}
 	dq.normal, dq.dels = normal, dels // their storage, for the next slot
-	slices.Reverse(normal)            // oldest first (the chain runs newest first)
-	var deleted map[string]bool       // nil: no DELETE marker of this slot cancels anything
+	if unknown {
+		rc.UnknownSlots++
+		for _, pu := range normal {
+			get(keyOf(&pu.t, pu.offsetPy), &pu.t, pu.deliverMs, pu.offsetPy, pu.sizePy, pu.off).unknown = true
+		}
+		return
+	}
+	slices.Reverse(normal)      // oldest first (the chain runs newest first)
+	var deleted map[string]bool // nil: no DELETE marker of this slot cancels anything
 	for _, pu := range dels {
 		if pu.t.readable && pu.t.delKey != "" {
 			if deleted == nil {
@@ -462,6 +506,14 @@ func (s *scanner) recheckWheel() {
 		if limit <= 0 {
 			break
 		}
+		for _, r := range s.unread {
+			if r.file == i && r.from < f.base+limit {
+				// The broker revises the slots of units storectl could not
+				// read: which slots the dequeue reads is unknown.
+				s.recUnknown = f.rel
+				return
+			}
+		}
 		fh, err := storefile.Open(f.path)
 		if err != nil {
 			return
@@ -488,9 +540,25 @@ func beU32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
+// expiredOutcomes adds the messages the 7-day TTL skips to rc, lost.
+func (s *scanner) expiredOutcomes(rc *Recovery) {
+	for _, e := range s.expired {
+		rc.Lost++
+		rc.Messages = append(rc.Messages, Outcome{UniqKey: e.uniqKey, MsgID: e.msgID, RealTopic: e.realTopic, DeliverMs: e.deliverMs,
+			OffsetPy: e.offsetPy, SizePy: e.sizePy, Unit: e.off, QueueOff: -1, Outcome: OutcomeLost,
+			Why: "the broker has been down longer than the wheel's 7 days: its slot is older than the oldest one a start now reads"})
+	}
+}
+
 // outcomeFindings reports the recovery plan and each message it loses or
 // delivers twice.
 func (s *scanner) outcomeFindings(rc *Recovery) {
+	s.messageFindings(rc)
+	s.planFinding(rc)
+}
+
+// messageFindings reports each message rc loses or delivers twice.
+func (s *scanner) messageFindings(rc *Recovery) {
 	for _, o := range rc.Messages {
 		if o.Outcome != OutcomeLost && o.Outcome != OutcomeDuplicate {
 			continue // no finding (a restored message, the usual case, builds nothing)
@@ -519,13 +587,39 @@ func (s *scanner) outcomeFindings(rc *Recovery) {
 			s.add(f)
 		}
 	}
-	sev := scan.Info
-	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: sev, Path: CheckFile, Repair: scan.RepairNone,
-		Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "curr_queue_offset": rc.CurrQueueOffset,
-			"queue_offset_from": rc.QueueOffsetFrom, "curr_read_time_ms": rc.CurrReadTimeMs, "timer_cq_max": rc.TimerCQMax,
-			"reenqueued": rc.Reenqueued, "restore": rc.Restore, "lost": rc.Lost, "duplicates": rc.Duplicates, "pending_roll": rc.PendingRoll},
-		Message: fmt.Sprintf("next start: timer recovery keeps the timerlog up to %d, enqueues again from timer queue offset %d (%d entries) and reads the wheel from %d; %d messages restored, %d lost, %d duplicate deliveries, %d pending roll",
-			rc.ProcessOffset, rc.CurrQueueOffset, rc.Reenqueued, rc.CurrReadTimeMs, rc.Restore, rc.Lost, rc.Duplicates, rc.PendingRoll)})
+}
+
+// planFinding reports the recovery plan rc.
+func (s *scanner) planFinding(rc *Recovery) {
+	details := map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "curr_queue_offset": rc.CurrQueueOffset,
+		"queue_offset_from": rc.QueueOffsetFrom, "curr_read_time_ms": rc.CurrReadTimeMs, "timer_cq_max": rc.TimerCQMax,
+		"reenqueued": rc.Reenqueued, "restore": rc.Restore, "lost": rc.Lost, "duplicates": rc.Duplicates, "pending_roll": rc.PendingRoll}
+	msg := fmt.Sprintf("next start: timer recovery keeps the timerlog up to %d, enqueues again from timer queue offset %d (%d entries) and reads the wheel from %d; %d messages restored, %d lost, %d duplicate deliveries, %d pending roll",
+		rc.ProcessOffset, rc.CurrQueueOffset, rc.Reenqueued, rc.CurrReadTimeMs, rc.Restore, rc.Lost, rc.Duplicates, rc.PendingRoll)
+	if len(rc.WaitsOn) > 0 {
+		details["unknown_slots"], details["unknown_messages"], details["waits_on"] = rc.UnknownSlots, rc.UnknownMsgs, rc.WaitsOn
+		msg += fmt.Sprintf("; %d messages on %d slots unknown (their chains run into timerlog bytes not read); the counts are of the units read, not of those in %s, which could not be read",
+			rc.UnknownMsgs, rc.UnknownSlots, strings.Join(rc.WaitsOn, ", "))
+	}
+	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone, Details: details, Message: msg})
+}
+
+// predictUnknown is the prediction when recovery's walk goes through
+// timerlog bytes that could not be read (recUnknown): where it stops,
+// hence the queue offset it enqueues from and the slots it revises, is
+// unknown, so no message is called restored, lost or duplicated through
+// them. The messages the 7-day TTL skips are lost whatever the walk does
+// (the dequeue starts at the read time), and are reported as such.
+func (s *scanner) predictUnknown(rc *Recovery) {
+	rc.Unknown, rc.WaitsOn = true, []string{s.recUnknown}
+	rc.QueueOffsetFrom = "unknown"
+	s.expiredOutcomes(rc)
+	s.messageFindings(rc)
+	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,
+		Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset_at_least": rc.ProcessOffset, "curr_read_time_ms": rc.CurrReadTimeMs,
+			"unknown": true, "waits_on": rc.WaitsOn, "lost": rc.Lost},
+		Message: fmt.Sprintf("next start: unknown: timer recovery walks the timerlog from %d through %s, which could not be read, so where it stops (at or past %d), the timer queue offset it enqueues from and what it delivers are not predicted (%d messages the wheel's 7 days lose whatever it does)",
+			rc.BeginOffset, s.recUnknown, rc.ProcessOffset, rc.Lost)})
 }
 
 // dequeueScratch is dequeueSlot's storage, reused from slot to slot: a

@@ -142,10 +142,17 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	if err := s.run(ctx, s.targetSteps()); err != nil {
 		return s.res, err
 	}
+	s.finish()
+	return s.res, ctx.Err()
+}
+
+// finish adds what the whole scan found (the parts not read, the findings
+// past the caps, the summary) to the result.
+func (s *scanner) finish() {
+	s.unreadFindings()
 	s.flushCaps()
 	s.res.Extra = map[string]any{"timer": s.summary()}
 	s.res.SortFindings()
-	return s.res, ctx.Err()
 }
 
 // newScanner applies cfg's defaults and checks that there is a timer store.

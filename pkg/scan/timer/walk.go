@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/storectl/storectl/internal/bytemask"
 	"github.com/storectl/storectl/internal/sparse"
@@ -108,27 +110,55 @@ func (s *scanner) walkEnd() {
 		for _, e := range s.expired[:min(n, 1000)] {
 			ids = append(ids, e.msgID)
 		}
-		s.add(scan.Finding{Code: CodeTTLExpired, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
+		f := scan.Finding{Code: CodeTTLExpired, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
 			Details: map[string]any{"units": n, "last_read_time_ms": s.cp.LastReadTimeMs, "read_from_ms": s.readFrom, "msg_ids": ids},
-			Message: fmt.Sprintf("the broker has been down longer than the timer wheel's 7 days (TIMER_WHEEL_TTL_DAY): a start now reads the wheel from %d, after the checkpoint's %d, and skips %d due timer messages (storectl salvage exports them)", s.readFrom, s.cp.LastReadTimeMs, n)})
+			Message: fmt.Sprintf("the broker has been down longer than the timer wheel's 7 days (TIMER_WHEEL_TTL_DAY): a start now reads the wheel from %d, after the checkpoint's %d, and skips %d due timer messages (storectl salvage exports them)", s.readFrom, s.cp.LastReadTimeMs, n)}
+		s.atLeast(&f, 0)
+		s.add(f)
 	}
 	if s.dropped > 0 {
 		rel, pos := s.loc(s.process)
-		s.add(scan.Finding{Code: CodeLogDropped, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
+		f := scan.Finding{Code: CodeLogDropped, Severity: scan.Error, Path: rel, Offset: pos, Repair: scan.RepairNone,
 			Details: map[string]any{"units": s.dropped, "process_offset": s.process},
-			Message: fmt.Sprintf("%d timer units lie past timerlog offset %d, where the broker's timer recovery stops: it truncates them away and their messages never fire", s.dropped, s.process)})
+			Message: fmt.Sprintf("%d timer units lie past timerlog offset %d, where the broker's timer recovery stops: it truncates them away and their messages never fire", s.dropped, s.process)}
+		s.atLeast(&f, s.process)
+		s.add(f)
 	}
 }
 
+// atLeast marks f, a count of units, as a lower bound when a part of the
+// timerlog past offset from was not read: the units there are not
+// counted (waits_on names the files).
+func (s *scanner) atLeast(f *scan.Finding, from int64) {
+	var files []string
+	for _, r := range s.unread {
+		if rel := s.files[r.file].rel; r.to > from && !slices.Contains(files, rel) {
+			files = append(files, rel)
+		}
+	}
+	if files != nil {
+		f.Details["waits_on"] = files
+		f.Message = "at least: " + f.Message + " (the units of " + strings.Join(files, ", ") + ", not read, are not counted)"
+	}
+}
+
+// walkFile walks file i. A file that cannot be opened or read (to its
+// end) is not an error of the walk: fileUnread notes the part not read,
+// and nothing is concluded about it.
 func (s *scanner) walkFile(i int) error {
 	f := &s.files[i]
+	inWalk := i >= s.beginFile && !s.stopped && s.recUnknown == ""
+	if f.openErr != nil {
+		s.fileUnread(i, 0, 0, 0, inWalk, f.openErr)
+		return nil
+	}
 	fh, err := storefile.Open(f.path)
 	if err != nil {
-		return err
+		s.fileUnread(i, 0, 0, 0, inWalk, err)
+		return nil
 	}
 	defer fh.Close()
 	r := ftimer.NewLogReader(fh, f.size, f.base)
-	inWalk := i >= s.beginFile && !s.stopped
 	fileRecords := 0
 	for r.Next() {
 		e := r.Current() // s.unit and the findings copy what they keep
@@ -157,28 +187,41 @@ func (s *scanner) walkFile(i int) error {
 				code = CodeLogBadMagic
 			}
 			sev, msg := scan.Error, "the broker's timer recovery stops at this unit (bad "+map[string]string{CodeLogBadSize: "size", CodeLogBadMagic: "magic"}[code]+") and truncates the timerlog here"
-			if !inWalk || s.stopped {
+			var details map[string]any
+			switch {
+			case s.recUnknown != "" && i >= s.beginFile && !s.stopped:
+				// The walk went through a file not read before this one.
+				msg = "unit with a bad " + map[string]string{CodeLogBadSize: "size", CodeLogBadMagic: "magic"}[code] + "; whether the broker's timer recovery reaches it (and truncates the timerlog here) is unknown: its walk goes through " + s.recUnknown + ", which could not be read"
+				details = map[string]any{"waits_on": []string{s.recUnknown}}
+			case !inWalk || s.stopped:
 				msg = "unit with a bad " + map[string]string{CodeLogBadSize: "size", CodeLogBadMagic: "magic"}[code] + "; the dequeue skips nothing here but a slot chain through it is broken"
 				sev = scan.Warning
 			}
 			s.add(scan.Finding{Code: code, Severity: sev, Path: f.rel, Offset: pos, Length: ftimer.UnitSize,
 				Expected: map[string]string{CodeLogBadSize: "52", CodeLogBadMagic: "flags within 0xF"}[code],
 				Actual:   map[string]string{CodeLogBadSize: fmt.Sprint(e.Unit.Size), CodeLogBadMagic: fmt.Sprintf("%#x", uint32(e.Unit.Magic))}[code],
-				Repair:   scan.RepairNone, Message: msg})
+				Details:  details, Repair: scan.RepairNone, Message: msg})
 		}
 	}
 	if err := r.Err(); err != nil {
 		var ce *format.CorruptError
 		if !errors.As(err, &ce) {
-			return err
+			// A read failed (or came short) at the entry Next was reading:
+			// what came before stands, the rest is unread.
+			pos := r.Offset() - f.base
+			if fileRecords > 0 && s.logEnd < f.base+r.End() {
+				s.logEnd = f.base + r.End()
+			}
+			s.fileUnread(i, pos, fileRecords, pos, inWalk && !s.stopped, err)
+			return nil
 		}
 	}
 	f.end = r.End()
+	var afterErr error // unitsAfter's read error, at afterPos
+	var afterPos int64
 	if f.kind == scan.EndZero || f.kind == scan.EndGarbage {
-		n, last, err := s.unitsAfter(f, fh, f.end+ftimer.UnitSize)
-		if err != nil {
-			return err
-		}
+		n, last, at, err := s.unitsAfter(f, fh, f.end+ftimer.UnitSize)
+		afterErr, afterPos = err, at
 		if n > 0 {
 			if inWalk && !s.stopped {
 				s.dropped += n
@@ -207,6 +250,12 @@ func (s *scanner) walkFile(i int) error {
 	if fileRecords > 0 && s.logEnd < f.base+f.end {
 		s.logEnd = f.base + f.end
 	}
+	if afterErr != nil {
+		// Recovery's walk of this file stopped before (at f.end), so where
+		// it stops is known; the units past it are not all counted.
+		s.fileUnread(i, afterPos, fileRecords, afterPos, false, afterErr)
+		return nil
+	}
 	bytes := min(f.size, f.end+ftimer.UnitSize)
 	s.res.Files = append(s.res.Files, scan.File{Path: f.rel, Kind: "timerlog", Size: f.size, BytesScanned: bytes,
 		Records: fileRecords, FirstValid: firstValid(fileRecords), LastValid: lastValid(fileRecords, f.end), ValidEnd: f.end, End: f.kind})
@@ -234,11 +283,12 @@ func lastValid(n int, end int64) int64 {
 // unitsAfter looks for units past the point where a file's walk stopped
 // (zeros or a rejected unit): recovery drops them, but they are on disk
 // and slot chains may lead to them. It skips holes, and returns how many
-// it found and the file position past the last.
-func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last int64, err error) {
+// it found and the file position past the last; on a read error, the
+// file position from which it could not read (at) with the error.
+func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last, at int64, err error) {
 	ra, err := sparse.NewReaderAt(fh, f.size)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, from, err
 	}
 	buf := make([]byte, 1<<20/ftimer.UnitSize*ftimer.UnitSize)
 	for pos := from; pos+ftimer.UnitSize <= f.size; {
@@ -249,12 +299,12 @@ func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last i
 		}
 		b := buf[:chunk]
 		if _, err := ra.ReadAt(b, pos); err != nil {
-			return n, last, err
+			return n, last, pos, err
 		}
 		for k := int64(0); k+ftimer.UnitSize <= chunk; k += ftimer.UnitSize {
 			e, _ := ftimer.DecodeEntry(b[k:], f.base+pos+k)
 			if e.Kind == ftimer.EntryBlank {
-				return n, last, nil
+				return n, last, 0, nil
 			}
 			if e.Kind == ftimer.EntryUnit {
 				n++
@@ -265,7 +315,7 @@ func (s *scanner) unitsAfter(f *logFile, fh *os.File, from int64) (n int, last i
 		}
 		pos += chunk
 	}
-	return n, last, nil
+	return n, last, 0, nil
 }
 
 // unit checks one unit recovery accepts at position pos of file i: its
@@ -299,10 +349,16 @@ func (s *scanner) unitFrame(i int, pos int64, u *ftimer.Unit, revise bool) (slot
 			Details: map[string]any{"slot_time_ms": slotT * s.cfg.PrecisionMs, "earlier_unit": want},
 			Message: "this unit starts a new chain for a slot that already has units: the wheel was behind the timerlog when it was written (lazy wheel, #9735), so the earlier units are reachable only if recovery revises their slot"})
 	case u.PrevPos != -1 && (u.PrevPos >= off || !s.isUnitNear(i, u.PrevPos)):
+		if u.PrevPos < off && s.unread != nil && s.linksUnread(u.PrevPos) {
+			break // into bytes not read: the chain is unknown there, not broken
+		}
 		s.add(scan.Finding{Code: CodeLogBadPrev, Severity: scan.Error, Path: f.rel, Offset: pos + 4, Length: 8,
 			Expected: "an earlier unit of the same slot", Actual: fmt.Sprint(u.PrevPos),
 			Message: "prevPos does not point at an earlier unit: the dequeue of this slot stops (or reads garbage) there, and the units before it in the slot never fire"})
 	case u.PrevPos != -1 && u.PrevPos != want:
+		if s.unread != nil && s.linksUnread(u.PrevPos) {
+			break
+		}
 		if pu, ok := s.pending[u.PrevPos]; ok && pu.deliverMs/s.cfg.PrecisionMs != slotT || !ok && !s.sameSlot(u.PrevPos, slotT) {
 			s.add(scan.Finding{Code: CodeLogBadPrev, Severity: scan.Error, Path: f.rel, Offset: pos + 4, Length: 8,
 				Expected: "a unit of slot " + strconv.FormatInt(slotT*s.cfg.PrecisionMs, 10), Actual: fmt.Sprint(u.PrevPos),

@@ -94,12 +94,16 @@ func (s *scanner) checkWheel(context.Context) error {
 			pos  int64
 		}{{"firstPos", sl.FirstPos}, {"lastPos", sl.LastPos}} {
 			switch {
-			case p.pos >= s.logEnd || p.pos < 0:
+			case (p.pos >= s.logEnd || p.pos < 0) && s.unread != nil && s.slotUnread(p.pos):
+				// Into bytes not read: unknown, not past the log.
+			case (p.pos >= s.logEnd || p.pos < 0) && (s.unread == nil || p.pos < 0 || p.pos >= s.logEndMax()):
 				s.add(scan.Finding{Code: CodeWheelPastLog, Severity: scan.Error, Path: WheelFile, Offset: off, Length: ftimer.SlotSize,
 					Expected: fmt.Sprintf("%s < %d (timerlog end)", p.name, s.logEnd), Actual: fmt.Sprint(p.pos),
 					Details: map[string]any{"slot_index": i, "slot_time_ms": tm, p.name: p.pos, "timerlog_end": s.logEnd},
 					Message: fmt.Sprintf("the slot's %s points past the end of the timerlog: the dequeue of this slot reads nothing there (recovery re-walks the log from the lowest such firstPos)", p.name)})
-			case !s.isUnit(p.pos):
+			case !s.isUnit(p.pos) && (s.unread == nil || !s.slotUnread(p.pos)):
+				// (Past the last unit read but short of the end of a range
+				// not read: not past the log, but not a unit either.)
 				s.add(scan.Finding{Code: CodeWheelBadUnit, Severity: scan.Error, Path: WheelFile, Offset: off, Length: ftimer.SlotSize,
 					Expected: p.name + " at a unit", Actual: fmt.Sprint(p.pos),
 					Details: map[string]any{"slot_index": i, "slot_time_ms": tm},
@@ -111,8 +115,10 @@ func (s *scanner) checkWheel(context.Context) error {
 		}
 	}
 	if behind > 0 {
-		s.add(scan.Finding{Code: CodeWheelStale, Severity: scan.Info, Path: WheelFile, Details: map[string]any{"slots_behind": behind},
-			Message: fmt.Sprintf("%d wheel slots are behind the timerlog (the wheel is flushed lazily, a clean stop does not flush it); recovery revises the slots of the units it re-walks", behind)})
+		f := scan.Finding{Code: CodeWheelStale, Severity: scan.Info, Path: WheelFile, Details: map[string]any{"slots_behind": behind},
+			Message: fmt.Sprintf("%d wheel slots are behind the timerlog (the wheel is flushed lazily, a clean stop does not flush it); recovery revises the slots of the units it re-walks", behind)}
+		s.atLeast(&f, 0) // the units of the parts not read may put more slots behind
+		s.add(f)
 	}
 	return nil
 }
@@ -123,7 +129,7 @@ func (s *scanner) checkCheckpoint(context.Context) error {
 	if !s.cpPresent {
 		return nil
 	}
-	if s.cp.LastTimerLogFlushPos > s.logEnd {
+	if s.cp.LastTimerLogFlushPos > s.logEnd && (s.unread == nil || s.cp.LastTimerLogFlushPos > s.logEndMax()) {
 		s.add(scan.Finding{Code: CodeCheckAheadLog, Severity: scan.Warning, Path: CheckFile, Offset: 8, Length: 8,
 			Expected: fmt.Sprintf("<= %d", s.logEnd), Actual: fmt.Sprint(s.cp.LastTimerLogFlushPos),
 			Message: "the checkpoint's timerlog flush position is past the timerlog's last unit: units it counted as flushed are gone"})
