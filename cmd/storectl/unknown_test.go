@@ -403,3 +403,106 @@ func TestUnreadableSalvageIsIncomplete(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreadTimerlogFile: a RocketMQ 5.x timerlog file that cannot be
+// read (a FIFO, a directory, a file nobody may read in its place) makes
+// scan, verify and salvage --select lost exit 3, with the file named as
+// unreadable (storectl.file.unreadable) and its byte range as unknown
+// (rocketmq.timerlog.unknown, waiting on it); no bad-file-name,
+// offset-gap, bad-prev-pos or wheel slot finding is drawn from it, and
+// every finding that is not about it is one the intact store's run has
+// too. They used to report it as bad-file-name, the next file as an
+// offset-gap, 20 bad-prev-pos and 9 slot-bad-unit, and exit 1. T1, file
+// 4096: where the timer recovery's walk begins.
+func TestUnreadTimerlogFile(t *testing.T) {
+	const rel = "timerlog/00000000000000004096"
+	now := "--timer-now=1796163834084" // T1's restart
+	findings := func(t *testing.T, out string) []map[string]any {
+		var fs []map[string]any
+		for _, o := range jsonlObjects(t, out) {
+			if o["type"] == "finding" {
+				fs = append(fs, o)
+			}
+		}
+		return fs
+	}
+	for _, kind := range []string{"fifo", "dir", "permission"} {
+		t.Run(kind, func(t *testing.T) {
+			store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-t1-clean.tar.gz")), "store")
+			run := func(t *testing.T, args ...string) (int, string, string) { return sub{}.run(t, args...) } // under a deadline: no hang on the FIFO
+			if kind == "permission" {
+				run = runAsNobody
+			}
+			intact := map[string]map[string]bool{}
+			for _, cmd := range []string{"scan", "verify"} {
+				code, out, errOut := run(t, cmd, now, "-o", "jsonl", store)
+				if code != exitOK {
+					t.Fatalf("%s of the intact store: exit %d\n%s%s", cmd, code, tail(out), errOut)
+				}
+				intact[cmd] = map[string]bool{}
+				for _, f := range findings(t, out) {
+					b, _ := json.Marshal(f)
+					intact[cmd][string(b)] = true
+				}
+			}
+			p := filepath.Join(store, filepath.FromSlash(rel))
+			switch kind {
+			case "fifo":
+				mkfifo(t, p)
+			case "dir":
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case "permission":
+				if err := os.Chmod(p, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, cmd := range []string{"scan", "verify"} {
+				code, out, errOut := run(t, cmd, now, "-o", "jsonl", store)
+				if code != exitIncomplete {
+					t.Fatalf("%s: exit %d, want 3\n%s%s", cmd, code, tail(out), errOut)
+				}
+				unreadable, unknown := false, false
+				for _, f := range findings(t, out) {
+					c, _ := f["code"].(string)
+					d, _ := f["details"].(map[string]any)
+					w, _ := d["waits_on"].([]any)
+					about := f["path"] == rel || len(w) > 0 && fmt.Sprint(w) == "["+rel+"]"
+					switch c {
+					case "storectl.file.unreadable":
+						unreadable = unreadable || f["path"] == rel
+					case "rocketmq.timerlog.unknown":
+						unknown = f["path"] == rel && about && f["length"] == float64(4096)
+					case "rocketmq.timerlog.bad-file-name", "rocketmq.timerlog.offset-gap", "rocketmq.timerlog.bad-prev-pos",
+						"rocketmq.timerwheel.slot-bad-unit", "rocketmq.timerwheel.slot-past-timerlog":
+						t.Errorf("%s: %s %v@%v: %v", cmd, c, f["path"], f["offset"], f["message"])
+					}
+					b, _ := json.Marshal(f)
+					if !about && !intact[cmd][string(b)] {
+						t.Errorf("%s: a finding the intact store's run does not have: %s", cmd, b)
+					}
+				}
+				if !unreadable || !unknown {
+					t.Errorf("%s: storectl.file.unreadable %v, rocketmq.timerlog.unknown with its range %v, for %s\n%s", cmd, unreadable, unknown, rel, tail(out))
+				}
+			}
+			od, err := os.MkdirTemp("", "storectl-salvage-out-") // where nobody may write
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(od) })
+			if err := os.Chmod(od, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(od, "out")
+			code, sout, errOut := run(t, "salvage", now, "--select", "lost", "--out", out, "-o", "jsonl", store)
+			if code != exitIncomplete || !strings.Contains(errOut, rel) {
+				t.Fatalf("salvage --select lost: exit %d, want 3 naming %s\n%s%s", code, rel, tail(sout), errOut)
+			}
+		})
+	}
+}

@@ -176,7 +176,7 @@ func (s *scanner) listLog(context.Context) error {
 		if info, err := storefile.Info(dir, e); err != nil {
 			f.openErr = err // gone since the listing, a dangling link
 		} else if !info.Mode().IsRegular() {
-			f.openErr = errors.New(storefile.TypeName(info.Mode().Type()) + ", not a regular file (never opened: an open could block)")
+			f.openErr = errors.New(storefile.TypeName(info.Mode().Type()) + ", not a regular file")
 		} else {
 			f.size = info.Size()
 		}
