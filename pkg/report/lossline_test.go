@@ -38,6 +38,19 @@ func TestLossLine(t *testing.T) {
 			{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Length: 100, MsgID: "m2"},
 			{Code: "rabbitmq.rdq.gen1-stop", Severity: scan.Info, Path: "0.rdq", MsgID: "x", Details: map[string]any{"victim_count": 9999}},
 		}, "lost or at risk: 2 message(s), 300 byte(s) of damaged regions (rocketmq.commitlog.body-crc ×3)"},
+		{"an unread file only: its bytes are not damage", []scan.Finding{
+			{Code: "storectl.file.unreadable", Severity: scan.Error, Path: "timerlog/4096", Length: 0},
+			{Code: "rocketmq.timerlog.unknown", Severity: scan.Warning, Path: "timerlog/4096", Length: 4096},
+			{Code: "storectl.file.not-regular", Severity: scan.Error, Path: "timerlog/4096"},
+		}, "lost or at risk: no message named (storectl.file.not-regular ×1); beyond that unknown: 4096 byte(s) not read (rocketmq.timerlog.unknown ×1, storectl.file.unreadable ×1)"},
+		{"unread and nothing else", []scan.Finding{
+			{Code: "rabbitmq.queue.message-unknown", Severity: scan.Warning, Path: "q/0.idx", MsgID: "m9"},
+			{Code: "rabbitmq.rdq.unreadable", Severity: scan.Error, Path: "3.rdq", Length: 100},
+		}, "lost or at risk: unknown: 100 byte(s) not read (rabbitmq.queue.message-unknown ×1, rabbitmq.rdq.unreadable ×1); nothing else"},
+		{"damage and an unread file", []scan.Finding{
+			{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Length: 100, MsgID: "m1"},
+			{Code: "rocketmq.commitlog.unknown", Severity: scan.Warning, Path: "commitlog/2", Length: 50},
+		}, "lost or at risk: 1 message(s), 100 byte(s) of damaged regions (rocketmq.commitlog.body-crc ×1); beyond that unknown: 50 byte(s) not read (rocketmq.commitlog.unknown ×1)"},
 	} {
 		e := newText(nil, Style{})
 		e.findings = c.fs

@@ -196,6 +196,14 @@ func (e *textEmitter) notChecked() string {
 // isCoverage: a finding about what was not read, not about damage.
 func isCoverage(code string) bool { return strings.Contains(code, ".coverage.") }
 
+// isUnread: a finding about bytes the run could not read (a file it
+// could not open or read to its end, and what waits on it: the
+// "Unknown is not lost" codes), whose length is bytes not read, not
+// bytes damaged.
+func isUnread(code string) bool {
+	return strings.HasSuffix(code, ".unknown") || strings.HasSuffix(code, ".message-unknown") || strings.HasSuffix(code, ".unreadable")
+}
+
 // lossLine says what is lost or at risk: the messages the findings name
 // and the bytes of their regions; RabbitMQ adds what the next start drops.
 //
@@ -212,8 +220,15 @@ func (e *textEmitter) lossLine(s Summary) string {
 	codes := map[string]int{}
 	most := map[string]int{} // file -> its largest victim count
 	var victims int
+	var unread int64
+	unreadCodes := map[string]int{}
 	for _, f := range e.findings {
 		if f.Severity == scan.Info || isCoverage(f.Code) {
+			continue
+		}
+		if isUnread(f.Code) {
+			unread += f.Length
+			unreadCodes[f.Code]++
 			continue
 		}
 		if n, ok := victimCount(f.Details); ok {
@@ -238,8 +253,19 @@ func (e *textEmitter) lossLine(s Summary) string {
 			unconfirmed += int(n)
 		}
 	}
+	unknown := ""
+	if len(unreadCodes) > 0 {
+		unknown = "unknown"
+		if unread > 0 {
+			unknown += fmt.Sprintf(": %d byte(s) not read", unread)
+		}
+		unknown += " (" + codeCounts(unreadCodes) + ")"
+	}
 	if len(codes) == 0 && drop == 0 {
-		if s.Incomplete {
+		switch {
+		case unknown != "":
+			return "lost or at risk: " + unknown + "; nothing else"
+		case s.Incomplete:
 			return "lost or at risk: unknown (the run did not read everything; see below)"
 		}
 		return "lost or at risk: nothing"
@@ -268,11 +294,20 @@ func (e *textEmitter) lossLine(s Summary) string {
 	if len(parts) == 0 {
 		parts = append(parts, "no message named")
 	}
+	line := "lost or at risk: " + strings.Join(parts, ", ") + " (" + codeCounts(codes) + ")"
+	if unknown != "" {
+		line += "; beyond that " + unknown
+	}
+	return line
+}
+
+// codeCounts lists codes with their counts ("a ×2, b ×1"), sorted.
+func codeCounts(codes map[string]int) string {
 	var cs []string
 	for _, c := range sortedKeys(codes) {
 		cs = append(cs, fmt.Sprintf("%s ×%d", Escape(c), codes[c]))
 	}
-	return "lost or at risk: " + strings.Join(parts, ", ") + " (" + strings.Join(cs, ", ") + ")"
+	return strings.Join(cs, ", ")
 }
 
 // nextCommands are the exact commands to run next, from the findings'
