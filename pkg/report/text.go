@@ -407,8 +407,15 @@ func coverageParts(r *Run) (missed, read, other []string) {
 // not read, then what was assumed.
 func (e *textEmitter) coverage(r *Run, found []string) {
 	missed, read, other := coverageParts(r)
+	read, none := e.partlyRead(r, read)
 	if len(missed) > 0 {
 		for _, l := range wrapWidth("NOT CHECKED, holds messages: "+strings.Join(missed, "; "), e.width(), "    ") {
+			e.color(color.FgYellow).Fprint(e.w, l)
+			fmt.Fprintln(e.w)
+		}
+	}
+	if len(none) > 0 {
+		for _, l := range wrapWidth("COULD NOT READ: "+strings.Join(dedupe(none), "; "), e.width(), "    ") {
 			e.color(color.FgYellow).Fprint(e.w, l)
 			fmt.Fprintln(e.w)
 		}
@@ -430,6 +437,54 @@ func (e *textEmitter) coverage(r *Run, found []string) {
 	for _, a := range shown {
 		e.line("assumed: " + a)
 	}
+}
+
+// partlyRead marks, in read (coverageParts' checked component paths,
+// in r.Components order), the components some file of which the run
+// could not read (a finding of an unread file: isFileUnread), so that
+// "checked:" does not claim what was not read: "queues (partly: 1 of 9
+// file(s) not read)"; a component none of whose files could be read
+// moves to none ("msg_store_transient: its 1 file(s)").
+func (e *textEmitter) partlyRead(r *Run, read []string) (checked, none []string) {
+	unread := map[string]bool{}
+	for _, f := range e.findings {
+		if isFileUnread(f.Code) && f.Path != "" {
+			unread[f.Path] = true
+		}
+	}
+	if len(unread) == 0 {
+		return read, nil
+	}
+	k := 0
+	for _, c := range r.Components {
+		if !c.Checked {
+			continue
+		}
+		where := read[k]
+		k++
+		n := 0
+		for p := range unread {
+			if c.Path == "." || p == c.Path || strings.HasPrefix(p, c.Path+"/") {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+			checked = append(checked, where)
+		case n < c.Files:
+			checked = append(checked, fmt.Sprintf("%s (partly: %d of %d file(s) not read)", where, n, c.Files))
+		default:
+			none = append(none, fmt.Sprintf("%s: its %d file(s)", where, n))
+		}
+	}
+	return checked, none
+}
+
+// isFileUnread: a finding that a file (or dir) could not be read at all
+// or to its end; the "Unknown is not lost" codes that wait on it are
+// about files that were read.
+func isFileUnread(code string) bool {
+	return code == "storectl.file.not-regular" || (strings.HasSuffix(code, ".unreadable") && code != "rabbitmq.index.unreadable")
 }
 
 // dedupe drops repeats from a sorted-or-not list, keeping the order.
