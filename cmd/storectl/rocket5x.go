@@ -136,6 +136,10 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 			tc = timerConfig(env, t, now, pre)
 		}
 		tc.RecoveryEnd = end
+		if u, ok := res.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok && hasCommitLog(t) {
+			// The commitlog scan read only part of a file: end is a lower bound.
+			tc.RecoveryEndUnknown, _ = u["waits_on"].(string)
+		}
 		if dlog != nil {
 			tc.CommitLog = dlog
 		} else if !hasCommitLog(t) {

@@ -506,3 +506,73 @@ func TestUnreadTimerlogFile(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadCommitLogTimer: a commitlog file that cannot be read leaves the
+// recovery end a lower bound, and the timer units pointing at or past it
+// are unknown, not beyond the end or lost: scan and verify of T1 with its
+// commitlog file mode 000 (read as nobody) exit 3 with one
+// rocketmq.timerlog.target-unknown waiting on the file, no per-unit
+// beyond-end or lost finding, and an unknown recovery plan; salvage
+// --select lost exports no timer message as lost.
+func TestUnreadCommitLogTimer(t *testing.T) {
+	const rel = "commitlog/00000000000000000000"
+	now := "--timer-now=1796163834084" // T1's restart
+	store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-t1-clean.tar.gz")), "store")
+	code, out, errOut := runAsNobody(t, "scan", now, "-o", "jsonl", store)
+	if code != exitOK && code != exitFindings {
+		t.Fatalf("scan of the intact store: exit %d\n%s%s", code, tail(out), errOut)
+	}
+	beyond := 0
+	for _, o := range jsonlObjects(t, out) {
+		if o["code"] == "rocketmq.timerlog.beyond-commitlog-end" || o["code"] == "rocketmq.timerlog.at-recovery-end" {
+			beyond++
+		}
+	}
+	p := filepath.Join(store, filepath.FromSlash(rel))
+	if err := os.Chmod(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"scan", "verify"} {
+		code, out, errOut := runAsNobody(t, cmd, now, "-o", "jsonl", store)
+		if code != exitIncomplete {
+			t.Fatalf("%s: exit %d, want 3\n%s%s", cmd, code, tail(out), errOut)
+		}
+		units, planUnknown := -1, false
+		for _, o := range jsonlObjects(t, out) {
+			if o["type"] != "finding" {
+				continue
+			}
+			d, _ := o["details"].(map[string]any)
+			switch o["code"] {
+			case "rocketmq.timerlog.target-unknown":
+				if w := fmt.Sprint(d["waits_on"]); w != "["+rel+"]" {
+					t.Errorf("%s: target-unknown waits on %s", cmd, w)
+				}
+				units = int(d["units"].(float64))
+			case "rocketmq.timer.recovery-plan":
+				planUnknown = d["unknown"] == true
+			case "rocketmq.timerlog.beyond-commitlog-end", "rocketmq.timerlog.at-recovery-end", "rocketmq.timer.message-lost",
+				"rocketmq.timer.duplicate-delivery", "rocketmq.timercheck.ahead-of-consume-queue":
+				t.Errorf("%s: %s %v@%v with the commitlog's end unknown: %v", cmd, o["code"], o["path"], o["offset"], o["message"])
+			}
+		}
+		if units <= beyond || !planUnknown {
+			t.Errorf("%s: %d units unknown (the intact store has %d beyond its end, the unread file's all come on top); recovery plan unknown %v\n%s", cmd, units, beyond, planUnknown, tail(out))
+		}
+	}
+	od, err := os.MkdirTemp("", "storectl-salvage-out-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(od) })
+	if err := os.Chmod(od, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runAsNobody(t, "salvage", now, "--select", "lost", "--out", filepath.Join(od, "out"), "-o", "jsonl", store)
+	if code != exitIncomplete {
+		t.Fatalf("salvage --select lost: exit %d, want 3\n%s%s", code, tail(out), errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(od, "out", "messages.jsonl")); err == nil && strings.Contains(string(b), "rmq_sys_wheel_timer") {
+		t.Errorf("salvage --select lost exported timer messages with the commitlog's end unknown:\n%s", b)
+	}
+}

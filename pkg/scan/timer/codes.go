@@ -16,6 +16,9 @@ const (
 	// CodeLogUnknown: a timerlog file (or its end) that could not be read:
 	// the chains and slots that lead into it are unknown, not broken.
 	CodeLogUnknown = "rocketmq.timerlog.unknown"
+	// CodeTargetUnknown: units pointing at or past a commitlog file that
+	// could not be read in full: their records' fate is unknown, not lost.
+	CodeTargetUnknown = "rocketmq.timerlog.target-unknown"
 	// Unit against the commitlog record it points at.
 	CodeUnitBeyondEnd     = "rocketmq.timerlog.beyond-commitlog-end" // #10668: the record is gone
 	CodeUnitAtRecoveryEnd = "rocketmq.timerlog.at-recovery-end"      // #10668: the next record written there is delivered through it

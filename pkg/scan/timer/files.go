@@ -53,9 +53,14 @@ type scanner struct {
 	readFrom   int64                  // currReadTimeMs the broker will use
 	rec        *Recovery
 	neutral    int // units storectl neutralised (DELETE markers without a target)
-	expired    []expiredUnit
-	rv         *resolver // target's record lookups
-	pre        *Prepass  // what the commitlog's own scan found of the units' targets (nil: none)
+	// endUnknown counts the units pointing at or past a recovery end that
+	// is only a lower bound (Config.RecoveryEndUnknown), the first at
+	// endUnknownAt (a timerlog offset).
+	endUnknown   int
+	endUnknownAt int64
+	expired      []expiredUnit
+	rv           *resolver // target's record lookups
+	pre          *Prepass  // what the commitlog's own scan found of the units' targets (nil: none)
 
 	// deferTargets: the walk checks the units' frames only and notes them
 	// in spans; checkTargets checks their targets once the commitlog scan

@@ -372,12 +372,13 @@ func (p *Prepass) take(cfg Config) *early {
 }
 
 // sameWalk reports whether two Configs give the same walk: equal but for
-// RecoveryEnd, which only the targets use.
+// RecoveryEnd and RecoveryEndUnknown, which only the targets use.
 func sameWalk(a, b Config) bool {
 	if !a.Now.Equal(b.Now) || a.CommitLog != nil || b.CommitLog != nil {
 		return false
 	}
 	a.Now, b.Now = time.Time{}, time.Time{}
 	a.RecoveryEnd, b.RecoveryEnd = 0, 0
+	a.RecoveryEndUnknown, b.RecoveryEndUnknown = "", ""
 	return a == b
 }

@@ -96,7 +96,7 @@ func (s *scanner) predict(ctx context.Context) error {
 	if len(s.files) > 0 {
 		rc.BeginOffset = s.files[s.beginFile].base
 	}
-	if s.recUnknown != "" {
+	if s.recUnknown != "" || s.cfg.RecoveryEndUnknown != "" {
 		s.predictUnknown(rc)
 		return nil
 	}
@@ -610,9 +610,25 @@ func (s *scanner) planFinding(rc *Recovery) {
 // unknown, so no message is called restored, lost or duplicated through
 // them. The messages the 7-day TTL skips are lost whatever the walk does
 // (the dequeue starts at the read time), and are reported as such.
+//
+// The same when the commitlog's recovery end is only a lower bound
+// (Config.RecoveryEndUnknown): the timer consume queue is cut at that end,
+// which says where the queue offset is clamped and what is enqueued
+// again, and the pending units' records past it may be there or not.
 func (s *scanner) predictUnknown(rc *Recovery) {
-	rc.Unknown, rc.WaitsOn = true, []string{s.recUnknown}
 	rc.QueueOffsetFrom = "unknown"
+	if s.recUnknown == "" {
+		rc.Unknown, rc.WaitsOn = true, []string{s.cfg.RecoveryEndUnknown}
+		s.expiredOutcomes(rc)
+		s.messageFindings(rc)
+		s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,
+			Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "curr_read_time_ms": rc.CurrReadTimeMs,
+				"unknown": true, "waits_on": rc.WaitsOn, "recovery_end_at_least": s.end, "lost": rc.Lost},
+			Message: fmt.Sprintf("next start: unknown: the commitlog's recovery end is at least %d but not known (%s could not be read in full), so the timer consume queue's end after recovery, the queue offset the timer recovery enqueues from and what it delivers are not predicted (%d messages the wheel's 7 days lose whatever it does)",
+				s.end, s.cfg.RecoveryEndUnknown, rc.Lost)})
+		return
+	}
+	rc.Unknown, rc.WaitsOn = true, []string{s.recUnknown}
 	s.expiredOutcomes(rc)
 	s.messageFindings(rc)
 	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,

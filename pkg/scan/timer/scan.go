@@ -63,6 +63,12 @@ type Config struct {
 	// broker's max physical offset after its recovery); negative means
 	// unknown, and Scan scans the commitlog to find it.
 	RecoveryEnd int64
+	// RecoveryEndUnknown names the commitlog file that could not be read
+	// in full (rocketmq.ExtraRecoveryEndUnknown), when RecoveryEnd is only
+	// the least the broker's recovery reaches: a unit pointing at or past
+	// it is unknown, not gone (CodeTargetUnknown), and the next start is
+	// not predicted ("" when the end is known).
+	RecoveryEndUnknown string
 	// LogFileSize is mappedFileSizeTimerLog; 0 infers it from the files.
 	LogFileSize int64
 	// PrecisionMs is timerPrecisionMs; 0 means 1000.
@@ -118,7 +124,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		if s = e.s; e.err != nil {
 			return s.res, e.err
 		}
-		s.cfg.RecoveryEnd = cfg.RecoveryEnd
+		s.cfg.RecoveryEnd, s.cfg.RecoveryEndUnknown = cfg.RecoveryEnd, cfg.RecoveryEndUnknown
 		if s.tapTail {
 			s.tail = cfg.Prepass.tapReputs() // nil: predict reads the tail itself
 		}
@@ -235,6 +241,9 @@ func (s *scanner) openLog(ctx context.Context) error {
 		}
 		if cr.RecoveryEnd != nil {
 			s.end = *cr.RecoveryEnd
+		}
+		if u, ok := cr.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok {
+			s.cfg.RecoveryEndUnknown, _ = u["waits_on"].(string)
 		}
 	}
 	s.end = max(s.end, 0)

@@ -27,6 +27,9 @@ const (
 	TargetOK        = "ok"
 	TargetBeyondEnd = "beyond-end" // past the recovery end: the record is gone
 	TargetAtEnd     = "at-end"     // starts exactly at the recovery end: the next record written there
+	// TargetUnknown: at or past a recovery end that is only a lower bound
+	// (a commitlog file could not be read in full): not known to be gone.
+	TargetUnknown   = "unknown"
 	TargetNotRecord = "not-a-record"
 	TargetSize      = "size-mismatch"
 	TargetTopic     = "wrong-topic"
@@ -115,6 +118,12 @@ func (s *scanner) walkEnd() {
 			Message: fmt.Sprintf("the broker has been down longer than the timer wheel's 7 days (TIMER_WHEEL_TTL_DAY): a start now reads the wheel from %d, after the checkpoint's %d, and skips %d due timer messages (storectl salvage exports them)", s.readFrom, s.cp.LastReadTimeMs, n)}
 		s.atLeast(&f, 0)
 		s.add(f)
+	}
+	if s.endUnknown > 0 {
+		rel, pos := s.loc(s.endUnknownAt)
+		s.add(scan.Finding{Code: CodeTargetUnknown, Severity: scan.Warning, Path: rel, Offset: pos, Repair: scan.RepairNone,
+			Details: map[string]any{"units": s.endUnknown, "recovery_end_at_least": s.end, "waits_on": []string{s.cfg.RecoveryEndUnknown}},
+			Message: fmt.Sprintf("%d timer units point at or past commitlog offset %d, where the read of %s stopped: whether their messages are there (and what the dequeue does with them) is unknown, not lost", s.endUnknown, s.end, s.cfg.RecoveryEndUnknown)})
 	}
 	if s.dropped > 0 {
 		rel, pos := s.loc(s.process)
@@ -540,6 +549,8 @@ func (s *scanner) endTarget(u *ftimer.Unit) (target, bool) {
 	switch {
 	case s.cl == nil:
 		t.state, t.detail = TargetBeyondEnd, "no commitlog"
+	case s.cfg.RecoveryEndUnknown != "" && u.OffsetPy >= 0 && u.OffsetPy+int64(u.SizePy) > s.end:
+		t.state, t.detail = TargetUnknown, s.cfg.RecoveryEndUnknown
 	case u.OffsetPy == s.end:
 		t.state = TargetAtEnd
 	case u.OffsetPy < 0 || u.OffsetPy+int64(u.SizePy) > s.end:
@@ -804,6 +815,14 @@ func (s *scanner) unitFindings(f *logFile, pos int64, u *ftimer.Unit, t *target)
 	base := scan.Finding{Path: f.rel, Offset: pos, Length: ftimer.UnitSize, Repair: scan.RepairTruncate,
 		Details: map[string]any{"timer_offset": u.Offset, "offset_py": u.OffsetPy, "size_py": u.SizePy, "deliver_ms": u.DeliverMs(),
 			"magic": ftimer.MagicFlags(u.Magic), "commitlog_end": s.end}, MsgID: t.msgID, Evidence: ev}
+	if t.state == TargetUnknown {
+		// Its record may be there: counted in one CodeTargetUnknown.
+		if s.endUnknown == 0 {
+			s.endUnknownAt = u.Offset
+		}
+		s.endUnknown++
+		return
+	}
 	if u.Delete() && !u.Roll() && t.state != TargetOK {
 		// A DELETE marker without its record fires nothing (the dequeue
 		// skips it): this is how truncate neutralises a stale unit.
