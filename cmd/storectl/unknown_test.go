@@ -576,3 +576,38 @@ func TestUnreadCommitLogTimer(t *testing.T) {
 		t.Errorf("salvage --select lost exported timer messages with the commitlog's end unknown:\n%s", b)
 	}
 }
+
+// TestUnreadLaterCommitLogEarlyEnd: T2's first commitlog file ends in
+// zeros without a BLANK and its second holds only zeros: no early-end
+// (nothing is dropped). With the second file unreadable, whether it holds
+// data is unknown: an early-end warning waiting on it, not the error that
+// says later files hold data (what the run said before).
+func TestUnreadLaterCommitLogEarlyEnd(t *testing.T) {
+	const rel = "commitlog/00000000000000262144"
+	store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-t2-kill.tar.gz")), "store")
+	early := func(t *testing.T) []map[string]any {
+		t.Helper()
+		_, out, _ := runAsNobody(t, "scan", "--timer-now=1796163902000", "-o", "jsonl", store)
+		var got []map[string]any
+		for _, o := range jsonlObjects(t, out) {
+			if o["code"] == "rocketmq.commitlog.early-end" {
+				got = append(got, o)
+			}
+		}
+		return got
+	}
+	if fs := early(t); len(fs) != 0 {
+		t.Fatalf("intact: %v", fs)
+	}
+	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(rel)), 0); err != nil {
+		t.Fatal(err)
+	}
+	fs := early(t)
+	if len(fs) != 1 {
+		t.Fatalf("with %s unreadable: %d early-end findings: %v", rel, len(fs), fs)
+	}
+	f := fs[0]
+	if w := fmt.Sprint(f["details"].(map[string]any)["waits_on"]); f["severity"] != "warning" || w != "["+rel+"]" || !strings.Contains(f["message"].(string), "unknown") {
+		t.Fatalf("with %s unreadable: %v", rel, f)
+	}
+}

@@ -117,12 +117,24 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 		}
 		recoveryEnd = fr.seg.base + fr.failPos
 		stopped = true
-		if fr.file.End == scan.EndZero && laterData(results[i+1:]) {
+		if fr.file.End != scan.EndZero {
+			continue
+		}
+		switch data, unknown := laterData(results[i+1:]); {
+		case data:
 			res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Error, Path: fr.seg.rel, Offset: fr.failPos,
 				Length: fr.seg.size - fr.failPos, Repair: scan.RepairTruncate,
 				Evidence: map[string]string{"blank_record": "fail"},
 				Message:  "file ends in zeros without a BLANK record while later files hold data; recovery stops here and drops them",
 				Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos}})
+		case unknown != "":
+			// Recovery stops here whatever follows; whether it drops
+			// anything waits on the file not read.
+			res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
+				Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
+				Evidence: map[string]string{"blank_record": "fail"},
+				Message:  fmt.Sprintf("file ends in zeros without a BLANK record: a recovery that walks through it stops here; whether later files hold data it would drop is unknown: %s could not be read", unknown),
+				Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos, "waits_on": []string{unknown}}})
 		}
 	}
 	if unread != "" {
@@ -140,11 +152,24 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 // "waits_on": file}, in place of Result.RecoveryEnd.
 const ExtraRecoveryEndUnknown = "recovery_end_unknown"
 
-func laterData(rs []*fileResult) bool {
+// laterData reports whether a file of rs holds data (a record, or bytes
+// other than zero fill); when none of those read does, unknown is the
+// first that could not be read (in full): whether that one does is not
+// known.
+func laterData(rs []*fileResult) (data bool, unknown string) {
 	for _, r := range rs {
-		if r.file.Records > 0 || !r.zeroTail || r.failPos != 0 {
-			return true
+		if r.file.Records > 0 || r.failPos != 0 {
+			return true, ""
+		}
+		if r.err != nil { // not read (or not to its end): whether it holds data is unknown
+			if unknown == "" {
+				unknown = r.seg.rel
+			}
+			continue
+		}
+		if !r.zeroTail {
+			return true, ""
 		}
 	}
-	return false
+	return false, unknown
 }
