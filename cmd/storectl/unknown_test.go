@@ -611,3 +611,57 @@ func TestUnreadLaterCommitLogEarlyEnd(t *testing.T) {
 		t.Fatalf("with %s unreadable: %v", rel, f)
 	}
 }
+
+// TestUnreadPossibleRecoveryStart: after T2's unclean shutdown the abnormal
+// recovery tries the commitlog files from the last back and starts at the
+// first whose first record is old enough (file 0 of the intact store).
+// With the second file unreadable it may start there instead, so verify's
+// recovery end is a lower bound: exit 3, no summary recovery_end, the
+// unclean-shutdown plan naming the file it waits on, and no timer
+// prediction (no duplicate or lost deliveries).
+func TestUnreadPossibleRecoveryStart(t *testing.T) {
+	const rel = "commitlog/00000000000000262144"
+	now := "--timer-now=1796163902000" // T2's restart
+	store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-t2-kill.tar.gz")), "store")
+	summary := func(objs []map[string]any) map[string]any { return objs[len(objs)-1] }
+	code, out, errOut := runAsNobody(t, "verify", now, "-o", "jsonl", store)
+	objs := jsonlObjects(t, out)
+	if code != exitFindings || summary(objs)["recovery_end"] == nil {
+		t.Fatalf("intact: exit %d, recovery_end %v\n%s%s", code, summary(objs)["recovery_end"], tail(out), errOut)
+	}
+	dups := 0
+	for _, o := range objs {
+		if d, _ := o["details"].(map[string]any); o["code"] == "rocketmq.store.unclean-shutdown" && d["start_file"] != "00000000000000000000" {
+			t.Fatalf("intact: the recovery starts at %v, not at the first file: the test's premise is gone", d["start_file"])
+		}
+		if o["code"] == "rocketmq.timer.duplicate-delivery" {
+			dups++
+		}
+	}
+	if dups == 0 {
+		t.Fatal("intact: no duplicate deliveries predicted: the test's premise is gone")
+	}
+	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(rel)), 0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runAsNobody(t, "verify", now, "-o", "jsonl", store)
+	objs = jsonlObjects(t, out)
+	sum := summary(objs)
+	u, _ := sum["extra"].(map[string]any)["recovery_end_unknown"].(map[string]any)
+	if code != exitIncomplete || sum["recovery_end"] != nil || u["waits_on"] != rel {
+		t.Fatalf("exit %d, recovery_end %v, recovery_end_unknown %v\n%s%s", code, sum["recovery_end"], u, tail(out), errOut)
+	}
+	plan := false
+	for _, o := range objs {
+		d, _ := o["details"].(map[string]any)
+		switch o["code"] {
+		case "rocketmq.store.unclean-shutdown":
+			plan = fmt.Sprint(d["start_waits_on"]) == "["+rel+"]"
+		case "rocketmq.timer.duplicate-delivery", "rocketmq.timer.message-lost", "rocketmq.timerlog.beyond-commitlog-end":
+			t.Errorf("%s with the recovery start unknown: %v", o["code"], o["message"])
+		}
+	}
+	if !plan {
+		t.Errorf("the unclean-shutdown plan does not say its start waits on %s\n%s", rel, tail(out))
+	}
+}

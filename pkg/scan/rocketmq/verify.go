@@ -84,7 +84,11 @@ type verifier struct {
 	// ("" when all were): recoveryEnd is then only a lower bound, and what
 	// points at or past it is unknown, not beyond the end.
 	unread string
-	abort  bool
+	// startUnread: a commitlog file that could not be read and that the
+	// abnormal recovery may start from (startWaitsOn): the start is
+	// abnormalStart's or this file; unread then names it too.
+	startUnread string
+	abort       bool
 	// dispatchFrom is the max over all consume queues of offset+size of
 	// their last unit: the broker's dispatchFromPhyOffset.
 	dispatchFrom int64
@@ -200,6 +204,17 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	_, err = os.Stat(filepath.Join(cfg.Root, "abort"))
 	v.abort = err == nil
 	v.loadCheckpoint()
+	if f := v.startWaitsOn(); f != "" && v.unread == "" {
+		// The recovery end found walking from the first file holds only
+		// if recovery does not start at f: a lower bound.
+		v.unread, v.startUnread = f, f
+		res.RecoveryEnd = nil
+		if res.Extra == nil {
+			res.Extra = map[string]any{}
+		}
+		res.Extra[ExtraRecoveryEndUnknown] = map[string]any{"at_least": v.recoveryEnd, "waits_on": f}
+		res.Assume(fmt.Sprintf("recovery end unknown: the abnormal recovery may start at %s, which could not be read (its first record decides), so it reaches at least %d and nothing after it is called lost", f, v.recoveryEnd))
+	}
 	// The index files are checked beside the consume queues (each has its
 	// own lookups and findings; they share only what the scan made), and
 	// their findings and errors follow the consume queues', as when the

@@ -47,6 +47,35 @@ func (v *verifier) abnormalStart() int64 {
 	return segs[0].base
 }
 
+// startWaitsOn is, after an unclean shutdown, a commitlog file that could
+// not be read (its scan.File has no end) and lies after the file
+// abnormalStart finds: recoverAbnormally tries the files from the last
+// one back and starts at the first whose first record is old enough, so
+// that file may be where it starts, and then its recovery end is in or
+// after it. "" when the start does not wait on a file not read.
+func (v *verifier) startWaitsOn() string {
+	if !v.abort {
+		return ""
+	}
+	unread := map[string]bool{}
+	for _, f := range v.res.Files {
+		if f.Kind == "commitlog" && f.End == "" {
+			unread[f.Path] = true
+		}
+	}
+	if len(unread) == 0 {
+		return ""
+	}
+	segs := v.store.lay.segs
+	start := v.abnormalStart()
+	for i := len(segs) - 1; i >= 0 && segs[i].base > start; i-- {
+		if unread[segs[i].rel] {
+			return segs[i].rel
+		}
+	}
+	return ""
+}
+
 // brokerEndWithoutFix walks on from the recovery end the way the broker's
 // validator does before rocketmq #10017: a stale record (stored physical
 // offset elsewhere) passes when its CRC does. It returns where that walk
@@ -137,10 +166,15 @@ func (v *verifier) recoveryPlan() {
 	start := v.abnormalStart()
 	det["start_file"], det["mode"] = rmq.FormatFileName(start), "recoverAbnormally"
 	v.res.Layout["recovery_start_file"] = rmq.FormatFileName(start)
+	startAt := fmt.Sprintf("commitlog file %s (first record not newer than checkpoint min %d)", rmq.FormatFileName(start), v.cp.MinTimestamp())
+	if v.startUnread != "" {
+		det["start_waits_on"] = []string{v.startUnread}
+		startAt += fmt.Sprintf(", or at %s if its first record is (it could not be read)", v.startUnread)
+	}
 	v.res.Add(scan.Finding{Code: CodeUncleanShutdown, Severity: scan.Info, Path: "abort", Repair: scan.RepairNone, Details: det,
 		Evidence: map[string]string{"abort_file": "present"},
-		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at commitlog file %s (first record not newer than checkpoint min %d), re-dispatches from there and truncates %s; %s",
-			rmq.FormatFileName(start), v.cp.MinTimestamp(), end, staleMsg)})
+		Message: fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally starts at %s, re-dispatches from there and truncates %s; %s",
+			startAt, end, staleMsg)})
 	skipped := v.sum.skipped
 	if v.sum.start != start { // not expected: the summary used the same rule
 		skipped = 0
@@ -151,10 +185,16 @@ func (v *verifier) recoveryPlan() {
 		})
 	}
 	if skipped > 0 {
-		v.res.Add(scan.Finding{Code: CodeRecoverySkips, Severity: scan.Error, Path: "checkpoint", Repair: scan.RepairRebuildIndex,
+		f := scan.Finding{Code: CodeRecoverySkips, Severity: scan.Error, Path: "checkpoint", Repair: scan.RepairRebuildIndex,
 			Details: map[string]any{"records": skipped, "start_file": rmq.FormatFileName(start)},
 			Message: fmt.Sprintf("abnormal recovery starts at %s and will not dispatch %d earlier messages that have no consume queue unit",
-				rmq.FormatFileName(start), skipped)})
+				rmq.FormatFileName(start), skipped)}
+		if v.startUnread != "" { // a later start skips more
+			f.Details["waits_on"] = []string{v.startUnread}
+			f.Message = fmt.Sprintf("at least: abnormal recovery starts at %s (or at %s, which could not be read, and then skips more) and will not dispatch %d earlier messages that have no consume queue unit",
+				rmq.FormatFileName(start), v.startUnread, skipped)
+		}
+		v.res.Add(f)
 	}
 }
 
