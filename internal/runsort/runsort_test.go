@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 type rec struct {
@@ -64,8 +67,9 @@ func TestSorterMatchesInMemory(t *testing.T) {
 	}
 }
 
-// TestSorterLeavesNoFiles: the runs never show in the temp dir (they are
-// unlinked at once) and no descriptor of them is left after Close.
+// TestSorterLeavesNoFiles: the runs never show in the temp dir (their
+// one file is unlinked at once), all of them are in that one file, and no
+// descriptor of it is left after Close.
 func TestSorterLeavesNoFiles(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
@@ -78,8 +82,8 @@ func TestSorterLeavesNoFiles(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("temp dir holds %d entries while sorting", len(ents))
 	}
-	if testutil.OpenFiles(t, "storectl-sort-") == 0 {
-		t.Fatal("no run is open while sorting: the check below proves nothing")
+	if n := testutil.OpenFiles(t, "storectl-sort-"); n != 1 {
+		t.Fatalf("%d temp files open while sorting, want the one that holds every run", n)
 	}
 	it, err := s.Iter()
 	if err != nil {
@@ -153,4 +157,181 @@ func drain(t *testing.T, it *Iter[rec]) []rec {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// byKeySeq orders recs totally: concurrent adds give equal records in any
+// order, so the tests of AddRun and AddN compare with a total order.
+func byKeySeq(a, b rec) int {
+	if c := cmp.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// addConcurrently adds in to s from workers goroutines at once, in
+// batches of batch records, by AddN (even batches) and AddRun (odd
+// ones, on a copy: AddRun sorts it in place).
+func addConcurrently(t *testing.T, s *Sorter[rec], in []rec, workers, batch int) {
+	t.Helper()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lo := range next {
+				b := in[lo:min(lo+batch, len(in))]
+				var err error
+				if lo/batch%2 == 0 {
+					err = s.AddN(len(b), func(i int) rec { return b[i] })
+				} else {
+					err = s.AddRun(slices.Clone(b))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for lo := 0; lo < len(in); lo += batch {
+		next <- lo
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestSorterConcurrentAdds: records added by AddN and AddRun from several
+// goroutines at once (runs written while others fill, partly filled runs
+// left in memory, merge passes at small fan-ins, a run longer than RunLen
+// given to AddRun) come out as the in-memory sort of them all.
+func TestSorterConcurrentAdds(t *testing.T) {
+	for _, c := range []struct{ n, runLen, fanIn, workers, batch int }{
+		{0, 4, 2, 3, 5}, {1, 4, 2, 3, 5}, {100, 7, 2, 4, 3}, {5000, 50, 4, 3, 37}, {20000, 100, 64, 4, 1000}, {20000, 1000, 512, 2, 250},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(c.n), 13))
+		in := make([]rec, c.n)
+		for i := range in {
+			in[i] = rec{key: uint32(rng.IntN(97)), seq: uint32(i)}
+		}
+		s := &Sorter[rec]{Compare: byKeySeq, Codec: codec, RunLen: c.runLen, FanIn: c.fanIn}
+		addConcurrently(t, s, in, c.workers, c.batch)
+		if s.Len() != c.n {
+			t.Fatalf("n=%d: Len %d", c.n, s.Len())
+		}
+		it, err := s.Iter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := drain(t, it)
+		want := slices.Clone(in)
+		slices.SortFunc(want, byKeySeq)
+		if !slices.Equal(got, want) {
+			t.Fatalf("n=%d run=%d fan-in=%d: concurrently added records merge to %d records unlike the in-memory sort", c.n, c.runLen, c.fanIn, len(got))
+		}
+		s.Close()
+	}
+}
+
+// TestSorterParts: with Cuts, IterParts's iterators, drained on their own
+// goroutines at once, give the records of their key range each, in
+// order, and together the whole sort; through merge passes, records
+// still in memory (Add's and AddN's), empty parts (cuts below and above
+// every key, two equal cuts) and Add as well as concurrent adds.
+func TestSorterParts(t *testing.T) {
+	for _, c := range []struct {
+		n, runLen, fanIn int
+		cuts             []uint64
+		concurrent       bool
+	}{
+		{0, 4, 2, []uint64{10}, false},
+		{1, 4, 2, []uint64{10}, true},
+		{1000, 7, 3, []uint64{32, 64}, false},
+		{5000, 50, 4, []uint64{0, 48, 48, 200}, true},
+		{20000, 100, 64, []uint64{48}, true},
+		{20000, 100, 512, []uint64{20, 40, 60, 80}, false},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(c.n), 17))
+		in := make([]rec, c.n)
+		for i := range in {
+			in[i] = rec{key: uint32(rng.IntN(97)), seq: uint32(i)}
+		}
+		s := &Sorter[rec]{Compare: byKeySeq, Codec: codec, RunLen: c.runLen, FanIn: c.fanIn,
+			Key: func(r *rec) uint64 { return uint64(r.key) }, Cuts: c.cuts}
+		if c.concurrent {
+			addConcurrently(t, s, in, 3, 41)
+		} else {
+			for _, r := range in {
+				if err := s.Add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		its, err := s.IterParts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(its) != len(c.cuts)+1 {
+			t.Fatalf("%d iterators for %d cuts", len(its), len(c.cuts))
+		}
+		parts := make([][]rec, len(its))
+		var wg sync.WaitGroup
+		for p, it := range its {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for it.Next() {
+					parts[p] = append(parts[p], it.Record())
+				}
+			}()
+		}
+		wg.Wait()
+		var got []rec
+		for p, part := range parts {
+			if err := its[p].Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range part {
+				if (p > 0 && uint64(r.key) < c.cuts[p-1]) || (p < len(c.cuts) && uint64(r.key) >= c.cuts[p]) {
+					t.Fatalf("n=%d cuts=%v: key %d in part %d", c.n, c.cuts, r.key, p)
+				}
+			}
+			got = append(got, part...)
+		}
+		want := slices.Clone(in)
+		slices.SortFunc(want, byKeySeq)
+		if !slices.Equal(got, want) {
+			t.Fatalf("n=%d run=%d fan-in=%d cuts=%v: the parts make %d records unlike the in-memory sort", c.n, c.runLen, c.fanIn, c.cuts, len(got))
+		}
+		s.Close()
+	}
+}
+
+// TestSorterWriteError: a sorter whose temp dir cannot be written says so
+// from the add that spills, the adds after it and Iter, and leaves no
+// file.
+func TestSorterWriteError(t *testing.T) {
+	tmp := t.TempDir()
+	scan.SetTempDir(filepath.Join(tmp, "absent"))
+	defer scan.SetTempDir("")
+	s := &Sorter[rec]{Compare: byKeySeq, Codec: codec, RunLen: 4}
+	in := make([]rec, 10)
+	if err := s.AddN(len(in), func(i int) rec { return in[i] }); err == nil {
+		t.Fatal("AddN spilled to an absent dir without an error")
+	}
+	if err := s.AddRun(in); err == nil {
+		t.Fatal("AddRun after a failed spill: no error")
+	}
+	if _, err := s.Iter(); err == nil {
+		t.Fatal("Iter after a failed spill: no error")
+	}
+	s.Close()
+	if n := testutil.OpenFiles(t, "storectl-sort-"); n != 0 {
+		t.Fatalf("%d run files open after Close", n)
+	}
 }
