@@ -44,7 +44,6 @@ type leanRefsBuilder struct {
 
 func (b *leanRefsBuilder) take(qd *QueueDir, refs []QueueRef) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.ord == nil {
 		b.ord = map[*QueueDir]int32{}
 		b.slots = offheap.New[refSlot]()
@@ -54,14 +53,16 @@ func (b *leanRefsBuilder) take(qd *QueueDir, refs []QueueRef) {
 		o = int32(len(b.ord))
 		b.ord[qd] = o
 	}
-	if b.sorter != nil {
-		for _, r := range refs {
-			if b.sorter.Add(refSlot{id: r.ID, q: o}) != nil {
-				return // the sorter keeps its error for Iter
-			}
-		}
+	if sorter := b.sorter; sorter != nil {
+		// Spilled: each reading goroutine fills, sorts and writes runs
+		// of its own, outside the lock (until 2026-12-07 the lock was
+		// held while a run was sorted and written, which made the
+		// queue dirs' read one goroutine at a time).
+		b.mu.Unlock()
+		sorter.AddN(len(refs), func(i int) refSlot { return refSlot{id: refs[i].ID, q: o} }) // its error is kept for Iter
 		return
 	}
+	defer b.mu.Unlock()
 	for _, r := range refs {
 		b.slots.Append(refSlot{id: r.ID, q: o})
 	}
