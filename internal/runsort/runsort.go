@@ -497,11 +497,15 @@ type Iter[T any] struct {
 	// tree[0] is the source holding the smallest head; tree[t] for t in
 	// 1..k-1 the loser of the match at node t, whose children are 2t and
 	// 2t+1 (source i is leaf k+i).
-	tree []int
-	cur  T
-	err  error
-	init bool
+	tree  []int
+	cur   T
+	err   error
+	init  bool
+	total int // records from all sources
 }
+
+// Len is the number of records it yields in all.
+func (it *Iter[T]) Len() int { return it.total }
 
 // source is a sorted run (or part of one) in the sorter's file, read at
 // off onwards, or records still in memory. Its head is the record it
@@ -575,6 +579,9 @@ func (it *Iter[T]) less(a, b int) bool {
 // build reads every source's first record and plays the tree's matches.
 func (it *Iter[T]) build() error {
 	k := len(it.src)
+	for i := range it.src {
+		it.total += it.src[i].left
+	}
 	if k == 0 {
 		return nil // Next says there is nothing
 	}

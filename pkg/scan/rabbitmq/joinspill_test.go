@@ -3,6 +3,8 @@ package rabbitmq
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,9 +27,13 @@ func scanJoin(t *testing.T, ctx context.Context, spill bool, runLen int, root, d
 	return res, recs
 }
 
+// joinJobs is the --jobs of scanJoin and verifyJoin: the spilled join's
+// parts (TestSpilledJoinParts sets others).
+var joinJobs = 2
+
 func scanJoinErr(ctx context.Context, spill bool, runLen int, root, dir string) (*scan.Result, []any, error) {
 	var recs []any
-	opts := scan.Options{Jobs: 2, Records: func(r any) error { recs = append(recs, r); return nil }}
+	opts := scan.Options{Jobs: joinJobs, Records: func(r any) error { recs = append(recs, r); return nil }}
 	cfg := Config{Root: root, VHostDirs: []string{dir}, joinBudget: 1 << 40}
 	if spill {
 		// runsort's default fan-in, not joinFanIn: the many-runs store
@@ -191,6 +197,43 @@ func TestSpilledJoinSameAsMemory(t *testing.T) {
 		// 64 sources at most are merged at once: past that, merge passes.
 		sameJoin(t, root, sum.VHostDir, 300, 65)
 	})
+}
+
+// TestSpilledJoinParts: the spilled join merges its key ranges on --jobs
+// goroutines (idCuts); with one part, with more parts than the scan has
+// files and with parts that cut the ids unevenly, Scan and Verify give
+// the in-memory result (the parts' queue-name sets, missing ids and,
+// for verify, their sections of the referenced ids put together), and
+// temp files are gone afterwards.
+func TestSpilledJoinParts(t *testing.T) {
+	root, dir := genDeletedFile(t)
+	defer func(j int) { joinJobs = j }(joinJobs)
+	for _, jobs := range []int{1, 3, 8} {
+		joinJobs = jobs
+		t.Run(fmt.Sprintf("jobs-%d", jobs), func(t *testing.T) {
+			sameJoin(t, root, dir, 17, 2)
+			sameVerify(t, root, dir, "", 17, 2)
+		})
+	}
+}
+
+// TestIDCuts: the cuts ascend and split the keys into equal ranges.
+func TestIDCuts(t *testing.T) {
+	if c := idCuts(1); c != nil {
+		t.Fatalf("one part cut at %v", c)
+	}
+	for _, n := range []int{2, 3, 8} {
+		c := idCuts(n)
+		if len(c) != n-1 {
+			t.Fatalf("%d parts: %d cuts", n, len(c))
+		}
+		w := uint64(math.MaxUint64 / uint64(n))
+		for p, k := range c {
+			if k != uint64(p+1)*w || (p > 0 && k <= c[p-1]) {
+				t.Fatalf("%d parts: cuts %v", n, c)
+			}
+		}
+	}
 }
 
 // TestSpilledJoinTempFilesAfterError: a spilled scan that is cancelled

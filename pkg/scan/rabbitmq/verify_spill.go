@@ -25,7 +25,6 @@ package rabbitmq
 //     as pass 1 (a queue dir changed between the reads is an error).
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -332,7 +331,7 @@ func (vs *verifySpill) merge(j *spilledJoin, asks *runsort.Sorter[askKey], vics 
 	if err != nil {
 		return err
 	}
-	refs := &refIDReader{r: newSectionBuf(j.ids, j.idsN*refIDSize), left: j.idsN}
+	refs := &refIDReader{r: j.idsReader(), left: j.idsN}
 	refOK := refs.next()
 	var vic victimKey
 	vicOK := vit.Next()
@@ -606,9 +605,4 @@ func (c *answerCursor) end() error {
 		return fmt.Errorf("%s changed while it was read (%d store lookups, %d before)", c.vs.dirs[c.q], c.k, c.vs.count[c.q])
 	}
 	return nil
-}
-
-// newSectionBuf reads the first n bytes of f from the start, buffered.
-func newSectionBuf(f *os.File, n int64) io.Reader {
-	return bufio.NewReaderSize(io.NewSectionReader(f, 0, n), 1<<16)
 }

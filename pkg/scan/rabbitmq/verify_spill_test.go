@@ -14,11 +14,11 @@ import (
 
 // verifyJoin runs Verify on one vhost dir with the join in memory (spill
 // false: a budget no store here reaches) or spilled with runs of runLen
-// records, at --jobs 2; records says whether the record lines are asked
+// records, at --jobs joinJobs; records says whether the record lines are asked
 // for too. It returns the result and the record lines.
 func verifyJoin(ctx context.Context, spill bool, runLen int, root, dir, ver string, records bool) (*scan.Result, []any, error) {
 	var recs []any
-	opts := scan.Options{Jobs: 2}
+	opts := scan.Options{Jobs: joinJobs}
 	if records {
 		opts.Records = func(r any) error { recs = append(recs, r); return nil }
 	}
