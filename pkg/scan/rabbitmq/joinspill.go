@@ -64,7 +64,8 @@ type joinSpill struct {
 	runLen int  // records per sorted run; runsort's default when 0 (tests: small, many runs)
 	fanIn  int  // runs merged at once; joinFanIn when 0 (tests: small, merge passes)
 	// parts is how many key ranges of the ids the join merges at once,
-	// one goroutine each (idCuts): the scan's jobs; one when 0.
+	// one goroutine each (idCuts): the scan's jobs up to maxJoinParts;
+	// one when 0.
 	parts int
 	// keepRefs: the join also writes every referenced id, in id order,
 	// to a temp file (spilledJoin.ids) the caller reads afterwards
@@ -434,6 +435,16 @@ func (s *scanner) join(j *spilledJoin, recs *runsort.Sorter[recKey], index []int
 	j.refs = nil
 	return fw.done()
 }
+
+// maxJoinParts bounds the join's parts: each holds a read-ahead per run
+// (shared out of the same total, 4 KiB at least) and a block of decisions
+// per fate bucket (16 KiB, up to fateBuckets of them), so memory grows
+// with the parts, and parts past the cores gain nothing (a --jobs of 64
+// would buffer 64 MiB of decisions at 4 GiB).
+const maxJoinParts = 8
+
+// joinParts is the join's parts at --jobs jobs.
+func joinParts(jobs int) int { return min(max(jobs, 1), maxJoinParts) }
 
 // idCuts splits the ids' keys (idKey) into n ranges of equal width for
 // the join's parts (runsort.Sorter.Cuts). Msg ids are uniformly spread

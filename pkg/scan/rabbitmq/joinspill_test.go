@@ -217,8 +217,14 @@ func TestSpilledJoinParts(t *testing.T) {
 	}
 }
 
-// TestIDCuts: the cuts ascend and split the keys into equal ranges.
+// TestIDCuts: the cuts ascend and split the keys into equal ranges; the
+// parts follow --jobs up to maxJoinParts.
 func TestIDCuts(t *testing.T) {
+	for jobs, want := range map[int]int{0: 1, 1: 1, 2: 2, 8: 8, 64: maxJoinParts} {
+		if got := joinParts(jobs); got != want {
+			t.Errorf("--jobs %d: %d parts, want %d", jobs, got, want)
+		}
+	}
 	if c := idCuts(1); c != nil {
 		t.Fatalf("one part cut at %v", c)
 	}

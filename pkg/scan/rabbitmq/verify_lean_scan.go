@@ -48,7 +48,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		cleanRead = true
 		if v.Clean == nil && s.lidx == nil && s.cdig == nil {
 			join = o.join
-			join.parts = s.opts.Jobs
+			join.parts = joinParts(s.opts.Jobs)
 		}
 	}
 	type pendingJoin struct {
