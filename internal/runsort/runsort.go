@@ -12,6 +12,7 @@ package runsort
 
 import (
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -497,7 +498,11 @@ type Iter[T any] struct {
 	// tree[0] is the source holding the smallest head; tree[t] for t in
 	// 1..k-1 the loser of the match at node t, whose children are 2t and
 	// 2t+1 (source i is leaf k+i).
-	tree  []int
+	tree []int
+	// keys holds each source's Key(&head) (a done source's: the largest
+	// key), side by side: the tree's matches read them from a few cache
+	// lines instead of from each source.
+	keys  []uint64
 	cur   T
 	err   error
 	init  bool
@@ -519,7 +524,6 @@ type source[T any] struct {
 	buf  []byte // read ahead from f
 	pos  int
 	head T
-	key  uint64 // Key(&head), when there is a Key
 	done bool
 }
 
@@ -528,13 +532,16 @@ func (it *Iter[T]) advance(i int) error {
 	s := &it.src[i]
 	if s.left == 0 {
 		s.done = true
+		if it.key != nil {
+			it.keys[i] = math.MaxUint64
+		}
 		return nil
 	}
 	s.left--
 	if s.f == nil {
 		s.head, s.mem = s.mem[0], s.mem[1:]
 		if it.key != nil {
-			s.key = it.key(&s.head)
+			it.keys[i] = it.key(&s.head)
 		}
 		return nil
 	}
@@ -553,22 +560,26 @@ func (it *Iter[T]) advance(i int) error {
 	s.head = it.decode(s.buf[s.pos : s.pos+it.size])
 	s.pos += it.size
 	if it.key != nil {
-		s.key = it.key(&s.head)
+		it.keys[i] = it.key(&s.head)
 	}
 	return nil
 }
 
-// less says whether source a's head goes before source b's.
+// less says whether source a's head goes before source b's. Different
+// keys decide (a done source's is the largest, so a live one goes first);
+// equal ones may be a done source's and a head's with the largest key.
 func (it *Iter[T]) less(a, b int) bool {
+	if it.key != nil {
+		if ka, kb := it.keys[a], it.keys[b]; ka != kb {
+			return ka < kb
+		}
+	}
 	sa, sb := &it.src[a], &it.src[b]
 	if sa.done {
 		return false
 	}
 	if sb.done {
 		return true
-	}
-	if it.key != nil && sa.key != sb.key {
-		return sa.key < sb.key
 	}
 	if c := it.cmp(sa.head, sb.head); c != 0 {
 		return c < 0
@@ -584,6 +595,9 @@ func (it *Iter[T]) build() error {
 	}
 	if k == 0 {
 		return nil // Next says there is nothing
+	}
+	if it.key != nil {
+		it.keys = make([]uint64, k)
 	}
 	for i := range it.src {
 		if err := it.advance(i); err != nil {

@@ -7,21 +7,27 @@ package rabbitmq
 // do instead, and holds nothing that grows with the records:
 //
 //  1. The references go to a runsort.Sorter (id, queue dir) as the queue
-//     indexes are read: sorted runs in unlinked temp files.
+//     indexes are read: sorted runs in an unlinked temp file, each
+//     reading goroutine sorting and writing the runs it fills.
 //  2. A prepass walks every persistent .rdq (--jobs at once) and sorts the
 //     records' keys (id, file, record index, offset) the same way.
-//  3. One merge of the two sorted streams decides every record as
+//  3. A merge of the two sorted streams decides every record as
 //     classify does from the table: an id's first record in file order is
 //     its first copy, the others duplicates of it; the referenced ids no
 //     record holds are the missing ones (a map: normally none). Each
 //     record's decision (12 bytes) is written at its place in a temp file
-//     laid out in file order.
+//     laid out in file order. The ids are merged in key ranges (parts),
+//     one goroutine each: an id's references and records are all in its
+//     range.
 //  4. The scan proper walks the files again in order and reads each
 //     file's decisions back when it classifies it.
 //
-// Memory is then a sort run, the merge's read buffers and the per-file
-// write buffers, whatever the number of records; the cost is a second
-// walk of the files and the sorts (docs/performance.md). Only the scan of
+// Memory is then a sort run a goroutine, the merge's read buffers and the
+// per-bucket write buffers, whatever the number of records; the cost is a
+// second walk of the files and the sorts (docs/performance.md). The
+// second walk cannot be dropped: the hazard models need the statuses the
+// join decides, and the records between the walks would be the memory
+// the join saves. Only the scan of
 // an unclean store (no clean-shutdown files) whose caller needs nothing
 // from the table afterwards (Scan) spills, or that answers what it needs
 // by another join (verify: joinSpill.keepRefs, verify_spill.go).
