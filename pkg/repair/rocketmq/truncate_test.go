@@ -254,3 +254,45 @@ func TestTruncateDTornCRC(t *testing.T) {
 }
 
 func trItoa(i int) string { return strconv.Itoa(i) }
+
+// TestTruncateKeepsFilesBeforeRecoveryStart: with an abort file the broker
+// recovers from the last file whose first record is not newer than the
+// checkpoint (file 3 in both fixtures, from their recover logs) and never
+// reads or truncates the files before it (truncateDirtyFiles touches only
+// files ending past the end). Zeroing the tail of file 1 must then leave
+// the plan as on the undamaged store: b-abnormal nothing, c-stale only
+// its stale tail in file 3; no action on files 0 to 2.
+func TestTruncateKeepsFilesBeforeRecoveryStart(t *testing.T) {
+	for _, c := range []struct{ ds, recovered string }{
+		{"rmq533-b-abnormal", "rmq533-b-abnormal.recover.jsonl"},
+		{"rmq497-c-stale", "rmq497-c-stale.fixed-recovery.recover.jsonl"},
+	} {
+		t.Run(c.ds, func(t *testing.T) {
+			t.Parallel()
+			store := trStore(t, c.ds)
+			p1 := filepath.Join(store, "commitlog", rmq.FormatFileName(262144))
+			f, err := os.OpenFile(p1, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(make([]byte, 262144/2), 262144/2); err != nil { // mid-record or not: zeros to the end
+				t.Fatal(err)
+			}
+			f.Close()
+			p, rep := trPlan(t, store)
+			end, _ := trRecovered(t, c.recovered)
+			if rep.RecoveryEnd != end {
+				t.Fatalf("end %d, broker (start at file 3) %d", rep.RecoveryEnd, end)
+			}
+			last := "commitlog/" + rmq.FormatFileName(786432)
+			for _, a := range p.Actions {
+				if strings.HasPrefix(filepath.ToSlash(a.Path), "commitlog/") && filepath.ToSlash(a.Path) != last {
+					t.Errorf("action on %s (%s): the broker keeps it", a.Path, a.Op)
+				}
+			}
+			if got := len(p.Actions) > 0; got != trDamaged[c.ds] {
+				t.Errorf("%d actions, want actions: %v", len(p.Actions), trDamaged[c.ds])
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
 
@@ -26,12 +27,13 @@ type crossState struct {
 	stopped bool
 	next    map[queueKey]int64
 	maxTS   int64
+	start   int   // the recovery walks from results[start] (recoveryStart)
 	err     error // a recheck could not read its file
 	mu      sync.Mutex
 }
 
-func newCrossState(ctx context.Context, cfg *Config, n int) *crossState {
-	return &crossState{ctx: ctx, cfg: cfg, results: make([]*fileResult, n), next: map[queueKey]int64{}}
+func newCrossState(ctx context.Context, cfg *Config, n, start int) *crossState {
+	return &crossState{ctx: ctx, cfg: cfg, results: make([]*fileResult, n), next: map[queueKey]int64{}, start: start}
 }
 
 // done stores the result of file i and checks every file whose
@@ -55,8 +57,9 @@ func (cs *crossState) done(i int, fr *fileResult) {
 				cs.maxTS = cf.carry(cs.next, cs.maxTS)
 			}
 			// The recovery stops after this file unless it ends in a BLANK
-			// with a next file (see merge).
-			cs.stopped = fr.err != nil || !(fr.blank && cs.n+1 < len(cs.results))
+			// with a next file (see merge); it does not read the files
+			// before its start file.
+			cs.stopped = cs.n >= cs.start && (fr.err != nil || !(fr.blank && cs.n+1 < len(cs.results)))
 		}
 		fr.cf = nil
 		if fr.done != nil {
@@ -67,12 +70,17 @@ func (cs *crossState) done(i int, fr *fileResult) {
 }
 
 // merge walks the per-file results in offset order: it computes the
-// recovery end, adds the cross-file findings crossState found on the
-// records recovery keeps, and collects files and findings.
-func merge(lay *layout, results []*fileResult, res *scan.Result) {
+// recovery end (walking from results[start], recoveryStart's file: the
+// broker neither reads nor truncates the files before it), adds the
+// cross-file findings crossState found on the records recovery keeps,
+// and collects files and findings.
+func merge(lay *layout, results []*fileResult, res *scan.Result, start int) {
 	recoveryEnd := int64(0)
 	if len(lay.segs) > 0 {
-		recoveryEnd = lay.segs[0].base
+		recoveryEnd = lay.segs[start].base
+		if start > 0 {
+			res.Layout["recovery_start_file"] = rmq.FormatFileName(lay.segs[start].base) // as Verify says it
+		}
 	}
 	stopped := false
 	unread := "" // the file a read error stopped the walk at: what follows is unknown
@@ -82,6 +90,10 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 			res.Fail(fr.err)
 		}
 		res.Findings = append(res.Findings, fr.findings...)
+		if i < start {
+			beforeStart(fr, lay.segs[start].rel, res)
+			continue
+		}
 		if stopped && unread != "" {
 			if fr.file.Records > 0 {
 				res.Add(scan.Finding{Code: CodeCommitLogUnknown, Severity: scan.Warning, Path: fr.seg.rel,
@@ -145,6 +157,27 @@ func merge(lay *layout, results []*fileResult, res *scan.Result) {
 		return
 	}
 	res.RecoveryEnd = &recoveryEnd
+}
+
+// beforeStart collects a file the recovery does not read (it lies before
+// recoveryStart's file): the broker keeps it as it is, so its records
+// count as kept and a stop in it ends nothing. A file that ends in zeros
+// without a BLANK record (or otherwise not at one) is still damaged:
+// that is said, without a truncate.
+func beforeStart(fr *fileResult, startRel string, res *scan.Result) {
+	res.Add(fr.cross...)
+	res.Files = append(res.Files, fr.file)
+	if fr.err != nil || fr.blank {
+		return
+	}
+	if fr.file.End == scan.EndZero {
+		res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
+			Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
+			Evidence: map[string]string{"blank_record": "fail"},
+			Message: fmt.Sprintf("file ends in zeros without a BLANK record; the abnormal recovery starts at the later file %s and does not read this one: it keeps this file and the later ones as they are (nothing from %d on in this file can be read)",
+				startRel, fr.seg.base+fr.failPos),
+			Details: map[string]any{"phy_offset": fr.seg.base + fr.failPos, "recovery_start_file": startRel}})
+	}
 }
 
 // ExtraRecoveryEndUnknown is the Result.Extra key of a scan that could not

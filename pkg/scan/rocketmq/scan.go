@@ -33,7 +33,8 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	res := &scan.Result{Store: "rocketmq", Findings: append([]scan.Finding(nil), lay.findings...),
 		Layout: map[string]any{"commitlog_dir": cfg.rel(cfg.CommitLogDir), "mapped_file_size": lay.mapped}}
 	perRecord := opts.Records != nil || cfg.OnMessage != nil || cfg.OnFile != nil
-	cs := newCrossState(ctx, &cfg, len(lay.segs))
+	start := recoveryStart(&cfg, lay)
+	cs := newCrossState(ctx, &cfg, len(lay.segs), start)
 	jobs := max(opts.Jobs, 1)
 	if opts.Records != nil || cfg.OnMessage != nil {
 		jobs = 1 // callbacks in file order from one goroutine
@@ -83,7 +84,7 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 		fr.done = hook.Done
 		cs.done(i, fr)
 	})
-	merge(lay, cs.results, res)
+	merge(lay, cs.results, res, start)
 	if cs.err != nil {
 		res.Fail(cs.err)
 	}
