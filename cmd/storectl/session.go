@@ -132,7 +132,7 @@ func (s *session) result(res *scan.Result) error {
 			named = named || (g.Path == f.Path && g.Severity == scan.Error)
 		}
 		if !named {
-			res.Findings = append(res.Findings, scan.Finding{Code: "storectl.file.unreadable", Severity: scan.Error, Path: f.Path,
+			res.Findings = append(res.Findings, scan.Finding{Code: scan.CodeUnreadable, Severity: scan.Error, Path: f.Path,
 				Repair: scan.RepairNone, Message: "the file could not be read; it was not checked (see summary errors)"})
 		}
 	}

@@ -190,6 +190,28 @@ func IsRegular(dir string, e fs.DirEntry) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// Irregular reports whether the entry e of dir is there but cannot be
+// read as a regular file: a directory, named pipe, socket or device, or
+// a symlink that resolves to one (not a dangling symlink: nothing is
+// there to read). A scanner that finds one under the name of a store
+// file has data it cannot read (unknown, not absent); err is the
+// *NotRegularError an open of it gives.
+func Irregular(dir string, e fs.DirEntry) (err error, ok bool) {
+	t := e.Type()
+	if t.IsRegular() {
+		return nil, false
+	}
+	p := filepath.Join(dir, e.Name())
+	if t&fs.ModeSymlink != 0 {
+		st, serr := os.Stat(p)
+		if serr != nil || st.Mode().IsRegular() {
+			return nil, false
+		}
+		t = st.Mode().Type()
+	}
+	return &NotRegularError{Path: p, Mode: t, Want: "regular file"}, true
+}
+
 // IsDir reports whether the entry e of dir is a directory or a symlink
 // to one.
 func IsDir(dir string, e fs.DirEntry) bool {

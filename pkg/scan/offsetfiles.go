@@ -25,22 +25,37 @@ type OffsetFile struct {
 // dir is read with storefile.ReadDir, so a missing dir's error satisfies
 // errors.Is(err, fs.ErrNotExist).
 func OffsetFiles(dir string) ([]OffsetFile, error) {
+	out, _, err := OffsetFilesIrregular(dir)
+	return out, err
+}
+
+// OffsetFilesIrregular is OffsetFiles, and apart from them the entries
+// named like a mapped file that are there but cannot be read as one: a
+// dir, FIFO, socket or device, or a symlink to one (storefile.Irregular;
+// Size 0). What the store kept under such a name is unknown, not absent.
+func OffsetFilesIrregular(dir string) (files, irregular []OffsetFile, err error) {
 	ents, err := storefile.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []OffsetFile
 	for _, e := range ents {
 		base, err := rmq.ParseFileName(e.Name())
-		if err != nil || !e.Type().IsRegular() {
+		if err != nil {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			if _, ok := storefile.Irregular(dir, e); ok {
+				irregular = append(irregular, OffsetFile{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Base: base})
+			}
 			continue
 		}
 		info, err := e.Info()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, OffsetFile{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Base: base, Size: info.Size()})
+		files = append(files, OffsetFile{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Base: base, Size: info.Size()})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Base < out[j].Base })
-	return out, nil
+	sort.Slice(files, func(i, j int) bool { return files[i].Base < files[j].Base })
+	sort.Slice(irregular, func(i, j int) bool { return irregular[i].Base < irregular[j].Base })
+	return files, irregular, nil
 }

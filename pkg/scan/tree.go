@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,11 +24,32 @@ const (
 	// where a broker keeps only regular files and dirs: nothing reads it
 	// (an open would block or act on a device) and the writers refuse.
 	CodeNotRegular = "storectl.file.not-regular"
+	// CodeUnreadable is a store file a scanner could not read (permission,
+	// I/O error, a read cut short, or a dir, FIFO, socket or device under
+	// a store file's name): what it holds is unknown, not lost, and the
+	// run is incomplete (exit 3). Scanners with a code of their own for an
+	// unreadable file (rabbitmq.rdq.unreadable, rabbitmq.queue.unreadable,
+	// rabbitmq.quorum.unreadable) report that one instead.
+	CodeUnreadable = "storectl.file.unreadable"
 	// CodeStageLeftover is a staging file or dir a storectl writer left
 	// when it was killed (inside the data dir: the file it was about to
 	// rename over its target; beside it: a planner's stage dir).
 	CodeStageLeftover = "storectl.stage.leftover"
 )
+
+// Unreadable is the CodeUnreadable finding for the store file at rel
+// (relative to the data dir) that err kept from being read; a path that
+// is not a regular file says what it is instead.
+func Unreadable(rel string, err error) Finding {
+	f := Finding{Code: CodeUnreadable, Severity: Error, Path: rel, Repair: RepairNone,
+		Message: fmt.Sprintf("%s could not be read (%s); it was not checked, and what it holds is unknown, not lost", rel, errText(err))}
+	var nr *storefile.NotRegularError
+	if errors.As(err, &nr) {
+		f.Expected, f.Actual = "regular file", strings.TrimPrefix(storefile.TypeName(nr.Mode), "a ")
+		f.Message = fmt.Sprintf("%s is %s, not a regular file: it was not read, and what the store kept under its name is unknown, not lost", rel, storefile.TypeName(nr.Mode))
+	}
+	return f
+}
 
 // StagePrefix starts the name of the staging file a writer puts beside
 // each file it changes (repair.StagePrefix; a test keeps them equal).

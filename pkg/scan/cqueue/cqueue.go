@@ -45,7 +45,11 @@ type Queue struct {
 	QueueID int32
 	Rel     string // consumequeue/<topic>/<queueId>
 	Files   []File
-	open    map[int]*os.File
+	// Irregular are the entries named like a file of the queue that are
+	// a dir, FIFO, socket or device (scan.OffsetFilesIrregular): not in
+	// Files, never opened; the units they hold are unknown.
+	Irregular []File
+	open      map[int]*os.File
 }
 
 // RocksDB reports whether root/consumequeue holds a RocksDB database, and
@@ -73,7 +77,7 @@ func Open(root, topic string, qid int32) (*Queue, error) {
 	}
 	q := &Queue{Topic: topic, QueueID: qid, Rel: Dir + "/" + topic + "/" + strconv.Itoa(int(qid)), open: map[int]*os.File{}}
 	dir := filepath.Join(root, Dir, topic, strconv.Itoa(int(qid)))
-	files, err := scan.OffsetFiles(dir)
+	files, irregular, err := scan.OffsetFilesIrregular(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return q, nil
 	}
@@ -82,6 +86,9 @@ func Open(root, topic string, qid int32) (*Queue, error) {
 	}
 	for _, f := range files {
 		q.Files = append(q.Files, File{Rel: q.Rel + "/" + f.Name, Path: f.Path, Base: f.Base, Size: f.Size})
+	}
+	for _, f := range irregular {
+		q.Irregular = append(q.Irregular, File{Rel: q.Rel + "/" + f.Name, Path: f.Path, Base: f.Base})
 	}
 	return q, nil
 }
