@@ -73,6 +73,10 @@ type Summary struct {
 // its .bak when the file is missing... empty or does not decode. It
 // returns the bytes used, which of the two they came from ("" when
 // neither), and the decode error of the file itself.
+//
+// A file or .bak that is there but cannot be read (permission, a dir or
+// FIFO in its place) gives an *UnreadError naming it: what the broker
+// loads is then unknown.
 func Load(root, rel string, decode func([]byte) error) (b []byte, from string, fileErr error, err error) {
 	p := filepath.Join(root, filepath.FromSlash(rel))
 	b, err = storefile.ReadFile(p)
@@ -80,7 +84,7 @@ func Load(root, rel string, decode func([]byte) error) (b []byte, from string, f
 	case errors.Is(err, fs.ErrNotExist):
 		b = nil
 	case err != nil:
-		return nil, "", nil, err
+		return nil, "", nil, &UnreadError{Rel: rel, Err: err}
 	}
 	if len(b) > 0 {
 		if fileErr = decode(b); fileErr == nil {
@@ -92,13 +96,22 @@ func Load(root, rel string, decode func([]byte) error) (b []byte, from string, f
 		return nil, "", fileErr, nil
 	}
 	if berr != nil {
-		return nil, "", fileErr, berr
+		return nil, "", fileErr, &UnreadError{Rel: rel + rmq.BakSuffix, Err: berr}
 	}
 	if decode(bak) != nil {
 		return nil, "", fileErr, nil
 	}
 	return bak, rel + rmq.BakSuffix, fileErr, nil
 }
+
+// UnreadError is a config file that is there but could not be read.
+type UnreadError struct {
+	Rel string // relative to the data dir
+	Err error
+}
+
+func (e *UnreadError) Error() string { return e.Rel + ": " + e.Err.Error() }
+func (e *UnreadError) Unwrap() error { return e.Err }
 
 // Scan checks config/ under cfg.Root.
 func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, error) {
@@ -113,15 +126,36 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	if err != nil {
 		return res, err
 	}
+	// A config file that cannot be read is named once (an offset table
+	// is read twice: its JSON, then its offsets) and makes the result
+	// incomplete; nothing is concluded from its content.
+	unread := map[string]bool{}
+	fail := func(err error) {
+		var ue *UnreadError
+		if errors.As(err, &ue) {
+			if unread[ue.Rel] {
+				return
+			}
+			unread[ue.Rel] = true
+			res.Add(scan.Unreadable(ue.Rel, ue.Err))
+		}
+		res.Fail(err)
+	}
 	for _, e := range ents {
 		n := e.Name()
-		if !e.Type().IsRegular() || filepath.Ext(n) != ".json" {
+		if filepath.Ext(n) != ".json" {
 			continue
 		}
 		rel := "config/" + n
+		if !e.Type().IsRegular() {
+			if nr, ok := storefile.Irregular(dir, e); ok {
+				fail(&UnreadError{Rel: rel, Err: nr})
+			}
+			continue
+		}
 		sum.Files = append(sum.Files, rel)
 		if err := checkJSON(cfg.Root, rel, res); err != nil {
-			res.Fail(err)
+			fail(err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -141,7 +175,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 		{rmq.DelayOffsetFile, rmq.DecodeDelayOffsets}} {
 		above, n, err := AboveMax(cfg.Root, f.rel, cfg.RecoveryEnd, f.decode)
 		if err != nil {
-			res.Fail(err)
+			fail(err)
 			continue
 		}
 		sum.OffsetsTotal += n

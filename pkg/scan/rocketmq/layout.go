@@ -83,6 +83,9 @@ type segment struct {
 	rel  string // relative to Root, slash-separated
 	base int64  // parsed from the name
 	size int64
+	// irregular: a dir, FIFO, socket or device under the file's name;
+	// it is not read (its open fails) and its size is unknown (0).
+	irregular bool
 }
 
 type layout struct {
@@ -126,6 +129,16 @@ func loadLayout(cfg *Config) (*layout, error) {
 		for _, e := range ents {
 			if storefile.IsRegular(cfg.CommitLogDir, e) {
 				paths = append(paths, filepath.Join(cfg.CommitLogDir, e.Name()))
+				continue
+			}
+			// A dir, FIFO, socket or device under a commitlog file's name
+			// holds what the broker kept at those offsets: unread, not
+			// absent (its open fails and the walk stops there unknowing).
+			if _, ok := storefile.Irregular(cfg.CommitLogDir, e); ok {
+				if base, err := rmq.ParseFileName(e.Name()); err == nil {
+					p := filepath.Join(cfg.CommitLogDir, e.Name())
+					lay.segs = append(lay.segs, segment{path: p, rel: cfg.rel(p), base: base, irregular: true})
+				}
 			}
 		}
 	}
@@ -149,7 +162,7 @@ func loadLayout(cfg *Config) (*layout, error) {
 	}
 	sort.Slice(lay.segs, func(i, j int) bool { return lay.segs[i].base < lay.segs[j].base })
 	// A zero-length last file is deleted by MappedFileQueue.doLoad.
-	if n := len(lay.segs); n > 1 && lay.segs[n-1].size == 0 && len(cfg.Files) == 0 {
+	if n := len(lay.segs); n > 1 && lay.segs[n-1].size == 0 && !lay.segs[n-1].irregular && len(cfg.Files) == 0 {
 		s := lay.segs[n-1]
 		lay.findings = append(lay.findings, scan.Finding{Code: CodeEmptyLastFile, Severity: scan.Info, Path: s.rel,
 			Repair: scan.RepairNone, Message: "zero-length last commitlog file; the broker deletes it at load",
@@ -157,10 +170,12 @@ func loadLayout(cfg *Config) (*layout, error) {
 		lay.segs = lay.segs[:n-1]
 	}
 	lay.mapped = cfg.MappedFileSize
-	if lay.mapped <= 0 && len(lay.segs) > 0 {
-		lay.mapped = lay.segs[0].size
-		if len(lay.segs) == 1 && len(cfg.Files) == 0 {
-			lay.mapped = lay.segs[0].size
+	if lay.mapped <= 0 {
+		for _, s := range lay.segs {
+			if !s.irregular { // the size of what could not be read says nothing
+				lay.mapped = s.size
+				break
+			}
 		}
 	}
 	for i := 1; i < len(lay.segs) && len(cfg.Files) == 0; i++ {

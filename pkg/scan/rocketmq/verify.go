@@ -101,6 +101,7 @@ type verifier struct {
 	lostCount      int            // records the next start will not dispatch
 	cp             rmq.Checkpoint
 	cpPresent      bool
+	cpUnread       bool            // the checkpoint is there but could not be read
 	missingFiles   map[string]bool // consume queue files already reported missing
 	unitsLinked    int             // units compared with the record they point at
 	// claims are the consume queues the collectors claim units of

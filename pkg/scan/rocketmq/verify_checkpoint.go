@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/storectl/storectl/internal/storefile"
@@ -20,6 +21,14 @@ const maxRecoverySteps = 1 << 20
 // file leaves cpPresent false (the broker then starts from zeros).
 func (v *verifier) loadCheckpoint() {
 	b, err := storefile.ReadFile(filepath.Join(v.cfg.Root, "checkpoint"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// There but not readable (permission, a dir or FIFO in its
+		// place): not "missing", and what depends on it is unknown.
+		v.cpUnread = true
+		v.res.Add(scan.Unreadable("checkpoint", err))
+		v.res.Fail(fmt.Errorf("checkpoint: %w", err))
+		return
+	}
 	if err != nil || len(b) < rmq.CheckpointSize {
 		return
 	}
@@ -113,7 +122,7 @@ func (v *verifier) checkCheckpoint(context.Context) error {
 	}
 	lastTS := v.sum.lastTS
 	slack := v.cfg.TimestampSlack.Milliseconds()
-	if !v.cpPresent {
+	if !v.cpPresent && !v.cpUnread {
 		v.res.Add(scan.Finding{Code: CodeCheckpointMissing, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone,
 			Evidence: map[string]string{"checkpoint": "fail"},
 			Message:  "checkpoint file missing or short: the broker starts from zero timestamps (an abnormal recovery scans from the first commitlog file)"})
@@ -161,6 +170,15 @@ func (v *verifier) recoveryPlan() {
 		v.res.Add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: "checkpoint", Repair: scan.RepairNone, Details: det,
 			Message: fmt.Sprintf("clean shutdown: recoverNormally from commitlog file %s, ending %s; %s",
 				rmq.FormatFileName(start), end, staleMsg)})
+		return
+	}
+	if v.cpUnread {
+		// Where recoverAbnormally starts comes from the checkpoint's
+		// timestamps: unknown, and so is what it skips.
+		det["mode"], det["waits_on"] = "recoverAbnormally", append(anyStrings(det["waits_on"]), "checkpoint")
+		v.res.Add(scan.Finding{Code: CodeUncleanShutdown, Severity: scan.Info, Path: "abort", Repair: scan.RepairNone, Details: det,
+			Evidence: map[string]string{"abort_file": "present"},
+			Message:  fmt.Sprintf("abort file present (unclean shutdown): recoverAbnormally truncates %s; the file it starts from is unknown (checkpoint could not be read); %s", end, staleMsg)})
 		return
 	}
 	start := v.abnormalStart()
@@ -244,4 +262,10 @@ func (v *verifier) summarize(i int, r *vrec) {
 	if r.phy < v.sum.start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
 		v.sum.skipped++
 	}
+}
+
+// anyStrings is a details value that may hold a []string (nil otherwise).
+func anyStrings(v any) []string {
+	s, _ := v.([]string)
+	return s
 }

@@ -114,7 +114,7 @@ func newCQClaims(cfg *VerifyConfig) *cqClaims {
 		cq := &claimQueue{list: q.files}
 		ok := true
 		for i, f := range q.files {
-			if f.base < 0 || f.base%rmq.CQUnitSize != 0 || f.base%fileSize != 0 || (i > 0 && f.base <= q.files[i-1].base) {
+			if f.irregular || f.base < 0 || f.base%rmq.CQUnitSize != 0 || f.base%fileSize != 0 || (i > 0 && f.base <= q.files[i-1].base) {
 				ok = false // the unit walk skips it: leave the queue to the lookups
 				break
 			}

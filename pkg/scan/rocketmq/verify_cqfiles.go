@@ -20,6 +20,10 @@ type cqFile struct {
 	rel  string
 	base int64 // parsed name: byte offset in the queue stream; -1 when unparsable
 	size int64
+	// irregular: a dir, FIFO, socket or device under the file's name
+	// (storefile.Irregular): listed so that the walk stops there and its
+	// units are unknown, not missing; size 0.
+	irregular bool
 }
 
 // queueState is one consume queue as found on disk and scanned.
@@ -39,6 +43,11 @@ type queueState struct {
 	claim     *claimQueue
 	claimCut  bool
 	claimUpTo int64
+	// unreadFile is the file the unit walk could not read ("" when it
+	// read them all); the units from unreadFrom (a queue offset, that
+	// file's first) on are unknown.
+	unreadFile string
+	unreadFrom int64
 }
 
 // listQueues reads consumequeue/<topic>/<queueId>/ into v.queues and
@@ -85,6 +94,12 @@ func (v *verifier) listQueueFiles(qs *queueState, qdir string) error {
 	}
 	for _, e := range ents {
 		if !storefile.IsRegular(qdir, e) {
+			if _, ok := storefile.Irregular(qdir, e); ok {
+				if b, err := rmq.ParseFileName(e.Name()); err == nil {
+					p := filepath.Join(qdir, e.Name())
+					qs.files = append(qs.files, cqFile{name: e.Name(), path: p, rel: v.rel(p), base: b, irregular: true})
+				}
+			}
 			continue
 		}
 		st, err := storefile.Info(qdir, e)
@@ -151,6 +166,7 @@ func (v *verifier) checkQueueFiles(qs *queueState, fileSize int64) []cqFile {
 	for i, f := range qs.files {
 		last := i == len(qs.files)-1
 		switch {
+		case f.irregular: // its size is unknown: the walk's open fails there
 		case f.base < 0 || f.base%rmq.CQUnitSize != 0 || f.base%fileSize != 0:
 			v.add(qs.rel, scan.Finding{Code: CodeCQBadFileName, Severity: scan.Error, Path: f.rel, Repair: scan.RepairRebuildIndex,
 				Expected: "20-digit multiple of " + fmtInt(fileSize), Actual: f.name, Evidence: map[string]string{"name": "fail"},

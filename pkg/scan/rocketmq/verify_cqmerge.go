@@ -235,6 +235,11 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 			v.claimsCut = true
 		}
 		if c.err != nil {
+			// What the file and those after it hold is unknown: its units
+			// are neither checked nor missing (checkMissing).
+			f := c.files[min(c.fi, len(c.files)-1)]
+			c.q.unreadFile, c.q.unreadFrom = f.rel, f.base/rmq.CQUnitSize
+			v.res.Add(scan.Unreadable(f.rel, c.err))
 			v.res.Fail(fmt.Errorf("%s: %w", c.q.rel, c.err))
 		} else {
 			v.finishQueue(c.us, c.files)

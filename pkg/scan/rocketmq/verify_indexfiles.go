@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,6 +80,14 @@ func (v *verifier) indexStructures(ctx context.Context) *indexCheck {
 	var files []indexFile
 	for _, e := range ents {
 		if !storefile.IsRegular(dir, e) {
+			// A dir, FIFO, socket or device where the broker keeps an
+			// index file: what it indexes is not read (nothing is drawn
+			// from its absence); the run is incomplete.
+			if nr, ok := storefile.Irregular(dir, e); ok {
+				rel := v.rel(filepath.Join(dir, e.Name()))
+				v.res.Add(scan.Unreadable(rel, nr))
+				v.res.Fail(fmt.Errorf("%s: %w", rel, nr))
+			}
 			continue
 		}
 		st, err := storefile.Info(dir, e)
@@ -127,6 +136,9 @@ func (v *verifier) checkIndexFiles(ctx context.Context, ic *indexCheck) error {
 			err = v.indexRecords(w, err)
 		}
 		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				v.res.Add(scan.Unreadable(files[i].rel, err)) // the run says which file it could not read
+			}
 			v.res.Fail(fmt.Errorf("%s: %w", files[i].rel, err))
 		}
 	}

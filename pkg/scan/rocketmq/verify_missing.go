@@ -24,6 +24,7 @@ type missingQueue struct {
 // dispatch is lost (error).
 func (v *verifier) checkMissing(fileSize int64) {
 	noDir := map[queueKey]*missingQueue{}
+	unread := map[*queueState]int{}
 	skipped := 0
 	lost := 0
 	v.startSummary()
@@ -54,6 +55,10 @@ func (v *verifier) checkMissing(fileSize int64) {
 			return
 		}
 		qo := r.queueOff
+		if q.unreadFile != "" && qo >= q.unreadFrom {
+			unread[q]++ // its unit is in or after a file the walk could not read
+			return
+		}
 		state, sev, msg := "lost", scan.Error, "message has no consume queue unit inside its queue's range: consumers will never see it"
 		switch {
 		case qo >= q.units && redispatch:
@@ -80,6 +85,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 				"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}})
 	})
 	v.sum.done = true
+	v.unreadQueues(unread)
 	v.missingQueueDirs(noDir)
 	v.lostCount = lost
 	if skipped > 0 {
@@ -154,5 +160,22 @@ func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
 			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"queue_dir": "fail"},
 			Details: map[string]any{"state": state, "records": mq.n, "first_phy_offset": mq.first, "last_phy_offset": mq.last,
 				"redispatched": mq.redispatched, "topic": k.topic, "queue_id": k.queueID}})
+	}
+}
+
+// unreadQueues reports, per queue whose unit walk stopped at a file it
+// could not read, the records whose units would be in or after that file:
+// whether the queue has them is unknown, not missing (docs/cli.md).
+func (v *verifier) unreadQueues(unread map[*queueState]int) {
+	qs := make([]*queueState, 0, len(unread))
+	for q := range unread {
+		qs = append(qs, q)
+	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].rel < qs[j].rel })
+	for _, q := range qs {
+		v.res.Add(scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: q.unreadFile, Repair: scan.RepairNone,
+			Details: map[string]any{"records": unread[q], "queue_offset": q.unreadFrom, "waits_on": []string{q.unreadFile}},
+			Message: fmt.Sprintf("%d record(s) of %s/%d have their consume queue units at or after queue offset %d, in or after %s, which could not be read: whether the queue has them is unknown, not missing",
+				unread[q], q.topic, q.queueID, q.unreadFrom, q.unreadFile)})
 	}
 }

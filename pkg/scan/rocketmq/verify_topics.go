@@ -57,7 +57,10 @@ func (v *verifier) checkTopics(context.Context) error {
 	}
 	b, err := storefile.ReadFile(p)
 	if err != nil {
-		return err
+		// Nothing is concluded about the topics it lists (no
+		// no-queue-dir, no unknown-topic from its absence).
+		v.res.Add(scan.Unreadable(rel, err))
+		return fmt.Errorf("%s: %w", rel, err)
 	}
 	var doc struct {
 		TopicConfigTable map[string]topicConfig `json:"topicConfigTable"`
