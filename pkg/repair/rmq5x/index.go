@@ -110,6 +110,11 @@ func PlanDLedgerIndex(ctx context.Context, plan *repair.Plan, cfg dlscan.Config,
 	if werr != nil {
 		return nil, werr
 	}
+	if res.Incomplete {
+		// The kept entries stop at what could not be read: an index built
+		// from them would end short of the log.
+		return nil, fmt.Errorf("DLedger scan incomplete, refusing to plan from it: %v", res.Errors)
+	}
 	rc, _ := res.Extra["dledger"].(*dlscan.Recovery)
 	if rc == nil || out.Units == 0 {
 		return out, nil

@@ -32,11 +32,15 @@ const (
 	CodeUncommitted       = "rocketmq.dledger.uncommitted-entries" // on disk past committedIndex: not visible
 	CodeRecoveryPlan      = "rocketmq.dledger.recovery-plan"
 	CodeExit              = "rocketmq.dledger.recovery-exit" // System.exit(-1)
+	// CodeUnknown: a data file the recovery reaches could not be read;
+	// the entries after it are unknown, not dropped.
+	CodeUnknown = "rocketmq.dledger.unknown"
 	// Consume queues against the inner records.
 	CodeCQNoRecord     = "rocketmq.dledger.cq-no-record"
 	CodeCQMismatch     = "rocketmq.dledger.cq-mismatch"
 	CodeCQBeyondCommit = "rocketmq.dledger.cq-beyond-committed"
 	CodeCQTruncated    = "rocketmq.dledger.cq-truncated-by-recovery"
+	CodeCQUnknown      = "rocketmq.dledger.cq-unknown" // units at or past an unread data file
 	CodeRocksDBCQ      = "rocketmq.dledger.rocksdb-consume-queue"
 	CodeTooMany        = "rocketmq.dledger.too-many-findings"
 )

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
@@ -22,6 +23,9 @@ type QueueState struct {
 	Units     int64  `json:"units"`      // max offset on disk (CQ recovery's read)
 	MaxOffset int64  `json:"max_offset"` // after the broker's next start
 	Dropped   int64  `json:"dropped"`    // units it truncates
+	// Unread is a file of the queue that could not be read: Units counts
+	// those before it, the rest (and what recovery keeps) is unknown.
+	Unread string `json:"unread,omitempty"`
 }
 
 // cqProblem is a consume queue unit that no inner record matches; whether
@@ -82,7 +86,7 @@ func (s *scanner) finishCQ(context.Context) error {
 	if rc.Abnormal {
 		cut = rc.AbnormalProcessOffset
 	}
-	if s.cqMax >= cut {
+	if s.cqMax >= cut && !s.rUnread { // unread: where recovery cuts is unknown
 		rc.CQCut = cut
 	}
 	// The abnormal recovery dispatches the records it scans again: a
@@ -94,9 +98,17 @@ func (s *scanner) finishCQ(context.Context) error {
 		}
 	}
 	bad := 0
+	unknown := map[*cqueue.Queue]int64{}
 	for _, p := range s.cqBad {
 		if rc.CQCut >= 0 && p.unit.CommitLogOffset >= rc.CQCut {
 			continue // the broker drops it
+		}
+		if s.rUnread && p.unit.CommitLogOffset >= s.unreadFrom {
+			continue // its entry may be in the unread file: counted below, unknown
+		}
+		if s.inUnread(p.unit.CommitLogOffset) {
+			unknown[p.q]++ // its entry may be in a data file that could not be read
+			continue
 		}
 		bad++
 		rel, off := p.q.Rel, p.idx*rmq.CQUnitSize
@@ -121,6 +133,24 @@ func (s *scanner) finishCQ(context.Context) error {
 		if st.Units == 0 {
 			st.Units = q.MinIndex()
 		}
+		if n := unknown[q]; n > 0 {
+			s.add(scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: q.Rel, Repair: scan.RepairNone,
+				Details: map[string]any{"units": n, "waits_on": s.unreadRels()},
+				Message: fmt.Sprintf("%d units of this queue point into %s, which could not be read: whether an entry holds their record is unknown, not lost", n, strings.Join(s.unreadRels(), ", "))})
+		}
+		if u := s.merge.unreadOf(q); u != nil {
+			// The units from the file it could not read on are unknown:
+			// nothing is said of how recovery cuts this queue.
+			s.res.Add(scan.Unreadable(u.Rel, u.Err))
+			s.res.Fail(fmt.Errorf("%s: %w", u.Rel, u.Err))
+			s.add(scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: u.Rel, Repair: scan.RepairNone,
+				Details: map[string]any{"queue_offset": u.From, "waits_on": []string{u.Rel}},
+				Message: fmt.Sprintf("%s could not be read: the units of %s/%d from queue offset %d on are unknown, and so is what the next start keeps of the queue", u.Rel, q.Topic, q.QueueID, u.From)})
+			st.Unread, st.MaxOffset = u.Rel, st.Units
+			q.Close()
+			rc.Queues = append(rc.Queues, st)
+			continue
+		}
 		st.MaxOffset = st.Units
 		if rc.CQCut >= 0 {
 			st.MaxOffset = firstAtOrAfter(q, q.MinIndex(), st.Units, rc.CQCut)
@@ -134,7 +164,15 @@ func (s *scanner) finishCQ(context.Context) error {
 				Details: map[string]any{"units": st.Dropped, "cut": rc.CQCut, "abnormal": rc.Abnormal},
 				Message: fmt.Sprintf("the broker's next start truncates %d units of this queue at data offset %d (DLedgerCommitLog truncateDirtyLogicFiles)", st.Dropped, rc.CQCut)})
 		}
-		if rc.StoreMaxOffset > 0 {
+		if s.rUnread {
+			// Units at or past the unread file: whether an entry holds
+			// their record, and whether recovery keeps it, is unknown.
+			if n := st.Units - firstAtOrAfter(q, q.MinIndex(), st.Units, s.unreadFrom); n > 0 {
+				s.add(scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: q.Rel, Repair: scan.RepairNone,
+					Details: map[string]any{"units": n, "phy_offset_at_least": s.unreadFrom, "waits_on": []string{s.unread}},
+					Message: fmt.Sprintf("%d units of this queue point at or past data offset %d, in or after %s, which could not be read: whether they have a record, and whether recovery keeps it, is unknown, not lost", n, s.unreadFrom, s.unread)})
+			}
+		} else if rc.StoreMaxOffset > 0 && s.cpUnread == "" {
 			if n := min(st.MaxOffset, st.Units) - firstAtOrAfter(q, q.MinIndex(), min(st.MaxOffset, st.Units), rc.StoreMaxOffset); n > 0 {
 				s.add(scan.Finding{Code: CodeCQBeyondCommit, Severity: scan.Warning, Path: q.Rel, Repair: scan.RepairNone,
 					Details: map[string]any{"units": n, "committed_pos": rc.StoreMaxOffset},
@@ -209,4 +247,26 @@ func (s *scanner) minTimestamp() int64 {
 		return 0
 	}
 	return cp.MinTimestamp()
+}
+
+// inUnread reports whether data offset off lies in a data file the walk
+// could not read.
+func (s *scanner) inUnread(off int64) bool {
+	for _, sp := range s.unreadSpans {
+		if off >= sp[0] && off < sp[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// unreadRels names the data files the walk could not read.
+func (s *scanner) unreadRels() []string {
+	var out []string
+	for _, sp := range s.unreadSpans {
+		if rel, _ := s.locate(sp[0]); rel != "" {
+			out = append(out, rel)
+		}
+	}
+	return out
 }

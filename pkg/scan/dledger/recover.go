@@ -37,6 +37,12 @@ type Recovery struct {
 	Dropped          int    `json:"entries_dropped"`
 	Uncommitted      int    `json:"entries_uncommitted"` // kept but past the committed index: not visible
 	Abnormal         bool   `json:"abnormal"`            // the abort file is there
+	// Unread is the data file the recovery walk reached and could not
+	// read: WritePos, the end index, the committed position and
+	// StoreMaxOffset are then only what recovery reaches at least, and
+	// Unknown counts the entries on disk after that file.
+	Unread  string `json:"unread,omitempty"`
+	Unknown int    `json:"entries_unknown,omitempty"`
 	// CQCut is where DLedgerCommitLog truncates the consume queues
 	// (truncateDirtyLogicFiles), -1 when it does not.
 	CQCut int64 `json:"cq_cut"`
@@ -118,8 +124,8 @@ func (s *scanner) readFirst(f *dataFile) firstEntry {
 	h, _ := fdl.DecodeHeader(b, f.base)
 	fe := firstEntry{h: h}
 	if h.Check(f.base) == nil {
-		u, ok := s.idx.unit(h.Index)
-		fe.ok = ok && u.Magic == fdl.Magic1 && u.Size == h.Size && u.Index == h.Index && u.Term == h.Term && u.Pos == f.base
+		u, st := s.idx.unit(h.Index)
+		fe.ok = st == unitOK && u.Magic == fdl.Magic1 && u.Size == h.Size && u.Index == h.Index && u.Term == h.Term && u.Pos == f.base
 	}
 	if body := b[fdl.BodyOffset:]; len(body) >= 8 {
 		fe.v1 = beU32(body[4:]) == rmq.MagicMessageV1
@@ -165,6 +171,10 @@ func (s *scanner) recoverEntry(f *dataFile, e *entry) {
 		if s.cfg.OnKept != nil {
 			s.cfg.OnKept(k)
 		}
+		return
+	}
+	if s.rUnread {
+		rc.Unknown++ // past a file storectl could not read: kept or not is unknown
 		return
 	}
 	rc.Dropped++
@@ -292,7 +302,10 @@ func (s *scanner) finish(context.Context) error {
 	rc.WritePos = s.rProcess
 	rc.StopPath, rc.StopOffset = s.locate(s.rProcess)
 	last := s.data[len(s.data)-1]
-	if last.base-s.rProcess > last.size {
+	if s.rUnread {
+		rc.Unread = s.unread
+	}
+	if last.base-s.rProcess > last.size && !s.rUnread { // unread: processOffset unknown
 		rc.Exit = true
 		rc.ExitReason = fmt.Sprintf("the processOffset %d is more than a file before the last data file (%d): DLedger logs \"[MONITOR]The processOffset is too small\" and calls System.exit(-1)", s.rProcess, last.base)
 	}
@@ -349,14 +362,22 @@ func (s *scanner) recoveryFindings(rc *Recovery) {
 			Details: map[string]any{"entries": rc.Dropped, "stop": rc.StopReason, "end_index": rc.LedgerEndIndex, "msg_ids": s.dropIDs},
 			Message: fmt.Sprintf("DLedger's recovery stops at data offset %d (%s): it truncates %d entries after it, whose messages are lost", rc.WritePos, rc.StopReason, rc.Dropped)})
 	}
-	if rc.Uncommitted > 0 {
+	if rc.Unread != "" {
+		s.add(scan.Finding{Code: CodeUnknown, Severity: scan.Warning, Path: rc.Unread, Repair: scan.RepairNone,
+			Details: map[string]any{"entries": rc.Unknown, "write_pos_at_least": rc.WritePos, "waits_on": []string{rc.Unread}},
+			Message: fmt.Sprintf("%s could not be read: DLedger's recovery reaches at least data offset %d; whether it keeps the %d entries on disk after the file is unknown, not lost", rc.Unread, rc.WritePos, rc.Unknown)})
+	}
+	if rc.Uncommitted > 0 && rc.Unread == "" { // unread: the end index is only a lower bound
 		rel, off := s.locate(rc.CommittedPos)
 		s.add(scan.Finding{Code: CodeUncommitted, Severity: scan.Warning, Path: rel, Offset: off, Repair: scan.RepairNone,
 			Details: map[string]any{"committed_index": rc.CommittedIndex, "end_index": rc.LedgerEndIndex, "entries": rc.Uncommitted, "committed_pos": rc.CommittedPos},
 			Message: fmt.Sprintf("%d entries are on disk past the committed index %d (checkpoint): the broker's max offset stays at %d, so these messages are not visible to consumers until new appends advance the commit", rc.Uncommitted, rc.CommittedIndex, rc.CommittedPos)})
 	}
 	stop := rc.StopReason
-	if stop == "" {
+	switch {
+	case rc.Unread != "":
+		stop = rc.Unread + " could not be read: at least this far"
+	case stop == "":
 		stop = "the end of the data"
 	}
 	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: rc.StartFile, Repair: scan.RepairNone,

@@ -85,6 +85,9 @@ type dataFile struct {
 	// (a rejected or torn entry); entries found past it by resync are in n
 	// but recovery never reaches them. -1: no stop inside the file.
 	cut int
+	// irregular: a dir, FIFO, socket or device under the file's name
+	// (storefile.Irregular): listed, never opened; size 0.
+	irregular error
 }
 
 // entry is one data entry as the walk sees it.
@@ -159,6 +162,19 @@ type scanner struct {
 	queues     []*cqueue.Queue
 	rocks      bool
 	topicNames map[string]string
+	// unread is the first data file the walk could not read ("" none),
+	// unreadFrom its base; rUnread: recovery reached it unstopped, so
+	// where it stops, and everything after unreadFrom, is unknown.
+	unread     string
+	unreadFrom int64
+	rUnread    bool
+	unknown    int // entries after the unread file (not kept, not dropped: unknown)
+	// unreadSpans are the data offsets of every data file the walk could
+	// not read: no unit pointing into one is judged.
+	unreadSpans [][2]int64
+	// cpUnread is the checkpoint when it is there but could not be read:
+	// the committed index, so the broker's max offset, is unknown.
+	cpUnread string
 }
 
 // Scan checks the DLedger store under cfg.Root. It returns an error only
@@ -211,10 +227,23 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 			res.Fail(err)
 		}
 	}
+	s.idx.report(s)
 	s.flushCaps()
-	end := s.rec.StoreMaxOffset
-	res.RecoveryEnd = &end
 	res.Extra = map[string]any{"dledger": s.rec}
+	switch {
+	case s.rUnread:
+		// The broker's recovery reads on past what storectl could read:
+		// where it ends is unknown (as rocketmq.ExtraRecoveryEndUnknown).
+		res.Extra[ExtraRecoveryEndUnknown] = map[string]any{"at_least": s.rec.StoreMaxOffset, "waits_on": s.unread}
+		res.Assume(fmt.Sprintf("DLedger recovery end unknown: %s could not be read, so recovery reaches at least data offset %d and nothing after it is called lost", s.unread, s.unreadFrom))
+	case s.cpUnread != "":
+		// The broker's max offset is the committed position.
+		res.Extra[ExtraRecoveryEndUnknown] = map[string]any{"at_least": s.rec.StoreMinOffset, "waits_on": s.cpUnread}
+		res.Assume(fmt.Sprintf("DLedger committed position unknown: %s could not be read", s.cpUnread))
+	default:
+		end := s.rec.StoreMaxOffset
+		res.RecoveryEnd = &end
+	}
 	res.SortFindings()
 	return res, ctx.Err()
 }
@@ -240,7 +269,14 @@ func (s *scanner) flushCaps() {
 	}
 }
 
-// listFiles lists data/ or index/, checks names, sizes and adjacency.
+// ExtraRecoveryEndUnknown is the Result.Extra key of a scan that could not
+// read a data file the recovery reaches: {"at_least": offset, "waits_on":
+// file}, in place of Result.RecoveryEnd.
+const ExtraRecoveryEndUnknown = "recovery_end_unknown"
+
+// listFiles lists data/ or index/, checks names, sizes and adjacency. A
+// dir, FIFO, socket or device under a file's name is listed as a file
+// that cannot be read (unknown, not absent) and reported so.
 func (s *scanner) listFiles(sub string, size int64) ([]dataFile, error) {
 	d := filepath.Join(s.dir, sub)
 	ents, err := storefile.ReadDir(d)
@@ -251,6 +287,11 @@ func (s *scanner) listFiles(sub string, size int64) ([]dataFile, error) {
 	for _, e := range ents {
 		rel := s.rel + "/" + sub + "/" + e.Name()
 		base, err := rmq.ParseFileName(e.Name())
+		if nr, ok := storefile.Irregular(d, e); ok && err == nil {
+			// Reported where it is read: the walk (data), indexReader (index).
+			out = append(out, dataFile{name: e.Name(), rel: rel, path: filepath.Join(d, e.Name()), base: base, first: -1, cut: -1, lastPos: -1, irregular: nr})
+			continue
+		}
 		if err != nil || !e.Type().IsRegular() {
 			s.add(scan.Finding{Code: CodeBadFileName, Severity: scan.Warning, Path: rel,
 				Message: "entry in the DLedger " + sub + " dir is not a file named by a 20-digit offset; MmapFileList would try to load it"})
@@ -267,13 +308,23 @@ func (s *scanner) listFiles(sub string, size int64) ([]dataFile, error) {
 		out[i].idx = i
 	}
 	if size <= 0 && len(out) > 0 {
-		size = out[0].size
-		if sub == fdl.IndexDir && len(out) == 1 {
+		n := 0
+		for _, f := range out {
+			if f.irregular == nil { // what could not be read has no size
+				if n == 0 {
+					size = f.size
+				}
+				n++
+			}
+		}
+		if sub == fdl.IndexDir && n <= 1 {
 			size = max(size, fdl.DefaultIndexFileSize)
 		}
 	}
 	for i, f := range out {
-		if f.size != size {
+		if f.irregular != nil {
+			out[i].size = size // its bytes are unknown: taken as a full file
+		} else if f.size != size {
 			s.add(scan.Finding{Code: CodeBadFileSize, Severity: scan.Error, Path: f.rel, Length: f.size,
 				Expected: fmt.Sprint(size), Actual: fmt.Sprint(f.size),
 				Message: "DLedger file is not its mapped file size: MmapFileList.load fails and DLedger calls System.exit(-1) at startup"})
@@ -304,7 +355,11 @@ func (s *scanner) readProps(context.Context) error {
 		}
 		s.add(scan.Finding{Code: CodeCheckpointMissing, Severity: scan.Error, Path: rel, Message: msg})
 	case err != nil:
-		return err
+		// There but not readable: not "missing"; the committed index is
+		// unknown.
+		s.res.Add(scan.Unreadable(rel, err))
+		s.cpUnread = rel
+		return fmt.Errorf("%s: %w", rel, err)
 	default:
 		s.cp, s.cpErr = fdl.DecodeCheckpoint(b)
 		s.cpOK = s.cpErr == nil
@@ -319,12 +374,17 @@ func (s *scanner) readProps(context.Context) error {
 				Message: "the DLedger checkpoint does not parse: Long.valueOf throws out of recover() and the broker does not start"})
 		}
 	}
-	if b, err := storefile.ReadFile(filepath.Join(s.dir, fdl.TermFile)); err == nil {
+	termRel := s.rel + "/" + fdl.TermFile
+	switch b, err := storefile.ReadFile(filepath.Join(s.dir, fdl.TermFile)); {
+	case err == nil:
 		if s.term, err = fdl.DecodeTerm(b); err != nil {
-			s.add(scan.Finding{Code: CodeTermBad, Severity: scan.Error, Path: s.rel + "/" + fdl.TermFile,
+			s.add(scan.Finding{Code: CodeTermBad, Severity: scan.Error, Path: termRel,
 				Details: map[string]any{"error": err.Error()},
 				Message: "currterm does not parse: MemberState.loadTerm fails"})
 		}
+	case !errors.Is(err, fs.ErrNotExist):
+		s.res.Add(scan.Unreadable(termRel, err))
+		return fmt.Errorf("%s: %w", termRel, err)
 	}
 	return nil
 }

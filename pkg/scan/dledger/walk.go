@@ -75,11 +75,12 @@ func (s *scanner) walk(ctx context.Context) error {
 		}()
 	}
 	for i := range s.data {
-		if err := s.checkFile(i, p); err != nil {
-			s.res.Fail(fmt.Errorf("%s: %w", s.data[i].rel, err))
+		err := s.checkFile(i, p)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if err != nil {
+			s.unreadData(i, err)
 		}
 	}
 	if s.merge != nil {
@@ -89,6 +90,26 @@ func (s *scanner) walk(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// unreadData reports data file i, which the walk could not read (in
+// full): what it holds is unknown. When the recovery walk reached it
+// unstopped, where recovery stops is unknown too: the entries after it
+// are neither kept nor dropped (recoverEntry), and the consume queue
+// units from its base on are not judged (finishCQ).
+func (s *scanner) unreadData(i int, err error) {
+	f := &s.data[i]
+	s.res.Add(scan.Unreadable(f.rel, err))
+	s.res.Fail(fmt.Errorf("%s: %w", f.rel, err))
+	s.unreadSpans = append(s.unreadSpans, [2]int64{f.base, f.base + f.size})
+	if s.unread != "" {
+		return
+	}
+	s.unread, s.unreadFrom = f.rel, f.base
+	if i >= s.start && !s.rStopped {
+		s.rUnread = true
+		s.stopRecovery("") // not a stop: the walk cannot see past here
+	}
 }
 
 // item is one thing the decode stage found in a file, in file order.
@@ -470,11 +491,12 @@ func (s *scanner) checkEntry(f *dataFile, it *item) {
 			Message: "entry term is lower than the previous entry's: DLedger's recovery stops here"})
 	}
 	s.wLast, s.wTerm = h.index, h.term
-	if u, ok := s.idx.unit(h.index); !ok {
+	switch u, st := s.idx.unit(h.index); st {
+	case unitNone:
 		e.idxDiff = "missing"
-	} else {
+	case unitOK:
 		e.idxDiff = u.Mismatch(&fdl.Header{Magic: h.magic, Size: h.size, Index: h.index, Term: h.term, Pos: h.pos})
-	}
+	} // unitUnread: its index file could not be read; nothing is said of the unit
 	if e.idxDiff != "" {
 		rel, off := s.indexLoc(h.index)
 		s.add(scan.Finding{Code: map[bool]string{true: CodeIndexMissing, false: CodeIndexMismatch}[e.idxDiff == "missing"],
