@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -218,6 +219,15 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		n := e.Name()
 		switch {
 		case !storefile.IsRegular(dir, e):
+			// A dir, FIFO, socket or device named like an index file:
+			// the queue's entries are unknown, as when a file cannot be
+			// read (the caller reports the queue as unreadable).
+			if nr, ok := storefile.Irregular(dir, e); ok && isQueueIndexName(n) {
+				var ne *storefile.NotRegularError
+				errors.As(nr, &ne)
+				return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, n),
+					Err: fmt.Errorf("%s: %w", storefile.TypeName(ne.Mode), storefile.ErrNotRegular)}
+			}
 		case n == ".queue_name":
 			if err := q.readName(); err != nil {
 				return nil, err
@@ -428,3 +438,17 @@ func queuedirMerge(v2, v1 []QueueEntry) []QueueEntry {
 }
 
 func queuedirHex(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
+// isQueueIndexName reports whether n names a queue index file: a v2
+// segment (.qi) or its store (.qs), a v1 segment (.idx) or journal.
+func isQueueIndexName(n string) bool {
+	if n == "journal.jif" {
+		return true
+	}
+	for _, ext := range []string{".qi", ".qs", ".idx"} {
+		if _, ok := queuedirSegNum(n, ext); ok {
+			return true
+		}
+	}
+	return false
+}

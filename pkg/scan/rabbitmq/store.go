@@ -127,9 +127,19 @@ func listRDQ(dir string) ([]rdqFile, error) {
 }
 
 // isRDQ reports whether an entry of the store dir is a message store
-// file (a symlink to one included: the broker opens it by path).
+// file (a symlink to one included: the broker opens it by path). A dir,
+// FIFO, socket or device named like one is listed too: its open fails
+// (storefile refuses it without blocking) and it is reported like any
+// .rdq that cannot be read, its messages unknown, not missing.
 func isRDQ(dir string, e os.DirEntry) bool {
-	return strings.HasSuffix(e.Name(), ".rdq") && storefile.IsRegular(dir, e)
+	if !strings.HasSuffix(e.Name(), ".rdq") {
+		return false
+	}
+	if storefile.IsRegular(dir, e) {
+		return true
+	}
+	_, irregular := storefile.Irregular(dir, e)
+	return irregular
 }
 
 // rdqShape returns how many .rdq files dir holds and the largest one's
@@ -141,7 +151,7 @@ func rdqShape(dir string) (files int, maxSize int64) {
 		return 0, 0
 	}
 	for _, e := range ents {
-		if !isRDQ(dir, e) {
+		if !isRDQ(dir, e) || !storefile.IsRegular(dir, e) {
 			continue
 		}
 		if info, err := storefile.Info(dir, e); err == nil {
