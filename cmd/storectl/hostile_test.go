@@ -166,6 +166,7 @@ func TestFIFOsNeverBlock(t *testing.T) {
 	}
 	rocket := [][]string{{"scan"}, {"verify"}, {"truncate"}, {"rebuild-index"}, {"truncate", "--apply", "--yes"}}
 	rabbit := [][]string{{"scan"}, {"verify"}, {"truncate"}, {"harden", "--broker-version", "3.10.8"}, {"rebuild-index", "--apply", "--yes"}}
+	streams := [][]string{{"scan"}, {"verify"}, {"truncate"}, {"rebuild-index", "--apply", "--yes"}}
 	cases := []tcase{
 		{"rocketmq/rmq533-c-stale.tar.gz", "store", "store/lock", true, rocket},
 		{"rocketmq/rmq533-c-stale.tar.gz", "store", "store/checkpoint", true, rocket},
@@ -174,6 +175,10 @@ func TestFIFOsNeverBlock(t *testing.T) {
 		{"rabbitmq/datasets/clean-shutdown.tar.gz", "rmqfix@localhost", rabbitVHost + "/.vhost", true, rabbit},
 		{"rabbitmq/datasets/clean-shutdown.tar.gz", "rmqfix@localhost", "rmqfix@localhost.pid", false, rabbit},
 		{"rabbitmq/datasets/clean-shutdown.tar.gz", "rmqfix@localhost", "rmqfix@localhost/rabbit.pid", true, rabbit},
+		// the stream scanner reads the vhost names and the feature flags
+		// beside the node (it blocked on both)
+		{"rabbitmq-4.0-qq-stream/datasets/S1.tar.gz", rabbit40, rabbit40 + "/msg_stores/vhosts/628WB79CIFDYO9LJI6DKMI09L/.vhost", true, streams},
+		{"rabbitmq-4.0-qq-stream/datasets/S1.tar.gz", rabbit40, rabbit40 + "-feature_flags", false, streams[:3]}, // beside the data dir: writers go on
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.fifo, "/", "_"), func(t *testing.T) {

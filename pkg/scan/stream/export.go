@@ -2,7 +2,7 @@ package stream
 
 import (
 	"errors"
-	"os"
+	"github.com/storectl/storectl/internal/storefile"
 
 	"github.com/storectl/storectl/pkg/format"
 	"github.com/storectl/storectl/pkg/format/osiris"
@@ -99,7 +99,7 @@ func (st *StreamScan) Pairs() []PairInfo {
 // past a damaged header included, found as the scan finds them). It reads
 // the segment once.
 func BuildIndex(path string) ([]byte, int, error) {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}

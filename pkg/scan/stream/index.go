@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"github.com/storectl/storectl/internal/storefile"
 	"io"
 	"os"
 
@@ -43,15 +44,15 @@ func openIndex(sc *scanCtx, s *segScan, path string) *indexWalk {
 	if path == "" {
 		return nil
 	}
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
-		s.readErr = err
+		s.idxErr = err
 		return nil
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		s.readErr = err
+		s.idxErr = err
 		return nil
 	}
 	s.idx.present, s.idx.size = true, st.Size()
@@ -61,7 +62,7 @@ func openIndex(sc *scanCtx, s *segScan, path string) *indexWalk {
 		var ce *format.CorruptError
 		if !errors.As(err, &ce) {
 			f.Close()
-			s.readErr = err
+			s.idxErr = err
 			return nil
 		}
 		s.add(scan.Finding{Code: CodeIndexHeader, Severity: scan.Warning, Path: s.relIdx, Offset: ce.Offset, Length: min(st.Size(), osiris.FileHeaderSize),
@@ -266,7 +267,7 @@ func (w *indexWalk) finish(s *segScan, _ *chunkRef) {
 				Expected: fmt.Sprint(osiris.IndexRecordSize), Actual: fmt.Sprint(w.st.tornBytes), Repair: scan.RepairRebuildIndex,
 				Message: fmt.Sprintf("the index ends %d bytes into a record (osiris reads it from the last whole record and truncates the rest at start)", w.st.tornBytes)})
 		} else {
-			s.readErr = err
+			s.idxErr = err
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/storectl/storectl/internal/storefile"
 )
 
 // fileName matches the names osiris gives its files (make_file_name/2:
@@ -44,8 +46,13 @@ func listStreamDir(dir string) dirFiles {
 		p := filepath.Join(dir, e.Name())
 		m := fileName.FindStringSubmatch(e.Name())
 		if m == nil || !e.Type().IsRegular() {
-			out.strays = append(out.strays, p)
-			continue
+			// A dir, FIFO, socket or device under a segment's or an
+			// index's name is that file, unreadable (its open fails
+			// without blocking): what it holds is unknown, not absent.
+			if _, irregular := storefile.Irregular(dir, e); m == nil || !irregular {
+				out.strays = append(out.strays, p)
+				continue
+			}
 		}
 		pr := byName[m[1]]
 		if pr == nil {
@@ -213,7 +220,7 @@ func VHostNames(node string) []string {
 	m, _ := filepath.Glob(filepath.Join(node, "msg_stores", "vhosts", "*", ".vhost"))
 	var out []string
 	for _, p := range m {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 && len(b) < 1024 {
+		if b, err := storefile.ReadFileLimit(p, 1023); err == nil && len(b) > 0 {
 			out = append(out, strings.TrimRight(string(b), "\n"))
 		}
 	}

@@ -17,8 +17,9 @@ type Queue struct {
 	Entries int `json:"entries"`
 	Keep    int `json:"keep"` // messages the next start keeps
 	Drop    int `json:"drop"` // messages the next start drops
-	// Unknown: messages whose fate cannot be told (always 0 for a stream:
-	// a segment that cannot be read makes the scan incomplete instead).
+	// Unknown: messages whose fate cannot be told: all of the stream's
+	// when one of its files could not be read (NextStart.Unknown; the
+	// scan is incomplete too), else 0.
 	Unknown int `json:"unknown"`
 	// AtRisk: per other RabbitMQ version range whose start drops more
 	// (or fails), the messages it drops.
@@ -83,6 +84,10 @@ func (st *StreamScan) queue() Queue {
 	}
 	q.Drop = int(st.Recovery.DropMessages)
 	q.Keep = max(q.Entries-q.Drop, 0)
+	if len(st.Recovery.Unknown) > 0 {
+		q.Keep, q.Unknown = 0, q.Entries
+		return q
+	}
 	for name, r := range st.ByVersion {
 		if name == st.Recovery.Rules {
 			continue

@@ -27,6 +27,10 @@ type Recovery struct {
 	// Next is the offset the writer continues at.
 	Next  *uint64  `json:"next_offset,omitempty"`
 	Notes []string `json:"notes,omitempty"`
+	// Unknown are the stream's files that could not be read: the start's
+	// outcome is then not predicted (nothing is dropped, cut or deleted
+	// here), it is unknown.
+	Unknown []string `json:"unknown_waits_on,omitempty"`
 	// avoidable: chunks lost only because the index lacks their records.
 	avoidable int64
 }
@@ -40,6 +44,9 @@ type Cut struct {
 
 // Changes reports whether the start changes any file.
 func (r Recovery) Changes() bool {
+	if len(r.Unknown) > 0 {
+		return false // not known
+	}
 	return r.Crash != "" || len(r.Deleted) > 0 || len(r.Truncated) > 0
 }
 
@@ -47,6 +54,20 @@ func (r Recovery) Changes() bool {
 func predict(st *StreamScan, rules Rules) Recovery {
 	rec := Recovery{Rules: rules.Name, Osiris: rules.Osiris}
 	segs := st.segs
+	for _, s := range segs {
+		// A segment or index that could not be read: what the start
+		// keeps, cuts or drops is unknown, not lost (docs/cli.md).
+		switch {
+		case s.readErr != nil:
+			rec.Unknown = append(rec.Unknown, s.rel)
+		case s.idxErr != nil:
+			rec.Unknown = append(rec.Unknown, s.relIdx)
+		}
+	}
+	if len(rec.Unknown) > 0 {
+		rec.Notes = append(rec.Notes, strings.Join(rec.Unknown, ", ")+" could not be read: what the next start does is unknown")
+		return rec
+	}
 	drop := func(s *segScan, from int64) {
 		rec.drop(s, from)
 	}

@@ -11,6 +11,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"github.com/storectl/storectl/internal/storefile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -171,6 +172,9 @@ func scanFile(sc *scanCtx, path string) *StreamScan {
 	if s.readErr != nil {
 		st.errs = append(st.errs, fmt.Errorf("%s: %w", s.rel, s.readErr))
 	}
+	if s.idxErr != nil {
+		st.errs = append(st.errs, fmt.Errorf("%s: %w", s.relIdx, s.idxErr))
+	}
 	st.report(&c)
 	return st
 }
@@ -179,7 +183,7 @@ func fileExists(p string) bool { st, err := os.Stat(p); return err == nil && st.
 
 // ChunkAt reads the chunk header at pos of a segment (for repair plans).
 func ChunkAt(path string, pos int64) (osiris.ChunkHeader, error) {
-	f, err := os.Open(path)
+	f, err := storefile.Open(path)
 	if err != nil {
 		return osiris.ChunkHeader{}, err
 	}

@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"github.com/storectl/storectl/internal/storefile"
 	"io"
 	"os"
 
@@ -81,7 +82,8 @@ type segScan struct {
 	last        bool // the stream's last pair (recovery acts on it)
 	size        int64
 	headerOK    bool
-	readErr     error
+	readErr     error // the segment could not be read (in full)
+	idxErr      error // its index could not be read (in full)
 
 	chunks, userChunks, trackingChunks, crcBad int
 	messages, trackingOffsets, crcBadRecords   int64
@@ -210,7 +212,7 @@ func scanSegment(sc *scanCtx, p pair, last, keepTail bool) (s *segScan) {
 	if p.segment == "" {
 		return s
 	}
-	f, err := os.Open(p.segment)
+	f, err := storefile.Open(p.segment)
 	if err != nil {
 		s.readErr = err
 		return s

@@ -133,6 +133,9 @@ func (st *StreamScan) cross(sc *scanCtx) {
 		if s.readErr != nil {
 			st.errs = append(st.errs, fmt.Errorf("%s: %w", s.rel, s.readErr))
 		}
+		if s.idxErr != nil {
+			st.errs = append(st.errs, fmt.Errorf("%s: %w", s.relIdx, s.idxErr))
+		}
 		if s.p.segment == "" {
 			st.findings = append(st.findings, scan.Finding{Code: CodeOrphanIndex, Severity: scan.Error, Path: s.relIdx,
 				Repair: scan.RepairNone, Message: orphanIndexMessage(st, i, sc.rules),
@@ -168,7 +171,10 @@ func (st *StreamScan) cross(sc *scanCtx) {
 					Details: map[string]any{"chunk_id": s.first.ID, "previous": prev.rel}})
 			}
 		}
-		if s.lastChunk != nil {
+		switch {
+		case s.readErr != nil:
+			prev = nil // where its chunks end is unknown: no gap or overlap is drawn across it
+		case s.lastChunk != nil:
 			prev = s
 		}
 	}
@@ -237,8 +243,8 @@ func orphanIndexMessage(st *StreamScan, i int, rules Rules) string {
 func (st *StreamScan) unattachable() []Range {
 	var out []Range
 	for i, s := range st.segs {
-		if s.p.segment == "" || s.last && s.p.index != "" {
-			continue
+		if s.p.segment == "" || s.last && s.p.index != "" || s.readErr != nil || s.idxErr != nil {
+			continue // an unread segment or index: what lookups find is unknown
 		}
 		to := st.nextFirst(i)
 		from := s.p.first
@@ -270,7 +276,9 @@ func (st *StreamScan) report(sc *scanCtx) {
 			}
 			st.files = append(st.files, f)
 		}
-		if s.p.index != "" && s.idx.present {
+		if s.idxErr != nil { // no end: the session names it unreadable
+			st.files = append(st.files, scan.File{Path: s.relIdx, Kind: "index", Size: s.idx.size, FirstValid: -1, LastValid: -1})
+		} else if s.p.index != "" && s.idx.present {
 			end := scan.EndEOF
 			if s.idx.tornBytes > 0 {
 				end = scan.EndTorn

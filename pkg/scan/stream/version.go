@@ -1,7 +1,7 @@
 package stream
 
 import (
-	"os"
+	"github.com/storectl/storectl/internal/storefile"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,8 +15,8 @@ var flagAtom = regexp.MustCompile(`'[^']+'|[a-z][a-zA-Z0-9_@]*`)
 // dir (<mnesia base>/<node>-feature_flags: the flags enabled on the node),
 // nil when there is none.
 func FeatureFlags(node string) []string {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(node), filepath.Base(node)+"-feature_flags"))
-	if err != nil || len(b) > 1<<20 {
+	b, err := storefile.ReadFileLimit(filepath.Join(filepath.Dir(node), filepath.Base(node)+"-feature_flags"), 1<<20) // a FIFO there must not block
+	if err != nil {
 		return nil
 	}
 	var out []string
