@@ -1,6 +1,7 @@
 package quorum_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -307,13 +308,16 @@ func TestConfigDataDirMoved(t *testing.T) {
 	}
 }
 
-// TestDamageLogGap: a segment of a replica gone (deleted, or a directory
-// in its place, which ra cannot open either) leaves a hole between the
-// snapshot and the last entry: a log-gap error naming the replica and the
-// first missing index, and the queue's next start unknown; the snapshot
-// gone as well leaves a log that starts after index 1 with nothing under
-// it: no-snapshot-base. Both codes were declared in codes.go but never
-// raised, so verify said "clean" (exit 0) on these stores.
+// TestDamageLogGap: a segment of a replica deleted leaves a hole between
+// the snapshot and the last entry: a log-gap error naming the replica and
+// the first missing index, and the queue's next start unknown; the
+// snapshot gone as well leaves a log that starts after index 1 with
+// nothing under it: no-snapshot-base. Both codes were declared in codes.go
+// but never raised, so verify said "clean" (exit 0) on these stores. A
+// directory (or FIFO) in the segment's place is not a deletion: the
+// segment is there and cannot be read, so what it holds is unknown (the
+// scan is incomplete, the file named unreadable) and no gap is drawn from
+// it (docs/cli.md, "Unknown is not lost").
 func TestDamageLogGap(t *testing.T) {
 	ds := qqDatasets(t)[0]
 	const dir = "quorum/rmq40@localhost/2F_QQ109LB4B9AV3QD"
@@ -332,6 +336,21 @@ func TestDamageLogGap(t *testing.T) {
 				if err := os.Mkdir(segs[0], 0o755); err != nil {
 					t.Fatal(err)
 				}
+				res, err := quorum.Scan(context.Background(), quorum.Config{Root: node, Replay: true}, scan.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rel := dir + "/" + filepath.Base(segs[0])
+				if un := findings(res, quorum.CodeUnreadable); !res.Incomplete || len(un) != 1 || un[0].Path != rel {
+					t.Fatalf("incomplete %v, unreadable %+v, want incomplete and %s named", res.Incomplete, un, rel)
+				}
+				if fs := findings(res, quorum.CodeLogGap); len(fs) != 0 {
+					t.Fatalf("a gap drawn from the unread %s: %+v", rel, fs)
+				}
+				if q := queueLine(t, res, "qq1"); q.NextStart.State != quorum.StartNotRead || !strings.Contains(q.NextStart.Reason, rel) {
+					t.Fatalf("qq1: %+v", q.NextStart)
+				}
+				return
 			}
 			res := verifyDir(t, node)
 			fs := findings(res, quorum.CodeLogGap)
@@ -359,10 +378,11 @@ func TestDamageLogGap(t *testing.T) {
 	})
 }
 
-// TestSnapshotNotRegularIsAFinding: a snapshot.dat that is no regular
-// file (here a symlink) is the unreadable finding, not a read failure:
-// the scan stays complete, as for a segment or WAL that is no regular
-// file (a failed read makes it incomplete, exit 3).
+// TestSnapshotNotRegularIsAFinding: a snapshot.dat that is a symlink
+// (the scan does not read through one) is the unreadable finding, not a
+// read failure: the scan stays complete, as for a symlinked segment or
+// WAL (a failed read, or a dir or FIFO in the file's place, makes it
+// incomplete, exit 3).
 func TestSnapshotNotRegularIsAFinding(t *testing.T) {
 	ds := qq310Datasets(t)[1] // R2: one snapshot
 	node := testutil.CopyTree(t, ds.node)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format/ra"
 )
 
@@ -123,10 +124,12 @@ func listSystem(dir string) (dirListing, error) {
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			l.other = append(l.other, n)
+		case strings.HasSuffix(n, ".wal"):
+			// also a dir or FIFO under a WAL's name: its open fails and
+			// it is unread (what it holds unknown), not a replica
+			l.wals = append(l.wals, n)
 		case e.IsDir():
 			l.replicas = append(l.replicas, n)
-		case strings.HasSuffix(n, ".wal"):
-			l.wals = append(l.wals, n)
 		case n == ra.NamesDETS:
 			l.names = filepath.Join(dir, n)
 		case n == ra.MetaDETS:
@@ -162,9 +165,10 @@ func listReplica(dir string) (replicaListing, error) {
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			l.other = append(l.other, n)
-		case n == ra.ConfigFile && e.Type().IsRegular():
+		case n == ra.ConfigFile:
 			l.config = filepath.Join(dir, n)
-		case strings.HasSuffix(n, ".segment") && e.Type().IsRegular():
+		case strings.HasSuffix(n, ".segment"):
+			// a dir or FIFO under a segment's name too: unread, not ignored
 			l.segments = append(l.segments, n)
 		case (n == ra.SnapshotsDir || n == ra.CheckpointsDir) && e.IsDir():
 			sub, err := os.ReadDir(filepath.Join(dir, n))
@@ -194,14 +198,14 @@ func listReplica(dir string) (replicaListing, error) {
 }
 
 // readRegular reads a small file (config, snapshot) refusing anything
-// that is not a regular file (errNotRegular).
+// that is not a regular file (checkRegular), without blocking.
 func readRegular(p string) ([]byte, error) {
 	st, err := os.Lstat(p)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, errNotRegular
+	if err := checkRegular(p, st); err != nil {
+		return nil, err
 	}
-	return os.ReadFile(p)
+	return storefile.ReadFile(p)
 }

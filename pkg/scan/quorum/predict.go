@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"sort"
+	"strings"
 	"unsafe"
 
 	"github.com/storectl/storectl/pkg/format/etf"
@@ -325,7 +326,11 @@ func predictReplica(res *Result, r *Replica) (q Queue) {
 			Message: fmt.Sprintf("%s: the next start holds %d-%d messages, not an exact number: %v", r.Name(), f.Min, f.Max, f.Inexact),
 			Details: map[string]any{"min": f.Min, "max": f.Max, "reasons": f.Inexact}})
 	}
-	if p.gapAt > 0 {
+	if p.gapAt > 0 && len(r.System.logUnread) > 0 {
+		// The index may be in a WAL or segment that could not be read:
+		// unknown (the forecast says so), not gone.
+		p.Queue.NextStart.Reason = fmt.Sprintf("index %d is in no WAL or segment that could be read (%s could not be): unknown", p.gapAt, strings.Join(r.System.logUnread, ", "))
+	} else if p.gapAt > 0 {
 		res.Add(scan.Finding{Code: code(CodeLogGap), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
 			Message: fmt.Sprintf("%s: index %d is in no WAL or segment (the replay starts after %d, the log on disk holds %d-%d): entries between the snapshot and the last entry are gone, and the member cannot replay its log past %d",
 				r.Name(), p.gapAt, p.Queue.ReplayFrom, r.First, r.Last, p.gapAt-1),

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -92,7 +93,10 @@ type System struct {
 	queueChunk, liveChunk int
 	// Refused is set when ra will not start this system's WAL at the next
 	// start (every queue of the system is then down): the finding code.
-	Refused      string
+	Refused string
+	// logUnread are its WAL and segment files that could not be read: an
+	// index in no file read may be in them (unknown, not a gap).
+	logUnread    []string
 	RefusedWhere string // path@offset of that finding
 }
 
@@ -311,15 +315,18 @@ func (sc *scanner) add(f scan.Finding) {
 }
 
 // unreadable reports a file or dir that could not be read. A read that
-// failed (permission, I/O error, a file that vanished or shrank) also
-// makes the result incomplete (exit 3): what the file holds is unknown,
-// not lost (docs/cli.md). A path that is no regular file is only the
-// finding.
+// failed (permission, I/O error, a file that vanished or shrank, a dir,
+// FIFO, socket or device in the file's place) also makes the result
+// incomplete (exit 3): what the file holds is unknown, not lost
+// (docs/cli.md). A symlink (errNotRegular) is only the finding.
 func (sc *scanner) unreadable(p string, err error) {
 	sc.add(scan.Finding{Code: sc.code(CodeUnreadable), Severity: scan.Error, Path: rel(sc.root, p),
 		Message: fmt.Sprintf("cannot read %s: %v", filepath.Base(p), err)})
 	if !errors.Is(err, errNotRegular) {
 		sc.res.Fail(fmt.Errorf("%s: %w", rel(sc.root, p), err))
+		if s := sc.sys; s != nil && (strings.HasSuffix(p, ".wal") || strings.HasSuffix(p, ".segment")) {
+			s.logUnread = append(s.logUnread, rel(sc.root, p))
+		}
 	}
 }
 
@@ -489,6 +496,10 @@ func (sc *scanner) openReplica(name string) {
 	}
 	cp := filepath.Join(p, ra.ConfigFile)
 	b, err := readRegular(cp)
+	// There but not readable (permission, I/O, a dir or FIFO in its
+	// place): the queue's name and whether ra can start the member are
+	// unknown, not "config bad". Missing and symlinked configs are.
+	unread := err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNotRegular)
 	if err == nil {
 		var c ra.Config
 		c, err = ra.ParseConfig(b)
@@ -506,7 +517,11 @@ func (sc *scanner) openReplica(name string) {
 			Message: fmt.Sprintf("%s: the config pins the data dir %s (written by ra before 2.4.2, RabbitMQ 3.10.0-3.10.13), but the replica is in %s: that ra reads the member's log from the pinned dir, so this queue fails to start there (or reads another copy's files); RabbitMQ 3.10.14+ ignores the pinned dir", r.Name(), r.Config.SystemDataDir, s.Path),
 			Details: map[string]any{"pinned": r.Config.SystemDataDir, "actual": s.Path}})
 	}
-	if err != nil {
+	switch {
+	case unread:
+		r.ConfigErr = err
+		sc.unreadable(cp, err)
+	case err != nil:
 		r.ConfigErr = err
 		sc.add(scan.Finding{Code: sc.code(CodeConfigBad), Severity: scan.Warning, Path: rel(sc.root, cp),
 			Message: fmt.Sprintf("replica %s: config %v: the queue's name is not known, and ra cannot start this member", name, err)})

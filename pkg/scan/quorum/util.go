@@ -7,24 +7,41 @@ import (
 	"unicode/utf8"
 
 	"github.com/storectl/storectl/internal/crc32x"
+	"github.com/storectl/storectl/internal/storefile"
 	rfmt "github.com/storectl/storectl/pkg/format/rabbitmq"
 )
 
-// errNotRegular is openRegular's and readRegular's refusal of a path
-// that is not a regular file: a finding, not a read failure.
+// errNotRegular is openRegular's and readRegular's refusal of a symlink
+// (ra's files are never links; the scan does not read through one): a
+// finding, not a read failure.
 var errNotRegular = errors.New("not a regular file")
 
+// checkRegular is nil when st is a regular file; errNotRegular for a
+// symlink; for a dir, FIFO, socket or device a *storefile.NotRegularError:
+// what ra kept under that name cannot be read, so it is unknown (a failed
+// read: the result is incomplete), not absent.
+func checkRegular(p string, st os.FileInfo) error {
+	switch m := st.Mode(); {
+	case m.IsRegular():
+		return nil
+	case m&os.ModeSymlink != 0:
+		return errNotRegular
+	default:
+		return &storefile.NotRegularError{Path: p, Mode: m.Type(), Want: "regular file"}
+	}
+}
+
 // openRegular opens p for reading when it is a regular file (never a
-// FIFO, device or symlink).
+// FIFO, device or symlink: checkRegular), without blocking.
 func openRegular(p string) (*os.File, error) {
 	st, err := os.Lstat(p)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, errNotRegular
+	if err := checkRegular(p, st); err != nil {
+		return nil, err
 	}
-	return os.Open(p)
+	return storefile.OpenNoFollow(p)
 }
 
 func crc32(b []byte) uint32 { return crc32x.ChecksumIEEE(b) }
