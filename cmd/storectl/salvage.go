@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -211,6 +213,11 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 	if err != nil {
 		w.Abort()
 		s.errors = append(s.errors, err.Error())
+		if f, ok := unreadFinding(t.Root, err); ok { // a store file it could not read stopped it: name it
+			if ferr := s.finding(f); ferr != nil {
+				return ferr
+			}
+		}
 		return s.finish(exitIncomplete)
 	}
 	if err := w.Close(); err != nil {
@@ -218,6 +225,15 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 		return s.finish(exitIncomplete)
 	}
 	s.extra = map[string]any{"salvage": rep, "writer": w.Stats()}
+	// Each store file that could not be read is named as scan and verify
+	// name it (storectl.file.unreadable), and the verdict says which.
+	for _, p := range rep.UnreadFiles {
+		f := scan.Finding{Code: scan.CodeUnreadable, Severity: scan.Error, Path: p, Repair: scan.RepairNone,
+			Message: p + " could not be read: what it holds is not in the export, and not known lost"}
+		if err := s.finding(f); err != nil {
+			return err
+		}
+	}
 	s.verdict = salvageVerdict(rep, sels, filter, w.Dir())
 	code := s.code() // coverage: what holds messages and was not exported
 	if len(rep.Missing) > 0 && missingApplies(sels) {
@@ -252,4 +268,24 @@ func runSalvage(ctx context.Context, env *Env, t scan.Target, out string, sels [
 		}
 	}
 	return s.finish(code)
+}
+
+// unreadFinding is the storectl.file.unreadable finding of the file inside
+// the data dir root whose open or read err reports (a *fs.PathError), if
+// it does: salvage refuses to export from a store part whose references
+// it cannot read (a RabbitMQ queue index), and the report names the file
+// as scan and verify do.
+func unreadFinding(root string, err error) (scan.Finding, bool) {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || errors.Is(err, context.Canceled) {
+		return scan.Finding{}, false
+	}
+	abs, aerr := filepath.Abs(pe.Path)
+	r, rerr := filepath.Abs(root)
+	if aerr != nil || rerr != nil || !within(r, abs) || abs == r {
+		return scan.Finding{}, false
+	}
+	rel := scan.Rel(r, abs)
+	return scan.Finding{Code: scan.CodeUnreadable, Severity: scan.Error, Path: rel, Repair: scan.RepairNone,
+		Message: rel + " could not be read: what it holds, and which messages it references, is unknown; nothing was exported"}, true
 }

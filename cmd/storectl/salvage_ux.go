@@ -68,6 +68,14 @@ func (fl *salvageFilterFlags) filter(store string) (*salvage.Filter, error) {
 // why: each selection's reason, the filters, the messages with no copy.
 func salvageVerdict(rep *salvage.Report, sels []salvage.Selection, filter *salvage.Filter, dir string) string {
 	var b strings.Builder
+	// What could not be read first: the verdict's first line names it
+	// (as scan and verify's findings do), however long the rest is.
+	switch {
+	case len(rep.UnreadFiles) > 0:
+		fmt.Fprintf(&b, "could not read %s (not exported, not known lost); ", report.Escape(strings.Join(firstN(rep.UnreadFiles, 3), ", ")))
+	case len(rep.Unread) > 0:
+		fmt.Fprintf(&b, "could not read %d part(s) of the store (see the errors; not exported, not known lost); ", len(rep.Unread))
+	}
 	fmt.Fprintf(&b, "exported %d message(s) (%d body bytes) into %s", rep.Selected, rep.Bytes, dir)
 	if rep.Resumed > 0 {
 		fmt.Fprintf(&b, "; %d of them were already there from an earlier run of this export (not written again)", rep.Resumed)

@@ -59,9 +59,7 @@ func ExportQuorum(ctx context.Context, cfg qscan.Config, o Options, w *Writer, r
 	if err != nil {
 		return rep, err
 	}
-	if len(res.Errors) > 0 && res.Incomplete {
-		rep.Unread = append(rep.Unread, res.Errors...)
-	}
+	rep.noteUnread(res.Result)
 	want := func(s Selection) bool {
 		return slices.Contains(o.Select, s) || s != SelectCRCDamaged && slices.Contains(o.Select, SelectAll)
 	}

@@ -73,6 +73,9 @@ type Report struct {
 	// read, and why: what it holds is not in the export and the selection
 	// is incomplete (the command exits 3).
 	Unread []string `json:"unread,omitempty"`
+	// UnreadFiles are the store files among them, relative to the data dir
+	// (once each): the report names each one (storectl.file.unreadable).
+	UnreadFiles []string `json:"unread_files,omitempty"`
 	// Versions are the broker versions at-risk was checked for.
 	Versions []string `json:"at_risk_versions,omitempty"`
 }
@@ -145,11 +148,13 @@ func exportVHost(ctx context.Context, root, dir string, o Options, w *Writer, re
 	for _, f := range v.Files {
 		if f.Err != nil {
 			rep.Unread = append(rep.Unread, fmt.Sprintf("%s: %v", f.Path, f.Err))
+			rep.unreadFile(f.Path)
 		}
 	}
 	if v.Queues != nil {
 		for _, u := range v.Queues.Unreadable {
 			rep.Unread = append(rep.Unread, fmt.Sprintf("%s: %v", scan.Rel(root, u.Path), u.Err))
+			rep.unreadFile(scan.Rel(root, u.Path))
 		}
 	}
 	if len(v.Lost) > 0 {
@@ -417,4 +422,32 @@ func atRiskVictims(o Options, v *rscan.VHostScan, f *rscan.FileScan) (map[int64]
 		}
 	}
 	return out, nil
+}
+
+// unreadFile adds rel to rep.UnreadFiles once.
+func (rep *Report) unreadFile(rel string) {
+	if rel != "" && !slices.Contains(rep.UnreadFiles, rel) {
+		rep.UnreadFiles = append(rep.UnreadFiles, rel)
+	}
+}
+
+// noteUnread takes what an incomplete scan could not read: its errors
+// (Unread) and the store files it names unread (UnreadFiles): an error
+// finding of an unreadable file (storectl.file.unreadable and the store
+// kinds' *.unreadable), a file without an end.
+func (rep *Report) noteUnread(res *scan.Result) {
+	if !res.Incomplete {
+		return
+	}
+	rep.Unread = append(rep.Unread, res.Errors...)
+	for _, f := range res.Findings {
+		if f.Severity == scan.Error && (f.Code == scan.CodeUnreadable || strings.HasSuffix(f.Code, ".unreadable")) {
+			rep.unreadFile(f.Path)
+		}
+	}
+	for _, f := range res.Files {
+		if f.End == "" {
+			rep.unreadFile(f.Path)
+		}
+	}
 }

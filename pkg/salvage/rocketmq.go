@@ -44,9 +44,7 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 		return nil, err
 	}
 	defer st.Close()
-	if res.Incomplete {
-		rep.Unread = append(rep.Unread, res.Errors...)
-	}
+	rep.noteUnread(res)
 	type cand struct {
 		phy  int64
 		why  []string
@@ -87,11 +85,15 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 	if o.has(SelectLost) {
 		sorted := slices.Clone(walked)
 		slices.Sort(sorted)
-		units, missing, unknown, err := lostUnits(cfg.Root, sorted, end, unknownFrom(res))
+		units, missing, unknown, unread, err := lostUnits(cfg.Root, sorted, end, unknownFrom(res))
 		if err != nil {
 			return nil, err
 		}
 		rep.Missing = append(rep.Missing, missing...)
+		for _, u := range unread {
+			rep.Unread = append(rep.Unread, u[0]+": "+u[1])
+			rep.unreadFile(u[0])
+		}
 		if unknown > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%d consume queue unit(s) point at or past commitlog offset %d, in or after a file that could not be read: their records are unknown, not missing", unknown, unknownFrom(res)))
 		}

@@ -1,14 +1,16 @@
 package salvage
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 
+	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
+	"github.com/storectl/storectl/pkg/scan"
 )
 
 // RocketMQ lost: the messages a consumer will never get after the
@@ -31,15 +33,18 @@ type lostUnit struct {
 // end (-1 if unknown). Units past end whose record is walked are returned
 // to export; the others that point at no record are missing, except those
 // at or past unknownFrom (>= 0: where a commitlog file could not be read),
-// whose record may be in the unread bytes: counted as unknown.
-func lostUnits(root string, walked []int64, end, unknownFrom int64) (export []lostUnit, missing []MissingRef, unknown int, err error) {
+// whose record may be in the unread bytes: counted as unknown. A consume
+// queue file that cannot be read (permission, I/O error, a dir or FIFO
+// under its name) is named in unread: its units are unknown, the other
+// files are judged as usual.
+func lostUnits(root string, walked []int64, end, unknownFrom int64) (export []lostUnit, missing []MissingRef, unknown int, unread [][2]string, err error) {
 	cq := filepath.Join(root, "consumequeue")
-	topics, err := os.ReadDir(cq)
-	if os.IsNotExist(err) {
-		return nil, nil, 0, nil
+	topics, err := storefile.ReadDir(cq)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, 0, nil, nil
 	}
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, nil, err
 	}
 	has := func(phy int64) bool {
 		_, ok := slices.BinarySearch(walked, phy)
@@ -49,9 +54,9 @@ func lostUnits(root string, walked []int64, end, unknownFrom int64) (export []lo
 		if !t.IsDir() {
 			continue
 		}
-		qs, err := os.ReadDir(filepath.Join(cq, t.Name()))
+		qs, err := storefile.ReadDir(filepath.Join(cq, t.Name()))
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, nil, err
 		}
 		for _, q := range qs {
 			qid, err := strconv.ParseInt(q.Name(), 10, 32)
@@ -59,19 +64,26 @@ func lostUnits(root string, walked []int64, end, unknownFrom int64) (export []lo
 				continue
 			}
 			dir := filepath.Join(cq, t.Name(), q.Name())
-			files, err := os.ReadDir(dir)
+			files, err := storefile.ReadDir(dir)
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, nil, 0, nil, err
 			}
-			sort.Slice(files, func(i, j int) bool { return files[i].Name() < files[j].Name() })
 			for _, f := range files {
 				base, err := strconv.ParseInt(f.Name(), 10, 64)
-				if err != nil || !f.Type().IsRegular() {
+				if err != nil {
 					continue
 				}
-				b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+				var b []byte
+				if storefile.IsRegular(dir, f) {
+					b, err = storefile.ReadFile(filepath.Join(dir, f.Name()))
+				} else if nr, ok := storefile.Irregular(dir, f); ok {
+					err = nr
+				} else {
+					continue
+				}
 				if err != nil {
-					return nil, nil, 0, err
+					unread = append(unread, [2]string{scan.Rel(root, filepath.Join(dir, f.Name())), err.Error()})
+					continue
 				}
 				for off := 0; off+rmq.CQUnitSize <= len(b); off += rmq.CQUnitSize {
 					u, err := rmq.DecodeCQUnit(b[off:off+rmq.CQUnitSize], int64(off))
@@ -92,7 +104,7 @@ func lostUnits(root string, walked []int64, end, unknownFrom int64) (export []lo
 			}
 		}
 	}
-	return export, missing, unknown, nil
+	return export, missing, unknown, unread, nil
 }
 
 func (lu lostUnit) missing(past bool) MissingRef {

@@ -41,9 +41,10 @@ func ExportStreams(ctx context.Context, cfg sscan.Config, o Options, w *Writer, 
 	if err != nil {
 		return rep, err
 	}
-	if first.Incomplete {
-		return rep, fmt.Errorf("stream scan incomplete: %v", first.Errors)
-	}
+	// A segment or index that could not be read: the rest is exported;
+	// what it holds is not, and its stream's next start is not predicted
+	// (nothing of it is selected as lost).
+	rep.noteUnread(first.Result)
 	type streamFacts struct {
 		dropped     []sscan.Range
 		damagePath  string
