@@ -3,8 +3,12 @@ package salvage
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -16,9 +20,16 @@ import (
 
 // ExportDLedger adds the inner messages of a DLedger log to w and rep:
 // all selects every valid inner record, after-corruption the entries past
-// the point where DLedger's recovery stops (it truncates them away).
+// the point where DLedger's recovery stops (it truncates them away), lost
+// (when the consume queues are the log's: no commitlog/ beside one
+// dledger-* dir) the records of consume queue units at or past where
+// DLedger's recovery stops keeping data (Recovery.WritePos: their entries
+// are truncated away), as ExportRocketMQ does for a commitlog's recovery
+// end: units whose inner record is gone are listed in rep.Missing, those
+// into a data file that could not be read are unknown (a note), not
+// missing.
 func ExportDLedger(ctx context.Context, cfg dlscan.Config, o Options, w *Writer, rep *Report) error {
-	if !o.has(SelectAll) && !o.has(SelectAfterCorruption) {
+	if !o.has(SelectAll) && !o.has(SelectAfterCorruption) && !o.has(SelectLost) {
 		return nil
 	}
 	var phys []int64
@@ -32,9 +43,7 @@ func ExportDLedger(ctx context.Context, cfg dlscan.Config, o Options, w *Writer,
 	if err != nil {
 		return err
 	}
-	if res.Incomplete {
-		rep.Unread = append(rep.Unread, res.Errors...)
-	}
+	rep.noteUnread(res)
 	rc, _ := res.Extra["dledger"].(*dlscan.Recovery)
 	if rc == nil {
 		return nil
@@ -57,6 +66,52 @@ func ExportDLedger(ctx context.Context, cfg dlscan.Config, o Options, w *Writer,
 		bases = append(bases, b)
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	type want struct {
+		topic string
+		qid   int32
+		why   string
+	}
+	lost := map[int64]want{} // lost: the record must be the unit's message
+	if o.has(SelectLost) && ownsQueues(cfg) {
+		// The inner offsets are the consume queues' commitlog offsets.
+		// DLedger's recovery keeps the data up to WritePos: the records
+		// of units past it are truncated away with their entries (units
+		// cut between an abnormal recovery's processOffset and WritePos
+		// are dispatched again: not lost).
+		end, from := rc.WritePos, int64(-1)
+		if rc.Unread != "" {
+			end = -1 // where recovery stops is unknown
+		}
+		// A unit pointing at or past a data file that could not be read
+		// may have its record there: unknown, not missing.
+		dlRel, _ := res.Layout["dledger_dir"].(string)
+		dataDir := dlRel + "/" + fdl.DataDir + "/"
+		for _, f := range res.Findings {
+			if f.Code != scan.CodeUnreadable || !strings.HasPrefix(f.Path, dataDir) {
+				continue
+			}
+			if b, err := rmq.ParseFileName(baseName(f.Path)); err == nil && (from < 0 || b < from) {
+				from = b
+			}
+		}
+		sorted := slices.Clone(phys)
+		slices.Sort(sorted)
+		units, missing, unknown, unread, err := lostUnits(cfg.Root, sorted, end, from)
+		if err != nil {
+			return err
+		}
+		rep.Missing = append(rep.Missing, missing...)
+		for _, u := range unread {
+			rep.Unread = append(rep.Unread, u[0]+": "+u[1])
+			rep.unreadFile(u[0])
+		}
+		if unknown > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%d consume queue unit(s) point at or past DLedger data offset %d, in or after a data file that could not be read: their records are unknown, not missing", unknown, from))
+		}
+		for _, u := range units {
+			lost[u.unit.CommitLogOffset] = want{u.topic, u.queueID, u.why(end)}
+		}
+	}
 	for _, phy := range phys {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -70,6 +125,10 @@ func ExportDLedger(ctx context.Context, cfg dlscan.Config, o Options, w *Writer,
 			sels = append(sels, SelectAfterCorruption)
 			why = append(why, fmt.Sprintf("after-corruption: DLedger entry at data offset %d, past where its recovery stops (%d: %s); recovery truncates it away", phy-fdl.BodyOffset, rc.WritePos, rc.StopReason))
 		}
+		x, isLost := lost[phy]
+		if isLost {
+			sels, why = append(sels, SelectLost), append(why, x.why)
+		}
 		if len(sels) == 0 {
 			continue
 		}
@@ -81,11 +140,32 @@ func ExportDLedger(ctx context.Context, cfg dlscan.Config, o Options, w *Writer,
 		}
 		base := bases[max(sort.Search(len(bases), func(i int) bool { return bases[i] > phy })-1, 0)]
 		rec := rmqscan.NewRecord(&m, dataRel[base], base, phy-base)
+		if isLost && (x.topic != rec.Topic || x.qid != rec.QueueID) {
+			// The unit points at another queue's record: its own is gone.
+			p := phy
+			rep.Missing = append(rep.Missing, MissingRef{Topic: x.topic, QueueID: &x.qid, PhyOffset: &p,
+				Queues: []string{fmt.Sprintf("%s/%d", x.topic, x.qid)}, Why: fmt.Sprintf("the record at its commitlog offset belongs to %s/%d", rec.Topic, rec.QueueID)})
+			sels, why = sels[:len(sels)-1], why[:len(why)-1]
+			if len(sels) == 0 {
+				continue
+			}
+		}
 		if err := addRecord(w, rep, &rec, m.Body, sels, why, rec.Topic, rec.QueueID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ownsQueues reports whether the consume queues under cfg.Root index the
+// DLedger log of cfg: the store has no commitlog/ of its own and one
+// dledger-* dir (with several, or a commitlog, whose they are is not
+// known here).
+func ownsQueues(cfg dlscan.Config) bool {
+	if _, err := os.Lstat(filepath.Join(cfg.Root, "commitlog")); err == nil {
+		return false
+	}
+	return len(dlscan.Dirs(cfg.Root)) == 1
 }
 
 func baseName(p string) string {
@@ -113,9 +193,7 @@ func ExportTimerLost(ctx context.Context, cfg timerscan.Config, o Options, w *Wr
 	if err != nil {
 		return err
 	}
-	if res.Incomplete {
-		rep.Unread = append(rep.Unread, res.Errors...)
-	}
+	rep.noteUnread(res)
 	sum, _ := res.Extra["timer"].(*timerscan.Summary)
 	if sum == nil || sum.Recovery == nil {
 		return nil
