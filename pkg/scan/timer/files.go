@@ -53,6 +53,9 @@ type scanner struct {
 	readFrom   int64                  // currReadTimeMs the broker will use
 	rec        *Recovery
 	neutral    int // units storectl neutralised (DELETE markers without a target)
+	// predictWaits: a timer store file the prediction reads that could
+	// not be read (fileUnreadable): the next start is not predicted.
+	predictWaits string
 	// endUnknown counts the units pointing at or past a recovery end that
 	// is only a lower bound (Config.RecoveryEndUnknown), the first at
 	// endUnknownAt (a timerlog offset).
@@ -114,7 +117,8 @@ func (s *scanner) readCheckpoint(context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		s.fileUnreadable(CheckFile, err, true)
+		return nil
 	}
 	s.res.Files = append(s.res.Files, scan.File{Path: CheckFile, Kind: "timercheck", Size: int64(len(b)), BytesScanned: int64(len(b)),
 		Records: 1, FirstValid: 0, LastValid: 0, ValidEnd: min(int64(len(b)), ftimer.CheckpointSize), End: scan.EndEOF})
@@ -132,6 +136,19 @@ func (s *scanner) readCheckpoint(context.Context) error {
 	return nil
 }
 
+// fileUnreadable reports the timer store file rel (the checkpoint, the
+// wheel, the metrics) that err kept from being read: a finding naming
+// it, the result incomplete, and, when the next start's prediction reads
+// it (predicts), that prediction waits on it (predictWaits): it is not
+// made from a file taken to be missing or empty.
+func (s *scanner) fileUnreadable(rel string, err error, predicts bool) {
+	s.add(scan.Unreadable(rel, err))
+	s.res.Fail(fmt.Errorf("%s: %w", rel, err))
+	if predicts && s.predictWaits == "" {
+		s.predictWaits = rel
+	}
+}
+
 func (s *scanner) readMetrics(context.Context) error {
 	for _, rel := range []string{MetricsFile, MetricsFile + rmq.BakSuffix} {
 		b, err := storefile.ReadFile(filepath.Join(s.cfg.Root, rel))
@@ -139,7 +156,8 @@ func (s *scanner) readMetrics(context.Context) error {
 			continue
 		}
 		if err != nil {
-			return err
+			s.fileUnreadable(rel, err, false) // only metrics: the prediction does not use them
+			continue
 		}
 		if _, err := ftimer.DecodeMetrics(b); err != nil && len(b) > 0 {
 			var off int64

@@ -96,7 +96,7 @@ func (s *scanner) predict(ctx context.Context) error {
 	if len(s.files) > 0 {
 		rc.BeginOffset = s.files[s.beginFile].base
 	}
-	if s.recUnknown != "" || s.cfg.RecoveryEndUnknown != "" {
+	if s.recUnknown != "" || s.cfg.RecoveryEndUnknown != "" || s.predictWaits != "" {
 		s.predictUnknown(rc)
 		return nil
 	}
@@ -617,6 +617,23 @@ func (s *scanner) planFinding(rc *Recovery) {
 // again, and the pending units' records past it may be there or not.
 func (s *scanner) predictUnknown(rc *Recovery) {
 	rc.QueueOffsetFrom = "unknown"
+	if s.recUnknown == "" && s.cfg.RecoveryEndUnknown == "" {
+		// A file the prediction reads could not be read: the checkpoint
+		// (where recovery starts, the queue offset and read time) or the
+		// wheel (the slots the dequeue reads).
+		rc.Unknown, rc.WaitsOn = true, []string{s.predictWaits}
+		s.expiredOutcomes(rc)
+		s.messageFindings(rc)
+		ttl := fmt.Sprintf("%d messages the wheel's 7 days lose whatever it does", rc.Lost)
+		if s.predictWaits == CheckFile {
+			ttl = "nor what the wheel's 7 days lose: they count from the checkpoint's read time"
+		}
+		s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,
+			Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "unknown": true, "waits_on": rc.WaitsOn, "lost": rc.Lost},
+			Message: fmt.Sprintf("next start: unknown: %s could not be read, and the timer recovery reads it, so what it restores, loses or delivers twice is not predicted (%s)",
+				s.predictWaits, ttl)})
+		return
+	}
 	if s.recUnknown == "" {
 		rc.Unknown, rc.WaitsOn = true, []string{s.cfg.RecoveryEndUnknown}
 		s.expiredOutcomes(rc)

@@ -24,12 +24,14 @@ func (s *scanner) readWheel(context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		s.fileUnreadable(WheelFile, err, true)
+		return nil
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
-		return err
+		s.fileUnreadable(WheelFile, err, true)
+		return nil
 	}
 	f := scan.File{Path: WheelFile, Kind: "timerwheel", Size: st.Size(), FirstValid: -1, LastValid: -1, End: scan.EndEOF}
 	if st.Size() == 0 {
@@ -49,7 +51,8 @@ func (s *scanner) readWheel(context.Context) error {
 	}
 	ra, err := sparse.NewReaderAt(fh, st.Size())
 	if err != nil {
-		return err
+		s.fileUnreadable(WheelFile, err, true)
+		return nil
 	}
 	err = ftimer.ReadWheel(ra, st.Size(), func(i int, sl ftimer.Slot) error {
 		s.wheel.put(int64(i), sl)
@@ -60,7 +63,9 @@ func (s *scanner) readWheel(context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		s.wheel = slotTable[ftimer.Slot]{} // a part read is not the wheel
+		s.fileUnreadable(WheelFile, err, true)
+		return nil
 	}
 	f.Records, f.ValidEnd = s.wheel.len(), st.Size()
 	f.BytesScanned = st.Size()
