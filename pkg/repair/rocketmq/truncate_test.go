@@ -296,3 +296,63 @@ func TestTruncateKeepsFilesBeforeRecoveryStart(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncateNormalRecoveryStart: after a clean shutdown recoverNormally
+// starts at the third file from the last (4.9.7: file 1 of 4, from its
+// log) or at the last file the consume queues reach (5.3.3: file 3, with
+// abort.bak and compaction/ in the store saying 5.x) and never reads or
+// truncates the files before it. Zeros from a record boundary in such a
+// file leave the plan as on the undamaged store: nothing, and the
+// broker's recovery end. On the 4.9.7 store zeroed in file 1 the two
+// rules disagree (4.x stops there, 5.x keeps all) and nothing in the
+// store proves 4.x: truncate refuses instead of cutting files 1 to 3.
+func TestTruncateNormalRecoveryStart(t *testing.T) {
+	for _, c := range []struct {
+		ds      string
+		base    int64
+		refused bool
+	}{
+		{"rmq533-a-clean", 262144, false},
+		{"rmq533-e-propcrc-clean", 524288, false},
+		{"rmq497-a-clean", 0, false},
+		{"rmq497-a-clean", 262144, true},
+	} {
+		t.Run(c.ds+"/"+trItoa(int(c.base)), func(t *testing.T) {
+			t.Parallel()
+			var in []int64
+			for _, l := range trOracle(t, c.ds+".decode.jsonl") {
+				if l.Kind == "msg" && l.File == rmq.FormatFileName(c.base) {
+					in = append(in, l.Pos)
+				}
+			}
+			if len(in) < 2 {
+				t.Fatal("oracle: no records in the file")
+			}
+			cut := in[len(in)/2]
+			store := trStore(t, c.ds)
+			f, err := os.OpenFile(filepath.Join(store, "commitlog", rmq.FormatFileName(c.base)), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(make([]byte, 262144-cut), cut); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if c.refused {
+				_, _, err := PlanTruncate(context.Background(), scanrmq.Config{Root: store})
+				if err == nil || !strings.Contains(err.Error(), "not known") {
+					t.Fatalf("planned (err %v): which recovery runs is not known", err)
+				}
+				return
+			}
+			p, rep := trPlan(t, store)
+			end, _ := trRecovered(t, c.ds+".recover.jsonl")
+			if rep.RecoveryEnd != end {
+				t.Fatalf("end %d, broker %d", rep.RecoveryEnd, end)
+			}
+			for _, a := range p.Actions {
+				t.Errorf("action on %s (%s): the broker keeps the store as it is", a.Path, a.Op)
+			}
+		})
+	}
+}

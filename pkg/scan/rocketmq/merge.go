@@ -70,20 +70,23 @@ func (cs *crossState) done(i int, fr *fileResult) {
 }
 
 // merge walks the per-file results in offset order: it computes the
-// recovery end (walking from results[start], recoveryStart's file: the
-// broker neither reads nor truncates the files before it), adds the
-// cross-file findings crossState found on the records recovery keeps,
-// and collects files and findings.
-func merge(lay *layout, results []*fileResult, res *scan.Result, start int) {
+// recovery end (walking from results[st.i], recoveryStart's or
+// normalStart's file: the broker neither reads nor truncates the files
+// before it), adds the cross-file findings crossState found on the
+// records recovery keeps, and collects files and findings. With
+// st.unknown the first stop gives only a lower bound.
+func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
+	start := st.i
 	recoveryEnd := int64(0)
 	if len(lay.segs) > 0 {
 		recoveryEnd = lay.segs[start].base
-		if start > 0 {
+		if st.named && (start > 0 || st.normal) {
 			res.Layout["recovery_start_file"] = rmq.FormatFileName(lay.segs[start].base) // as Verify says it
 		}
 	}
 	stopped := false
 	unread := "" // the file a read error stopped the walk at: what follows is unknown
+	why := ""    // with unread: why what follows is unknown ("" = it could not be read in full)
 	for i, fr := range results {
 		res.BytesScanned += fr.file.BytesScanned
 		if fr.err != nil {
@@ -91,14 +94,18 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, start int) {
 		}
 		res.Findings = append(res.Findings, fr.findings...)
 		if i < start {
-			beforeStart(fr, lay.segs[start].rel, res)
+			beforeStart(fr, lay.segs[start].rel, st, res)
 			continue
 		}
 		if stopped && unread != "" {
 			if fr.file.Records > 0 {
+				msg := fmt.Sprintf("%d valid records lie after %s, which could not be read in full: whether recovery reaches them is unknown, not lost", fr.file.Records, unread)
+				if why != "" {
+					msg = fmt.Sprintf("%d valid records lie after the recovery end's lower bound %d: whether recovery reaches them is unknown, not lost (%s)", fr.file.Records, recoveryEnd, why)
+				}
 				res.Add(scan.Finding{Code: CodeCommitLogUnknown, Severity: scan.Warning, Path: fr.seg.rel,
 					Offset: fr.file.FirstValid, Length: fr.failPos - fr.file.FirstValid, Repair: scan.RepairNone,
-					Message: fmt.Sprintf("%d valid records lie after %s, which could not be read in full: whether recovery reaches them is unknown, not lost", fr.file.Records, unread),
+					Message: msg,
 					Details: map[string]any{"phy_offset": fr.seg.base + fr.file.FirstValid, "records": fr.file.Records,
 						"waits_on": []string{unread}}})
 			}
@@ -129,6 +136,19 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, start int) {
 		}
 		recoveryEnd = fr.seg.base + fr.failPos
 		stopped = true
+		if st.unknown != "" {
+			// The later possible start lies past this stop: the end is
+			// here or where the walk from that start ends.
+			unread, why = st.waitsOn, st.unknown
+			if fr.file.End == scan.EndZero {
+				res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
+					Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
+					Evidence: map[string]string{"blank_record": "fail"},
+					Message:  fmt.Sprintf("file ends in zeros without a BLANK record: a recovery that starts at or before this file stops here, one that starts later keeps it; which one runs is unknown: %s", why),
+					Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos, "waits_on": []string{unread}}})
+			}
+			continue
+		}
 		if fr.file.End != scan.EndZero {
 			continue
 		}
@@ -152,7 +172,13 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, start int) {
 	if unread != "" {
 		// Recovery reads on past what storectl could read: where it ends
 		// is unknown. Verify takes the bound from Extra.
-		res.Extra = map[string]any{ExtraRecoveryEndUnknown: map[string]any{"at_least": recoveryEnd, "waits_on": unread}}
+		u := map[string]any{"at_least": recoveryEnd, "waits_on": unread}
+		res.Extra = map[string]any{ExtraRecoveryEndUnknown: u}
+		if why != "" {
+			u["missing"] = why
+			res.Assume(fmt.Sprintf("recovery end unknown: %s, so recovery reaches at least %d and nothing after it is called lost", why, recoveryEnd))
+			return
+		}
 		res.Assume(fmt.Sprintf("recovery end unknown: %s could not be read in full, so recovery reaches at least %d and nothing after it is called lost", unread, recoveryEnd))
 		return
 	}
@@ -164,7 +190,7 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, start int) {
 // count as kept and a stop in it ends nothing. A file that ends in zeros
 // without a BLANK record (or otherwise not at one) is still damaged:
 // that is said, without a truncate.
-func beforeStart(fr *fileResult, startRel string, res *scan.Result) {
+func beforeStart(fr *fileResult, startRel string, st recStart, res *scan.Result) {
 	res.Add(fr.cross...)
 	res.Files = append(res.Files, fr.file)
 	if fr.err != nil || fr.blank {
@@ -174,15 +200,32 @@ func beforeStart(fr *fileResult, startRel string, res *scan.Result) {
 		res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
 			Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
 			Evidence: map[string]string{"blank_record": "fail"},
-			Message: fmt.Sprintf("file ends in zeros without a BLANK record; the abnormal recovery starts at the later file %s and does not read this one: it keeps this file and the later ones as they are (nothing from %d on in this file can be read)",
-				startRel, fr.seg.base+fr.failPos),
+			Message: fmt.Sprintf("file ends in zeros without a BLANK record; %s starts at the later file %s%s and does not read this one: it keeps this file and the later ones as they are (nothing from %d on in this file can be read)",
+				startDesc(st), startRel, orLater(st), fr.seg.base+fr.failPos),
 			Details: map[string]any{"phy_offset": fr.seg.base + fr.failPos, "recovery_start_file": startRel}})
 	}
 }
 
+func startDesc(st recStart) string {
+	if st.normal {
+		return "the normal recovery (" + st.desc + ")"
+	}
+	return "the abnormal recovery"
+}
+
+func orLater(st recStart) string {
+	if st.normal && !st.named {
+		return " or a later one"
+	}
+	return ""
+}
+
 // ExtraRecoveryEndUnknown is the Result.Extra key of a scan that could not
 // read every commitlog file up to the recovery end: {"at_least": offset,
-// "waits_on": file}, in place of Result.RecoveryEnd.
+// "waits_on": file}, in place of Result.RecoveryEnd; or that could not
+// tell where recoverNormally starts, with "missing" saying which
+// assumption is missing and waits_on what would tell (the store
+// version, the consume queue max).
 const ExtraRecoveryEndUnknown = "recovery_end_unknown"
 
 // laterData reports whether a file of rs holds data (a record, or bytes

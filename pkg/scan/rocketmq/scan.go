@@ -33,8 +33,12 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	res := &scan.Result{Store: "rocketmq", Findings: append([]scan.Finding(nil), lay.findings...),
 		Layout: map[string]any{"commitlog_dir": cfg.rel(cfg.CommitLogDir), "mapped_file_size": lay.mapped}}
 	perRecord := opts.Records != nil || cfg.OnMessage != nil || cfg.OnFile != nil
-	start := recoveryStart(&cfg, lay)
-	cs := newCrossState(ctx, &cfg, len(lay.segs), start)
+	start, clean := recoveryStart(&cfg, lay)
+	crossStart := start
+	if clean { // normalStart picks the start after the walk: no stop before the last file
+		crossStart = len(lay.segs) - 1
+	}
+	cs := newCrossState(ctx, &cfg, len(lay.segs), crossStart)
 	jobs := max(opts.Jobs, 1)
 	if opts.Records != nil || cfg.OnMessage != nil {
 		jobs = 1 // callbacks in file order from one goroutine
@@ -84,7 +88,11 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 		fr.done = hook.Done
 		cs.done(i, fr)
 	})
-	merge(lay, cs.results, res, start)
+	st := recStart{i: start, named: start > 0, desc: "the abnormal recovery"}
+	if clean {
+		st = normalStart(&cfg, lay, cs.results)
+	}
+	merge(lay, cs.results, res, st)
 	if cs.err != nil {
 		res.Fail(cs.err)
 	}
