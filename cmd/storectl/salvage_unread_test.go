@@ -23,14 +23,7 @@ func TestSalvageVerdictNamesUnread(t *testing.T) {
 	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(file)), 0); err != nil {
 		t.Fatal(err)
 	}
-	out, err := os.MkdirTemp("", "storectl-salvage-out-") // t.TempDir's parent is 0700: nobody cannot reach it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(out) })
-	if err := os.Chmod(out, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	out := nobodyDir(t)
 	group := regexp.MustCompile(`(?m)^  error +×1 storectl\.file\.unreadable ` + regexp.QuoteMeta(file) + ` `)
 	for _, cmd := range []string{"scan", "verify", "salvage"} {
 		args := []string{cmd, "-o", "text"}

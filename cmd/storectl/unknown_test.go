@@ -303,17 +303,7 @@ func TestUnreadableQueueIndexIsUnknown(t *testing.T) {
 // Each used to exit 0 or 1 with the unread file mentioned at most in a
 // note.
 func TestUnreadableSalvageIsIncomplete(t *testing.T) {
-	outDir := func(t *testing.T) string {
-		d, err := os.MkdirTemp("", "storectl-salvage-out-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chmod(d, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		return filepath.Join(d, "out")
-	}
+	outDir := func(t *testing.T) string { return filepath.Join(nobodyDir(t), "out") }
 	check := func(t *testing.T, data, file string, args ...string) map[string]any {
 		t.Helper()
 		args = append(append([]string{"salvage"}, args...), "--out", outDir(t), "-o", "jsonl", data)
@@ -490,15 +480,7 @@ func TestUnreadTimerlogFile(t *testing.T) {
 					t.Errorf("%s: storectl.file.unreadable %v, rocketmq.timerlog.unknown with its range %v, for %s\n%s", cmd, unreadable, unknown, rel, tail(out))
 				}
 			}
-			od, err := os.MkdirTemp("", "storectl-salvage-out-") // where nobody may write
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(od) })
-			if err := os.Chmod(od, 0o777); err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(od, "out")
+			out := filepath.Join(nobodyDir(t), "out")
 			code, sout, errOut := run(t, "salvage", now, "--select", "lost", "--out", out, "-o", "jsonl", store)
 			if code != exitIncomplete || !strings.Contains(errOut, rel) {
 				t.Fatalf("salvage --select lost: exit %d, want 3 naming %s\n%s%s", code, rel, tail(sout), errOut)
@@ -560,14 +542,7 @@ func TestUnreadCommitLogTimer(t *testing.T) {
 			t.Errorf("%s: %d units unknown (the intact store has %d beyond its end, the unread file's all come on top); recovery plan unknown %v\n%s", cmd, units, beyond, planUnknown, tail(out))
 		}
 	}
-	od, err := os.MkdirTemp("", "storectl-salvage-out-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(od) })
-	if err := os.Chmod(od, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	od := nobodyDir(t)
 	code, out, errOut = runAsNobody(t, "salvage", now, "--select", "lost", "--out", filepath.Join(od, "out"), "-o", "jsonl", store)
 	if code != exitIncomplete {
 		t.Fatalf("salvage --select lost: exit %d, want 3\n%s%s", code, tail(out), errOut)
@@ -664,4 +639,19 @@ func TestUnreadPossibleRecoveryStart(t *testing.T) {
 	if !plan {
 		t.Errorf("the unclean-shutdown plan does not say its start waits on %s\n%s", rel, tail(out))
 	}
+}
+
+// nobodyDir is a new dir anyone may write (removed after the test), for
+// what a command run as nobody writes: t.TempDir's parent is 0700.
+func nobodyDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "storectl-salvage-out-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -125,16 +125,7 @@ func TestSorterKeyMatchesCompare(t *testing.T) {
 			Key: func(r *rec) uint64 { return uint64(r.key >> 6) },
 			// The runs' own sorts do not count: only the merge's calls.
 			Sort: func(rs []rec) { slices.SortStableFunc(rs, byKey) }}
-		for _, r := range in {
-			if err := s.Add(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		it, err := s.Iter()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := drain(t, it)
+		got := addAndMerge(t, s, in)
 		want := slices.Clone(in)
 		slices.SortStableFunc(want, byKey)
 		if !slices.Equal(got, want) {
@@ -148,6 +139,22 @@ func TestSorterKeyMatchesCompare(t *testing.T) {
 }
 
 // drain returns every record it yields, failing the test on its error.
+// addAndMerge adds in to s one record at a time and returns s's merged
+// stream.
+func addAndMerge(t *testing.T, s *Sorter[rec], in []rec) []rec {
+	t.Helper()
+	for _, r := range in {
+		if err := s.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := s.Iter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return drain(t, it)
+}
+
 func drain(t *testing.T, it *Iter[rec]) []rec {
 	t.Helper()
 	var got []rec
@@ -349,16 +356,7 @@ func TestSorterLargestKey(t *testing.T) {
 		}
 		s := &Sorter[rec]{Compare: byKeySeq, Codec: codec, RunLen: c.runLen, FanIn: c.fanIn,
 			Key: func(r *rec) uint64 { return math.MaxUint64 - 1 + uint64(min(r.key, 1)) }} // keys 1 and 2 share the largest
-		for _, r := range in {
-			if err := s.Add(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		it, err := s.Iter()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := drain(t, it)
+		got := addAndMerge(t, s, in)
 		want := slices.Clone(in)
 		slices.SortFunc(want, byKeySeq)
 		if !slices.Equal(got, want) {

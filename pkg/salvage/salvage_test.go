@@ -244,7 +244,7 @@ func TestRocketAfterCorruption(t *testing.T) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startFromFirstFile(t, root)
+	testutil.RecoverFromFirstFile(t, root)
 	want := map[int64]string{}
 	for _, m := range msgs {
 		if m.PhyOffset >= start+3000 {
@@ -271,19 +271,4 @@ func TestRocketAfterCorruption(t *testing.T) {
 		t.Fatalf("exported %d, matched %d, oracle has %d records after the garbage", len(got), matched, len(want))
 	}
 	t.Logf("%d records after the garbage exported, bodies match the oracle", matched)
-}
-
-// After a clean shutdown the broker's recoverNormally starts at the third
-// commitlog file from the last (4.9.7) or at the last one the consume
-// queues reach (5.3.3) and never reads the damaged earlier file; an abort
-// file with a zero checkpoint makes recoverAbnormally start at file 0
-// (isMappedFileMatchedRecover matches no file), so the walk reaches it.
-func startFromFirstFile(t *testing.T, root string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(root, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "checkpoint"), make([]byte, 4096), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

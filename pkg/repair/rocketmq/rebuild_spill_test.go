@@ -58,7 +58,7 @@ func TestRebuildSpillMatchesMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	damageBodyCRC(t, sum.Files[2]) // the recovery ends in the third file: records past it are left out
-	startFromFirstFile(t, g)
+	testutil.RecoverFromFirstFile(t, g)
 	roots = append(roots, g)
 	for _, root := range roots {
 		cfg := RebuildConfig{DataDir: root, KeepStage: true}

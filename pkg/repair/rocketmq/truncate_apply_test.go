@@ -165,7 +165,7 @@ func TestTruncateMidStoreEnd(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startFromFirstFile(t, store)
+	testutil.RecoverFromFirstFile(t, store)
 	orig := testutil.TreeHash(t, store)
 	p, rep := trPlan(t, store)
 	end := victim.PhyOffset
@@ -205,19 +205,4 @@ func TestTruncateMidStoreEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.SameTree(t, orig, testutil.TreeHash(t, store))
-}
-
-// After a clean shutdown the broker's recoverNormally starts at the third
-// commitlog file from the last (4.9.7) or at the last one the consume
-// queues reach (5.3.3) and never reads the damaged earlier file; an abort
-// file with a zero checkpoint makes recoverAbnormally start at file 0
-// (isMappedFileMatchedRecover matches no file), so the walk reaches it.
-func startFromFirstFile(t *testing.T, root string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(root, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "checkpoint"), make([]byte, 4096), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

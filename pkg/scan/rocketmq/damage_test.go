@@ -126,7 +126,7 @@ func TestGarbageThenSalvage(t *testing.T) {
 		return b
 	})
 	var wantSalvage []int64
-	startFromFirstFile(t, root)
+	testutil.RecoverFromFirstFile(t, root)
 	for _, s := range spans {
 		if s.phy >= start+3000 && s.phy < genMapped {
 			wantSalvage = append(wantSalvage, s.phy)

@@ -188,18 +188,3 @@ func fmtEnd(p *int64) string {
 	}
 	return strconv.FormatInt(*p, 10)
 }
-
-// After a clean shutdown the broker's recoverNormally starts at the third
-// commitlog file from the last (4.9.7) or at the last one the consume
-// queues reach (5.3.3) and never reads the damaged earlier file; an abort
-// file with a zero checkpoint makes recoverAbnormally start at file 0
-// (isMappedFileMatchedRecover matches no file), so the walk reaches it.
-func startFromFirstFile(t *testing.T, root string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(root, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "checkpoint"), make([]byte, 4096), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

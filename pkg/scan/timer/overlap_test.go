@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/storectl/storectl/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -175,7 +176,7 @@ func TestOverlapEndBeforeMarks(t *testing.T) {
 	}
 	// Its magic code: recovery stops at this record.
 	patch(t, filepath.Join(store, "commitlog", fmtName(2<<20)), in2.OffsetPy-2<<20+4, be32(0x12345678))
-	startFromFirstFile(t, store)
+	testutil.RecoverFromFirstFile(t, store)
 	cp, err := ftimer.DecodeCheckpoint(readAt(t, filepath.Join(store, CheckFile), 0, ftimer.CheckpointSize), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -311,20 +312,5 @@ func TestTapKeepsTargets(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// After a clean shutdown the broker's recoverNormally starts at the third
-// commitlog file from the last (4.9.7) or at the last one the consume
-// queues reach (5.3.3) and never reads the damaged earlier file; an abort
-// file with a zero checkpoint makes recoverAbnormally start at file 0
-// (isMappedFileMatchedRecover matches no file), so the walk reaches it.
-func startFromFirstFile(t *testing.T, root string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(root, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "checkpoint"), make([]byte, 4096), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
