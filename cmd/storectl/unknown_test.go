@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/rocketmq"
 )
 
 // readableTree unpacks a fixture where uid nobody can read it (tests run
@@ -616,6 +619,18 @@ func TestUnreadPossibleRecoveryStart(t *testing.T) {
 	if dups == 0 {
 		t.Fatal("intact: no duplicate deliveries predicted: the test's premise is gone")
 	}
+	// The start the commitlog scan decides (recoverAbnormally's rule on
+	// each file's raw first bytes; it names only a start past file 0).
+	// With rel unreadable the scan's rule still picks it (rel is only a
+	// possible start), and verify must say the same.
+	sres, err := rocketmq.ScanCommitLog(context.Background(), rocketmq.Config{Root: store}, scan.Options{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanStart := "00000000000000000000"
+	if f, ok := sres.Layout["recovery_start_file"]; ok {
+		scanStart = f.(string)
+	}
 	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(rel)), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -632,12 +647,18 @@ func TestUnreadPossibleRecoveryStart(t *testing.T) {
 		switch o["code"] {
 		case "rocketmq.store.unclean-shutdown":
 			plan = fmt.Sprint(d["start_waits_on"]) == "["+rel+"]"
+			if d["start_file"] != scanStart {
+				t.Errorf("unclean-shutdown start_file %v, the scan's %s", d["start_file"], scanStart)
+			}
 		case "rocketmq.timer.duplicate-delivery", "rocketmq.timer.message-lost", "rocketmq.timerlog.beyond-commitlog-end":
 			t.Errorf("%s with the recovery start unknown: %v", o["code"], o["message"])
 		}
 	}
 	if !plan {
 		t.Errorf("the unclean-shutdown plan does not say its start waits on %s\n%s", rel, tail(out))
+	}
+	if l, _ := sum["extra"].(map[string]any)["layout"].(map[string]any); l["recovery_start_file"] != scanStart {
+		t.Errorf("recovery_start_file %v, the scan's %s", l["recovery_start_file"], scanStart)
 	}
 }
 

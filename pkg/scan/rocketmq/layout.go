@@ -55,6 +55,9 @@ type Config struct {
 	// of a record past their call: without Records and OnMessage the walk
 	// then reads in place, as with no callback.
 	hooksInPlace bool
+	// onStart (Verify) receives the recovery start the scan picked
+	// (recoveryStart, normalStart), before merge.
+	onStart func(lay *layout, st recStart)
 }
 
 // FileHook is what Config.OnFile returns for one file.

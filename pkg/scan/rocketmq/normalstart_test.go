@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -94,6 +95,7 @@ func TestNormalRecoveryStartAfterEarlyStop(t *testing.T) {
 				t.Errorf("cqMaxPhy = %d, %v; broker logged %d", got, err, cqMax)
 			}
 			res := scanRoot(t, root, 2)
+			sameStart(t, c.ds, root, res, vres)
 			for name, r := range map[string]*scan.Result{"scan": res, "verify": vres} {
 				if r.RecoveryEnd == nil || *r.RecoveryEnd != want {
 					t.Errorf("%s: RecoveryEnd = %s (extra %v), broker (start %d) recovers to %d", name, fmtEnd(r.RecoveryEnd), r.Extra, start, want)
@@ -150,8 +152,24 @@ func TestNormalRecoveryStartUnknownVersion(t *testing.T) {
 			t.Errorf("%s: recovery_end_unknown = %v, want at_least %d", name, u, base1+cut)
 		}
 	}
-	if u := res.Extra[ExtraRecoveryEndUnknown].(map[string]any); u["missing"] == nil {
+	u := res.Extra[ExtraRecoveryEndUnknown].(map[string]any)
+	if u["missing"] == nil {
 		t.Errorf("scan: no missing assumption in %v", u)
+	}
+	// Verify words what waits on the version as the assumption it is,
+	// not as a file it could not read.
+	said := 0
+	for _, f := range vres.Findings {
+		switch f.Code {
+		case CodeRecoveryPlan, CodeCQUnknown, CodeIndexUnknown:
+			said++
+			if strings.Contains(f.Message, "could not be read") || !strings.Contains(f.Message, fmt.Sprint(u["missing"])) {
+				t.Errorf("verify %s: %q: want the missing assumption %q, not a file not read", f.Code, f.Message, u["missing"])
+			}
+		}
+	}
+	if said < 2 {
+		t.Errorf("verify: %d plan/unknown findings say what the end waits on, want the plan and the queues' or index's", said)
 	}
 	unknown := 0
 	for _, f := range res.Findings {
@@ -174,6 +192,9 @@ func TestNormalRecoveryStartUnknownVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = scanRoot(t, root, 2)
+	if sameStart(t, "with abort.bak", root, res, verifyRoot(t, root, VerifyConfig{Config: Config{Root: root}})) == "" {
+		t.Errorf("with abort.bak: the scan did not decide the start")
+	}
 	if res.RecoveryEnd == nil || *res.RecoveryEnd != recoverMax(t, ds+".recover.jsonl") {
 		t.Errorf("with abort.bak: RecoveryEnd = %s, want %d (5.x start at the file holding %d)", fmtEnd(res.RecoveryEnd), recoverMax(t, ds+".recover.jsonl"), cqMax)
 	}

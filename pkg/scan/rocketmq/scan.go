@@ -33,8 +33,8 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 	res := &scan.Result{Store: "rocketmq", Findings: append([]scan.Finding(nil), lay.findings...),
 		Layout: map[string]any{"commitlog_dir": cfg.rel(cfg.CommitLogDir), "mapped_file_size": lay.mapped}}
 	perRecord := opts.Records != nil || cfg.OnMessage != nil || cfg.OnFile != nil
-	start, clean := recoveryStart(&cfg, lay)
-	crossStart := start
+	st, clean := recoveryStart(&cfg, lay)
+	crossStart := st.i
 	if clean { // normalStart picks the start after the walk: no stop before the last file
 		crossStart = len(lay.segs) - 1
 	}
@@ -88,9 +88,11 @@ func ScanCommitLog(ctx context.Context, cfg Config, opts scan.Options) (*scan.Re
 		fr.done = hook.Done
 		cs.done(i, fr)
 	})
-	st := recStart{i: start, named: start > 0, desc: "the abnormal recovery"}
 	if clean {
 		st = normalStart(&cfg, lay, cs.results)
+	}
+	if cfg.onStart != nil && len(lay.segs) > 0 {
+		cfg.onStart(lay, st)
 	}
 	merge(lay, cs.results, res, st)
 	if cs.err != nil {

@@ -26,6 +26,13 @@ type recStart struct {
 	// earlier one (i) and the end it finds is a lower bound; waitsOn
 	// names what would tell.
 	unknown, waitsOn string
+	// decided: the scan's rule picked the start (an abnormal recovery of
+	// a data dir with two files or more, or a named normal start); Verify
+	// takes it as its own (Config.onStart).
+	decided bool
+	// maybe (abnormal only): the files after the start whose first bytes
+	// could not be read; recoverAbnormally may start at the last of them.
+	maybe []string
 }
 
 // recoveryStart is the index in lay.segs of the commitlog file the next
@@ -42,22 +49,36 @@ type recStart struct {
 // clean is true when there is no abort file (and a data dir with two
 // files or more): recoverNormally's start is then picked after the walk
 // (normalStart), and the walk must not stop before the last file.
-// Without a data dir (single files) it is 0.
-func recoveryStart(cfg *Config, lay *layout) (start int, clean bool) {
+// Without a data dir (single files) it is 0, not decided. The files
+// after the start whose first bytes could not be read are st.maybe: the
+// broker may start at one of them.
+func recoveryStart(cfg *Config, lay *layout) (st recStart, clean bool) {
 	if cfg.Root == "" || len(cfg.Files) > 0 || len(lay.segs) < 2 {
-		return 0, false
+		return recStart{desc: "the abnormal recovery"}, false
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Root, "abort")); err != nil {
-		return 0, true
+		return recStart{normal: true}, true
 	}
 	cp := readCheckpoint(cfg.Root)
 	minTS := cp.MinTimestamp()
+	st = recStart{desc: "the abnormal recovery", decided: true}
+	var maybe []string
 	for i := len(lay.segs) - 1; i >= 0; i-- {
-		if ts, ok := firstStoreTimestamp(lay.segs[i].path); ok && ts != 0 && ts <= minTS {
-			return i, false
+		ts, ok, err := firstStoreTimestamp(lay.segs[i].path)
+		if ok && ts != 0 && ts <= minTS {
+			st.i, st.named = i, i > 0
+			break
+		}
+		if err != nil {
+			maybe = append(maybe, lay.segs[i].rel)
 		}
 	}
-	return 0, false
+	for _, m := range maybe { // files after st.i, from the last back
+		if m != lay.segs[st.i].rel {
+			st.maybe = append(st.maybe, m)
+		}
+	}
+	return st, false
 }
 
 // readCheckpoint reads the checkpoint file; missing or short: zeros.
@@ -124,7 +145,7 @@ func normalStart(cfg *Config, lay *layout, results []*fileResult) recStart {
 	ver, evidence := storeVersion5(cfg, lay)
 	switch {
 	case ver && s5 >= 0:
-		return recStart{i: s5, named: true, normal: true, desc: fmt.Sprintf("%s (store version 5.x: %s)", rule5, evidence)}
+		return recStart{i: s5, named: true, decided: true, normal: true, desc: fmt.Sprintf("%s (store version 5.x: %s)", rule5, evidence)}
 	case ver:
 		return recStart{i: 0, normal: true, desc: "5.x recoverNormally",
 			unknown: fmt.Sprintf("the 5.x normal recovery starts at the last commitlog file at or before the consume queues' max offset, which could not be read (%s)", cqWhy),
@@ -137,7 +158,7 @@ func normalStart(cfg *Config, lay *layout, results []*fileResult) recStart {
 	lo, hi := min(s4, s5), max(s4, s5)
 	desc := fmt.Sprintf("%s (%s) or %s (%s); the store version is not known", rule4, name(s4), rule5, name(s5))
 	if s4 == s5 {
-		return recStart{i: s4, named: true, normal: true, desc: desc}
+		return recStart{i: s4, named: true, decided: true, normal: true, desc: desc}
 	}
 	if firstStop(lo) >= hi { // the walk from lo reaches hi: the same end
 		return recStart{i: lo, normal: true, desc: desc}
@@ -224,27 +245,31 @@ func cqMaxPhy(root string) (mx int64, waits string, err error) {
 // exists only in a 5.x store, whose broker takes both) and the store
 // timestamp at 4+4+4+4+4+8+8+4+8+bornHostLength. No CRC or size check:
 // the broker does none. ok is false when the file cannot be read there
-// or the magic is not a message's.
-func firstStoreTimestamp(path string) (int64, bool) {
+// or the magic is not a message's; err is set when it could not be read
+// (not when it is too short): then whether it matches is unknown.
+func firstStoreTimestamp(path string) (int64, bool, error) {
 	f, err := storefile.Open(path)
 	if err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	defer f.Close()
 	var b [68 + 8]byte
-	if n, _ := f.ReadAt(b[:], 0); n < len(b) {
-		return 0, false
+	if n, err := f.ReadAt(b[:], 0); n < len(b) {
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return 0, false, err
 	}
 	magic := binary.BigEndian.Uint32(b[4:])
 	if magic != rmq.MagicMessageV1 && magic != rmq.MagicMessageV2 {
-		return 0, false
+		return 0, false, nil
 	}
 	born := 8
 	if int32(binary.BigEndian.Uint32(b[36:]))&rmq.FlagBornHostV6 != 0 {
 		born = 20
 	}
 	pos := 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born
-	return int64(binary.BigEndian.Uint64(b[pos:])), true
+	return int64(binary.BigEndian.Uint64(b[pos:])), true, nil
 }
 
 // firstMagic reads the magic of the record at offset 0 of a commitlog file.

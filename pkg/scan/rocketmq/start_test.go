@@ -84,6 +84,7 @@ func TestRecoveryStartAfterEarlyStop(t *testing.T) {
 
 			root, vres := verifyDataset(t, c.ds, damaged)
 			res := scanRoot(t, root, 2)
+			sameStart(t, c.ds+" damaged", root, res, vres)
 			for name, r := range map[string]*scan.Result{"scan": res, "verify": vres} {
 				if r.RecoveryEnd == nil || *r.RecoveryEnd != want {
 					t.Errorf("%s: RecoveryEnd = %v, broker (start %s) recovers to %d", name, r.RecoveryEnd, start, want)
@@ -115,6 +116,9 @@ func TestRecoveryStartAfterEarlyStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			res = scanRoot(t, root, 2)
+			if sameStart(t, c.ds+" zero checkpoint", root, res, verifyRoot(t, root, VerifyConfig{Config: Config{Root: root}})) != rmq.FormatFileName(0) {
+				t.Errorf("zero checkpoint: the scan did not decide file 0")
+			}
 			if res.RecoveryEnd == nil || *res.RecoveryEnd != base1+cut {
 				t.Errorf("zero checkpoint: RecoveryEnd = %v, want %d (start file 0)", res.RecoveryEnd, base1+cut)
 			}

@@ -64,6 +64,13 @@ func (r *vrec) dispatched() bool {
 	return t == rmq.TxNotType || t == rmq.TxCommit
 }
 
+// scanStart is the recovery start the commitlog scan picked.
+type scanStart struct {
+	base   int64    // the start file's base
+	normal bool     // recoverNormally, else recoverAbnormally
+	maybe  []string // abnormal: later files whose first bytes could not be read, from the last back
+}
+
 // verifier holds the state shared by the cross-file checks.
 type verifier struct {
 	cfg         *VerifyConfig
@@ -88,7 +95,15 @@ type verifier struct {
 	// abnormal recovery may start from (startWaitsOn): the start is
 	// abnormalStart's or this file; unread then names it too.
 	startUnread string
-	abort       bool
+	// unreadWhy, with unread: the assumption the scan could not make
+	// (recovery_end_unknown's "missing"), when the end is unknown not
+	// because a file could not be read but because which recovery runs is
+	// not known; unread then names what would tell (the store version).
+	unreadWhy string
+	// scanStart is the recovery start file the scan picked (nil when its
+	// rule did not decide): verify takes it as its own.
+	scanStart *scanStart
+	abort     bool
 	// dispatchFrom is the max over all consume queues of offset+size of
 	// their last unit: the broker's dispatchFromPhyOffset.
 	dispatchFrom int64
@@ -168,6 +183,11 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 		go structures()
 	}
 	defer func() { icancel(); <-icDone }() // an early return stops it
+	inner.onStart = func(lay *layout, st recStart) {
+		if st.decided {
+			v.scanStart = &scanStart{base: lay.segs[st.i].base, normal: st.normal, maybe: st.maybe}
+		}
+	}
 	res, err := ScanCommitLog(ctx, inner, opts)
 	v.claims.close()
 	if indexSequential {
@@ -196,6 +216,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 		// A commitlog file could not be read: recovery reaches at least
 		// here; units and entries past it wait on that file.
 		v.recoveryEnd, v.unread = u["at_least"].(int64), u["waits_on"].(string)
+		v.unreadWhy, _ = u["missing"].(string)
 	}
 	if err := v.tab.finish(); err != nil {
 		return res, err

@@ -39,10 +39,15 @@ func (v *verifier) loadCheckpoint() {
 }
 
 // abnormalStart is the base of the commitlog file recoverAbnormally starts
-// from (§3.3): walking from the last file down, the first whose first
-// record is valid, has a store time and is not newer than the
-// checkpoint's min timestamp; file 0 when none matches.
+// from (§3.3): the scan's (recoveryStart: the last file whose raw first
+// bytes carry a message magic and a store time not newer than the
+// checkpoint's min timestamp, as isMappedFileMatchedRecover, no CRC
+// check) when its rule applied; else (no data dir, a single file) the
+// last file whose first valid record matches; file 0 when none does.
 func (v *verifier) abnormalStart() int64 {
+	if s := v.scanStart; s != nil && !s.normal {
+		return s.base
+	}
 	segs := v.store.lay.segs
 	if len(segs) == 0 {
 		return 0
@@ -57,13 +62,23 @@ func (v *verifier) abnormalStart() int64 {
 }
 
 // startWaitsOn is, after an unclean shutdown, a commitlog file that could
-// not be read (its scan.File has no end) and lies after the file
-// abnormalStart finds: recoverAbnormally tries the files from the last
-// one back and starts at the first whose first record is old enough, so
-// that file may be where it starts, and then its recovery end is in or
-// after it. "" when the start does not wait on a file not read.
+// not be read and lies after the file abnormalStart finds:
+// recoverAbnormally tries the files from the last one back and starts at
+// the first whose first record is old enough, so that file may be where
+// it starts, and then its recovery end is in or after it. With the
+// scan's start it is the last file after it whose first bytes the scan
+// could not read (a file whose first record it read and found too new is
+// not a possible start, whatever else in it could not be read); else the
+// last file after the start whose scan.File has no end. "" when the
+// start does not wait on a file not read.
 func (v *verifier) startWaitsOn() string {
 	if !v.abort {
+		return ""
+	}
+	if s := v.scanStart; s != nil && !s.normal {
+		if len(s.maybe) > 0 {
+			return s.maybe[0]
+		}
 		return ""
 	}
 	unread := map[string]bool{}
@@ -161,7 +176,13 @@ func (v *verifier) recoveryPlan() {
 	if v.unread != "" { // recovery reads on past what storectl could read
 		delete(det, "recovery_end")
 		det["recovery_end_at_least"], det["waits_on"] = v.recoveryEnd, []string{v.unread}
+		if v.unreadWhy != "" {
+			det["missing"] = v.unreadWhy
+		}
 		end = fmt.Sprintf("at or after %d (%s could not be read in full)", v.recoveryEnd, v.unread)
+		if v.unreadWhy != "" {
+			end = fmt.Sprintf("at or after %d (which recovery runs is not known: %s)", v.recoveryEnd, v.unreadWhy)
+		}
 	}
 	if !v.abort {
 		start := v.normalStart()
@@ -216,10 +237,16 @@ func (v *verifier) recoveryPlan() {
 	}
 }
 
-// normalStart is the file recoverNormally starts from: 4.x the third
-// from last; 5.x walking back from the last file (down to file 1) the
-// first whose first record's stored offset <= dispatchFromPhyOffset.
+// normalStart is the file recoverNormally starts from: the scan's
+// (normalStart in start.go) when it named one; else (no file before the
+// last stops the walk, or the version is not known) verify's own guess:
+// 4.x the third from last; 5.x walking back from the last file (down to
+// file 1) the first whose first record's stored offset <=
+// dispatchFromPhyOffset.
 func (v *verifier) normalStart() int64 {
+	if s := v.scanStart; s != nil && s.normal {
+		return s.base
+	}
 	segs := v.store.lay.segs
 	if len(segs) == 0 {
 		return 0
@@ -268,4 +295,15 @@ func (v *verifier) summarize(i int, r *vrec) {
 func anyStrings(v any) []string {
 	s, _ := v.([]string)
 	return s
+}
+
+// pastUnread says why what points at or past the recovery end's lower
+// bound is unknown: the commitlog file that could not be read in full, or
+// the assumption the scan could not make (recovery_end_unknown's
+// "missing", e.g. the store version).
+func (v *verifier) pastUnread() string {
+	if v.unreadWhy != "" {
+		return "the recovery end's lower bound (which recovery runs is not known: " + v.unreadWhy + ")"
+	}
+	return "in or after " + v.unread + ", which could not be read in full"
 }

@@ -288,8 +288,8 @@ func (v *verifier) finishQueue(us *unitScan, files []cqFile) {
 		v.add(q.rel+":unknown", scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: us.unknownFile, Offset: us.unknownPos,
 			Length: us.unknown * rmq.CQUnitSize, Repair: scan.RepairNone,
 			Details: map[string]any{"units": us.unknown, "recovery_end_at_least": v.recoveryEnd, "waits_on": []string{v.unread}},
-			Message: fmt.Sprintf("%d unit(s) of %s point at or past commitlog offset %d, in or after %s, which could not be read in full: whether recovery keeps them is unknown, not lost",
-				us.unknown, q.rel, v.recoveryEnd, v.unread)})
+			Message: fmt.Sprintf("%d unit(s) of %s point at or past commitlog offset %d, %s: whether recovery keeps them is unknown, not lost",
+				us.unknown, q.rel, v.recoveryEnd, v.pastUnread())})
 	}
 	if us.expired > 0 {
 		v.add(q.rel+":exp", scan.Finding{Code: CodeCQExpired, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,

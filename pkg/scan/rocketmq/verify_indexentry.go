@@ -95,8 +95,8 @@ func (v *verifier) indexEntrySummary(w *indexWalk) {
 	if w.unknown > 0 {
 		v.res.Add(scan.Finding{Code: CodeIndexUnknown, Severity: scan.Warning, Path: w.f.rel, Offset: lay.EntryOffset(1),
 			Repair: scan.RepairNone, Details: map[string]any{"entries": w.unknown, "recovery_end_at_least": v.recoveryEnd, "waits_on": []string{v.unread}},
-			Message: fmt.Sprintf("%d index entries point at or past commitlog offset %d, in or after %s, which could not be read in full: whether recovery keeps their messages is unknown, not lost",
-				w.unknown, v.recoveryEnd, v.unread)})
+			Message: fmt.Sprintf("%d index entries point at or past commitlog offset %d, %s: whether recovery keeps their messages is unknown, not lost",
+				w.unknown, v.recoveryEnd, v.pastUnread())})
 	}
 	if w.expired > 0 {
 		v.res.Add(scan.Finding{Code: CodeIndexBadEntry, Severity: scan.Info, Path: w.f.rel, Offset: lay.EntryOffset(1),
