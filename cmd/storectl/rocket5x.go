@@ -137,8 +137,13 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 		}
 		tc.RecoveryEnd = end
 		if u, ok := res.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok && hasCommitLog(t) {
-			// The commitlog scan read only part of a file: end is a lower bound.
+			// The commitlog scan read only part of a file (or does not know
+			// which recovery runs): end is a lower bound, the timer's too,
+			// not a reason to scan the commitlog again.
 			tc.RecoveryEndUnknown, _ = u["waits_on"].(string)
+			if at, ok := u["at_least"].(int64); ok && tc.RecoveryEnd < 0 {
+				tc.RecoveryEnd = at
+			}
 		}
 		if dlog != nil {
 			tc.CommitLog = dlog

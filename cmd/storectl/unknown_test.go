@@ -676,3 +676,66 @@ func nobodyDir(t *testing.T) string {
 	}
 	return d
 }
+
+// TestUnreadMaybeRecoveryStartScan: the scan, not only verify, takes an
+// unreadable file after its walk's stop as a possible abnormal start.
+// rmq533-b-abnormal with the checkpoint's min time between the first
+// records of files 2 and 3 (the broker starts at file 2), file 1 zeroed
+// from its middle, and file 2 unreadable: scan, verify and salvage give no
+// beyond-recovery-end finding (file 3 is the broker's if it starts at file
+// 2), no summary recovery_end, and a recovery end unknown waiting on file
+// 2; readable, verify ends where the broker does, past file 3's records.
+func TestUnreadMaybeRecoveryStartScan(t *testing.T) {
+	const rel = "commitlog/00000000000000524288"
+	store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq", "rmq533-b-abnormal.tar.gz")), "store")
+	cp := filepath.Join(store, "checkpoint")
+	b, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.BigEndian.PutUint64(b[0:], 1795996150000) // physicMsgTimestamp
+	binary.BigEndian.PutUint64(b[8:], 1795996150000) // logicsMsgTimestamp
+	if err := os.WriteFile(cp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f1 := filepath.Join(store, "commitlog", "00000000000000262144")
+	z := make([]byte, 131072)
+	fh, err := os.OpenFile(f1, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt(z, 131072); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	code, out, errOut := runAsNobody(t, "verify", "-o", "jsonl", store)
+	objs := jsonlObjects(t, out)
+	if sum := objs[len(objs)-1]; code != exitFindings || sum["recovery_end"] != float64(1037572) {
+		t.Fatalf("readable: exit %d, recovery_end %v (the broker starts at file 2 and ends at 1037572)\n%s%s", code, sum["recovery_end"], tail(out), errOut)
+	}
+	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(rel)), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"scan", "verify"} {
+		code, out, errOut := runAsNobody(t, cmd, "-o", "jsonl", store)
+		objs := jsonlObjects(t, out)
+		sum := objs[len(objs)-1]
+		u, _ := sum["extra"].(map[string]any)["recovery_end_unknown"].(map[string]any)
+		if code != exitIncomplete || sum["recovery_end"] != nil || u["waits_on"] != rel {
+			t.Fatalf("%s: exit %d, recovery_end %v, recovery_end_unknown %v\n%s%s", cmd, code, sum["recovery_end"], u, tail(out), errOut)
+		}
+		for _, o := range objs {
+			if c, _ := o["code"].(string); strings.Contains(c, "beyond") {
+				t.Errorf("%s: %s %v: %v", cmd, c, o["path"], o["message"])
+			}
+		}
+	}
+	od := nobodyDir(t)
+	code, out, errOut = runAsNobody(t, "salvage", "--select", "after-corruption", "--out", filepath.Join(od, "out"), "-o", "jsonl", store)
+	if code != exitIncomplete {
+		t.Fatalf("salvage: exit %d\n%s%s", code, tail(out), errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(od, "out", "messages.jsonl")); err == nil && strings.Contains(string(b), "recovery drops") {
+		t.Errorf("salvage says recovery drops records the broker may keep:\n%s", b)
+	}
+}

@@ -136,6 +136,17 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
 		}
 		recoveryEnd = fr.seg.base + fr.failPos
 		stopped = true
+		if st.unknown == "" {
+			// A file after this stop whose first bytes could not be read
+			// may be where recoverAbnormally starts (it tries the files
+			// from the last back): then it keeps what lies after here.
+			for _, m := range st.maybe {
+				if k := lay.index(m); k > i {
+					st.unknown, st.waitsOn = fmt.Sprintf("the abnormal recovery may start at %s, which could not be read (its first record decides)", m), m
+					break
+				}
+			}
+		}
 		if st.unknown != "" {
 			// The later possible start lies past this stop: the end is
 			// here or where the walk from that start ends.
@@ -183,6 +194,16 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
 		return
 	}
 	res.RecoveryEnd = &recoveryEnd
+}
+
+// index is the index in l.segs of the file at rel, -1 when none.
+func (l *layout) index(rel string) int {
+	for k := range l.segs {
+		if l.segs[k].rel == rel {
+			return k
+		}
+	}
+	return -1
 }
 
 // beforeStart collects a file the recovery does not read (it lies before

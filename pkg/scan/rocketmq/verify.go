@@ -226,7 +226,9 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	_, err = os.Stat(filepath.Join(cfg.Root, "abort"))
 	v.abort = err == nil
 	v.loadCheckpoint()
-	if f := v.startWaitsOn(); f != "" && v.unread == "" {
+	if f := v.startWaitsOn(); f != "" && v.unread == f {
+		v.startUnread = f // the scan already made the end a lower bound for it
+	} else if f != "" && v.unread == "" {
 		// The recovery end found walking from the first file holds only
 		// if recovery does not start at f: a lower bound.
 		v.unread, v.startUnread = f, f

@@ -244,6 +244,9 @@ func (s *scanner) openLog(ctx context.Context) error {
 		}
 		if u, ok := cr.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok {
 			s.cfg.RecoveryEndUnknown, _ = u["waits_on"].(string)
+			if at, ok := u["at_least"].(int64); ok {
+				s.end = at // the lower bound, not 0
+			}
 		}
 	}
 	s.end = max(s.end, 0)
