@@ -112,15 +112,7 @@ func TestVerifyStartRawFirstRecord(t *testing.T) {
 			return b
 		})
 	})
-	sres := scanRoot(t, root, 2)
-	if got := sameStart(t, ds, root, sres, vres); got != rmq.FormatFileName(base) {
-		t.Errorf("scan start = %q, broker %s", got, start)
-	}
-	for name, r := range map[string]*scan.Result{"scan": sres, "verify": vres} {
-		if r.RecoveryEnd == nil || *r.RecoveryEnd != base {
-			t.Errorf("%s: RecoveryEnd = %s, want %d (the first record of the start file fails its CRC)", name, fmtEnd(r.RecoveryEnd), base)
-		}
-	}
+	startsAtBadFirstRecord(t, ds, root, vres, base)
 }
 
 // TestVerifyNormalStartRawFirstRecord: after a clean shutdown the 5.3.3
@@ -146,9 +138,17 @@ func TestVerifyNormalStartRawFirstRecord(t *testing.T) {
 			return b
 		})
 	})
+	startsAtBadFirstRecord(t, ds, root, vres, base)
+}
+
+// startsAtBadFirstRecord checks that the scan of root and verify's vres
+// start at the file at base, as the broker does, and that both end there
+// (its first record fails its CRC).
+func startsAtBadFirstRecord(t *testing.T, ds, root string, vres *scan.Result, base int64) {
+	t.Helper()
 	sres := scanRoot(t, root, 2)
 	if got := sameStart(t, ds, root, sres, vres); got != rmq.FormatFileName(base) {
-		t.Errorf("scan start = %q, broker %d", got, start)
+		t.Errorf("scan start = %q, broker %s", got, rmq.FormatFileName(base))
 	}
 	for name, r := range map[string]*scan.Result{"scan": sres, "verify": vres} {
 		if r.RecoveryEnd == nil || *r.RecoveryEnd != base {
