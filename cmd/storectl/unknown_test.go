@@ -739,3 +739,56 @@ func TestUnreadMaybeRecoveryStartScan(t *testing.T) {
 		t.Errorf("salvage says recovery drops records the broker may keep:\n%s", b)
 	}
 }
+
+// TestUnreadDLedgerTimer: a DLedger store with a timer store (DL1 with
+// T1's timerlog, wheel and config) whose data file cannot be read: the
+// timer units are unknown (one target-unknown), not lost, and the timer
+// scan does not fail looking for a plain commitlog it was never given.
+func TestUnreadDLedgerTimer(t *testing.T) {
+	const rel = "dledger-n0/data/00000000000000000000"
+	store := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-dl1-clean.tar.gz")), "store")
+	t1 := filepath.Join(readableTree(t, testutil.Testdata("rocketmq-5x", "rmq533-t1-clean.tar.gz")), "store")
+	for _, d := range []string{"timerlog", "config"} {
+		if err := os.CopyFS(filepath.Join(store, d), os.DirFS(filepath.Join(t1, d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(t1, "timerwheel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "timerwheel"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := filepath.Walk(store, func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			err = os.Chmod(p, 0o755)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := "--timer-now=1796163834084" // T1's restart
+	if code, out, errOut := runAsNobody(t, "scan", now, "-o", "jsonl", store); code != exitFindings || !strings.Contains(out, `"rocketmq.timer.message-lost"`) {
+		t.Fatalf("readable: exit %d, want 1 with T1's units lost against DL1's records\n%s%s", code, tail(out), errOut)
+	}
+	if err := os.Chmod(filepath.Join(store, filepath.FromSlash(rel)), 0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runAsNobody(t, "scan", now, "-o", "jsonl", store)
+	if code != exitIncomplete || strings.Contains(out, "scanning the commitlog") || strings.Contains(errOut, "scanning the commitlog") {
+		t.Fatalf("exit %d, want 3 without a plain commitlog scan\n%s%s", code, tail(out), errOut)
+	}
+	unknown := false
+	for _, o := range jsonlObjects(t, out) {
+		switch o["code"] {
+		case "rocketmq.timerlog.target-unknown":
+			unknown = true
+		case "rocketmq.timer.message-lost", "rocketmq.timerlog.not-a-record", "rocketmq.timerlog.beyond-commitlog-end":
+			t.Errorf("%s with %s unreadable: %v", o["code"], rel, o["message"])
+		}
+	}
+	if !unknown {
+		t.Errorf("no rocketmq.timerlog.target-unknown\n%s", tail(out))
+	}
+}
