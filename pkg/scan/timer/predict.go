@@ -617,42 +617,31 @@ func (s *scanner) planFinding(rc *Recovery) {
 // again, and the pending units' records past it may be there or not.
 func (s *scanner) predictUnknown(rc *Recovery) {
 	rc.QueueOffsetFrom = "unknown"
-	if s.recUnknown == "" && s.cfg.RecoveryEndUnknown == "" {
-		// A file the prediction reads could not be read: the checkpoint
-		// (where recovery starts, the queue offset and read time) or the
-		// wheel (the slots the dequeue reads).
-		rc.Unknown, rc.WaitsOn = true, []string{s.predictWaits}
-		s.expiredOutcomes(rc)
-		s.messageFindings(rc)
-		ttl := fmt.Sprintf("%d messages the wheel's 7 days lose whatever it does", rc.Lost)
-		if s.predictWaits == CheckFile {
-			ttl = "nor what the wheel's 7 days lose: they count from the checkpoint's read time"
-		}
-		s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,
-			Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "unknown": true, "waits_on": rc.WaitsOn, "lost": rc.Lost},
-			Message: fmt.Sprintf("next start: unknown: %s could not be read, and the timer recovery reads it, so what it restores, loses or delivers twice is not predicted (%s)",
-				s.predictWaits, ttl)})
-		return
+	details := map[string]any{"begin_offset": rc.BeginOffset, "unknown": true}
+	var waits, why string
+	switch {
+	case s.recUnknown != "":
+		waits, details["process_offset_at_least"], details["curr_read_time_ms"] = s.recUnknown, rc.ProcessOffset, rc.CurrReadTimeMs
+		why = fmt.Sprintf("timer recovery walks the timerlog from %d through %s, which could not be read, so where it stops (at or past %d), the timer queue offset it enqueues from and what it delivers are not predicted",
+			rc.BeginOffset, s.recUnknown, rc.ProcessOffset)
+	case s.cfg.RecoveryEndUnknown != "":
+		waits, details["process_offset"], details["curr_read_time_ms"], details["recovery_end_at_least"] = s.cfg.RecoveryEndUnknown, rc.ProcessOffset, rc.CurrReadTimeMs, s.end
+		why = fmt.Sprintf("the commitlog's recovery end is at least %d but not known (%s could not be read in full), so the timer consume queue's end after recovery, the queue offset the timer recovery enqueues from and what it delivers are not predicted",
+			s.end, s.cfg.RecoveryEndUnknown)
+	default: // a file the prediction reads (predictWaits): the checkpoint or the wheel
+		waits, details["process_offset"] = s.predictWaits, rc.ProcessOffset
+		why = fmt.Sprintf("%s could not be read, and the timer recovery reads it, so what it restores, loses or delivers twice is not predicted", s.predictWaits)
 	}
-	if s.recUnknown == "" {
-		rc.Unknown, rc.WaitsOn = true, []string{s.cfg.RecoveryEndUnknown}
-		s.expiredOutcomes(rc)
-		s.messageFindings(rc)
-		s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,
-			Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset": rc.ProcessOffset, "curr_read_time_ms": rc.CurrReadTimeMs,
-				"unknown": true, "waits_on": rc.WaitsOn, "recovery_end_at_least": s.end, "lost": rc.Lost},
-			Message: fmt.Sprintf("next start: unknown: the commitlog's recovery end is at least %d but not known (%s could not be read in full), so the timer consume queue's end after recovery, the queue offset the timer recovery enqueues from and what it delivers are not predicted (%d messages the wheel's 7 days lose whatever it does)",
-				s.end, s.cfg.RecoveryEndUnknown, rc.Lost)})
-		return
-	}
-	rc.Unknown, rc.WaitsOn = true, []string{s.recUnknown}
+	rc.Unknown, rc.WaitsOn = true, []string{waits}
 	s.expiredOutcomes(rc)
 	s.messageFindings(rc)
-	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone,
-		Details: map[string]any{"begin_offset": rc.BeginOffset, "process_offset_at_least": rc.ProcessOffset, "curr_read_time_ms": rc.CurrReadTimeMs,
-			"unknown": true, "waits_on": rc.WaitsOn, "lost": rc.Lost},
-		Message: fmt.Sprintf("next start: unknown: timer recovery walks the timerlog from %d through %s, which could not be read, so where it stops (at or past %d), the timer queue offset it enqueues from and what it delivers are not predicted (%d messages the wheel's 7 days lose whatever it does)",
-			rc.BeginOffset, s.recUnknown, rc.ProcessOffset, rc.Lost)})
+	details["waits_on"], details["lost"] = rc.WaitsOn, rc.Lost
+	ttl := fmt.Sprintf("%d messages the wheel's 7 days lose whatever it does", rc.Lost)
+	if waits == CheckFile && s.recUnknown == "" && s.cfg.RecoveryEndUnknown == "" {
+		ttl = "nor what the wheel's 7 days lose: they count from the checkpoint's read time"
+	}
+	s.add(scan.Finding{Code: CodeRecoveryPlan, Severity: scan.Info, Path: CheckFile, Repair: scan.RepairNone, Details: details,
+		Message: "next start: unknown: " + why + " (" + ttl + ")"})
 }
 
 // dequeueScratch is dequeueSlot's storage, reused from slot to slot: a
