@@ -47,6 +47,11 @@ func TestLossLine(t *testing.T) {
 			{Code: "rabbitmq.queue.message-unknown", Severity: scan.Warning, Path: "q/0.idx", MsgID: "m9"},
 			{Code: "rabbitmq.rdq.unreadable", Severity: scan.Error, Path: "3.rdq", Length: 100},
 		}, "lost or at risk: unknown: 100 byte(s) not read (rabbitmq.queue.message-unknown ×1, rabbitmq.rdq.unreadable ×1); nothing else"},
+		{"the unknowns named with a dash (rocketmq.dledger.cq-unknown, rocketmq.timerlog.target-unknown)", []scan.Finding{
+			{Code: "rocketmq.dledger.cq-unknown", Severity: scan.Warning, Path: "consumequeue/TopicA/0/00000000000000000000"},
+			{Code: "rocketmq.timerlog.target-unknown", Severity: scan.Warning, Path: "timerlog/00000000000000000000"},
+			{Code: "storectl.file.unreadable", Severity: scan.Error, Path: "dledger-n0/data/00000000000000000000"},
+		}, "lost or at risk: unknown (rocketmq.dledger.cq-unknown ×1, rocketmq.timerlog.target-unknown ×1, storectl.file.unreadable ×1); nothing else"},
 		{"damage and an unread file", []scan.Finding{
 			{Code: "rocketmq.commitlog.body-crc", Severity: scan.Error, Path: "commitlog/0", Length: 100, MsgID: "m1"},
 			{Code: "rocketmq.commitlog.unknown", Severity: scan.Warning, Path: "commitlog/2", Length: 50},

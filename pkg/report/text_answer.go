@@ -201,7 +201,7 @@ func isCoverage(code string) bool { return strings.Contains(code, ".coverage.") 
 // "Unknown is not lost" codes), whose length is bytes not read, not
 // bytes damaged.
 func isUnread(code string) bool {
-	return strings.HasSuffix(code, ".unknown") || strings.HasSuffix(code, ".message-unknown") || strings.HasSuffix(code, ".unreadable")
+	return strings.HasSuffix(code, ".unknown") || strings.HasSuffix(code, "-unknown") || strings.HasSuffix(code, ".unreadable")
 }
 
 // lossLine says what is lost or at risk: the messages the findings name
