@@ -136,6 +136,10 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
 		}
 		recoveryEnd = fr.seg.base + fr.failPos
 		stopped = true
+		if data, _ := laterData(results[i+1:]); st.unknown == "" && st.cpUnread && data {
+			// A later file holding data could be where it starts.
+			st.unknown, st.waitsOn = "the checkpoint could not be read (the abnormal recovery's start file depends on its timestamps)", "checkpoint"
+		}
 		if st.unknown == "" {
 			// A file after this stop whose first bytes could not be read
 			// may be where recoverAbnormally starts (it tries the files

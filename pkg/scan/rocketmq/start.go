@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -33,6 +34,11 @@ type recStart struct {
 	// maybe (abnormal only): the files after the start whose first bytes
 	// could not be read; recoverAbnormally may start at the last of them.
 	maybe []string
+	// cpUnread (abnormal only): the checkpoint, whose min timestamp picks
+	// the start, could not be read: the walk is from file 0, and a stop
+	// with data in later files gives only a lower bound (a start at one
+	// of them walks past it).
+	cpUnread bool
 }
 
 // recoveryStart is the index in lay.segs of the commitlog file the next
@@ -59,7 +65,12 @@ func recoveryStart(cfg *Config, lay *layout) (st recStart, clean bool) {
 	if _, err := os.Stat(filepath.Join(cfg.Root, "abort")); err != nil {
 		return recStart{normal: true}, true
 	}
-	cp := readCheckpoint(cfg.Root)
+	cp, cpErr := readCheckpointErr(cfg.Root)
+	if cpErr != nil {
+		// The start depends on the checkpoint's min timestamp: walk from
+		// file 0, and the first stop gives only a lower bound.
+		return recStart{desc: "the abnormal recovery", cpUnread: true}, false
+	}
 	minTS := cp.MinTimestamp()
 	st = recStart{desc: "the abnormal recovery", decided: true}
 	var maybe []string
@@ -83,11 +94,26 @@ func recoveryStart(cfg *Config, lay *layout) (st recStart, clean bool) {
 
 // readCheckpoint reads the checkpoint file; missing or short: zeros.
 func readCheckpoint(root string) rmq.Checkpoint {
+	cp, _ := readCheckpointErr(root)
+	return cp
+}
+
+// readCheckpointErr is readCheckpoint with the error of a checkpoint that
+// is there but cannot be read (permission, a dir or FIFO in its place):
+// nil when it was read, or is missing (the broker then starts from zeros).
+func readCheckpointErr(root string) (rmq.Checkpoint, error) {
 	var cp rmq.Checkpoint
-	if b, err := storefile.ReadFile(filepath.Join(root, "checkpoint")); err == nil && len(b) >= rmq.CheckpointSize {
+	b, err := storefile.ReadFile(filepath.Join(root, "checkpoint"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+		return cp, err
+	}
+	if len(b) >= rmq.CheckpointSize {
 		cp, _ = rmq.DecodeCheckpoint(b[:rmq.CheckpointSize], 0)
 	}
-	return cp
+	return cp, nil
 }
 
 // normalStart picks the file recoverNormally starts at after a clean
