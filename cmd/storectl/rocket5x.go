@@ -142,6 +142,7 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 			// timer's too, not a reason to scan the commitlog again. The
 			// DLedger scan's key is the same (dlscan.ExtraRecoveryEndUnknown).
 			tc.RecoveryEndUnknown, _ = u["waits_on"].(string)
+			tc.RecoveryEndWhy, _ = u["missing"].(string)
 			if at, ok := u["at_least"].(int64); ok && tc.RecoveryEnd < 0 {
 				tc.RecoveryEnd = at
 			}

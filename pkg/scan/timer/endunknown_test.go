@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,30 @@ func TestRecoveryEndUnknown(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRecoveryEndUnknownWhy: when the end is a lower bound for want of an
+// assumption (which recovery runs), not a file not read, the timer's
+// findings say so, not that something "could not be read".
+func TestRecoveryEndUnknownWhy(t *testing.T) {
+	const why = "which recovery runs is not known: the store version (4.x or 5.x)"
+	res, err := Scan(t.Context(), Config{Root: fixture(t, "t1-clean"), RecoveryEnd: 0, RecoveryEndUnknown: "store version (4.x or 5.x)",
+		RecoveryEndWhy: why, Now: time.UnixMilli(1796163834084)}, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range res.Findings {
+		if f.Code != CodeTargetUnknown && f.Code != CodeRecoveryPlan {
+			continue
+		}
+		seen[f.Code] = true
+		if !strings.Contains(f.Message, why) || strings.Contains(f.Message, "could not be read") || strings.Contains(f.Message, "the read of") {
+			t.Errorf("%s: %s", f.Code, f.Message)
+		}
+	}
+	if !seen[CodeTargetUnknown] || !seen[CodeRecoveryPlan] {
+		t.Errorf("findings seen: %v", seen)
 	}
 }

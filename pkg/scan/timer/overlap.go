@@ -380,5 +380,6 @@ func sameWalk(a, b Config) bool {
 	a.Now, b.Now = time.Time{}, time.Time{}
 	a.RecoveryEnd, b.RecoveryEnd = 0, 0
 	a.RecoveryEndUnknown, b.RecoveryEndUnknown = "", ""
+	a.RecoveryEndWhy, b.RecoveryEndWhy = "", ""
 	return a == b
 }

@@ -626,8 +626,12 @@ func (s *scanner) predictUnknown(rc *Recovery) {
 			rc.BeginOffset, s.recUnknown, rc.ProcessOffset)
 	case s.cfg.RecoveryEndUnknown != "":
 		waits, details["process_offset"], details["curr_read_time_ms"], details["recovery_end_at_least"] = s.cfg.RecoveryEndUnknown, rc.ProcessOffset, rc.CurrReadTimeMs, s.end
-		why = fmt.Sprintf("the commitlog's recovery end is at least %d but not known (%s could not be read in full), so the timer consume queue's end after recovery, the queue offset the timer recovery enqueues from and what it delivers are not predicted",
-			s.end, s.cfg.RecoveryEndUnknown)
+		bound := s.cfg.RecoveryEndUnknown + " could not be read in full"
+		if s.cfg.RecoveryEndWhy != "" {
+			bound = s.cfg.RecoveryEndWhy
+		}
+		why = fmt.Sprintf("the commitlog's recovery end is at least %d but not known (%s), so the timer consume queue's end after recovery, the queue offset the timer recovery enqueues from and what it delivers are not predicted",
+			s.end, bound)
 	default: // a file the prediction reads (predictWaits): the checkpoint or the wheel
 		waits, details["process_offset"] = s.predictWaits, rc.ProcessOffset
 		why = fmt.Sprintf("%s could not be read, and the timer recovery reads it, so what it restores, loses or delivers twice is not predicted", s.predictWaits)

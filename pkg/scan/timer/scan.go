@@ -69,6 +69,11 @@ type Config struct {
 	// it is unknown, not gone (CodeTargetUnknown), and the next start is
 	// not predicted ("" when the end is known).
 	RecoveryEndUnknown string
+	// RecoveryEndWhy, with RecoveryEndUnknown, says which assumption is
+	// missing when the end is a lower bound for another reason than a
+	// file not read (recovery_end_unknown's "missing": which recovery
+	// runs); RecoveryEndUnknown is then what would tell, not a file.
+	RecoveryEndWhy string
 	// LogFileSize is mappedFileSizeTimerLog; 0 infers it from the files.
 	LogFileSize int64
 	// PrecisionMs is timerPrecisionMs; 0 means 1000.
@@ -244,6 +249,7 @@ func (s *scanner) openLog(ctx context.Context) error {
 		}
 		if u, ok := cr.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok {
 			s.cfg.RecoveryEndUnknown, _ = u["waits_on"].(string)
+			s.cfg.RecoveryEndWhy, _ = u["missing"].(string)
 			if at, ok := u["at_least"].(int64); ok {
 				s.end = at // the lower bound, not 0
 			}

@@ -123,7 +123,7 @@ func (s *scanner) walkEnd() {
 		rel, pos := s.loc(s.endUnknownAt)
 		s.add(scan.Finding{Code: CodeTargetUnknown, Severity: scan.Warning, Path: rel, Offset: pos, Repair: scan.RepairNone,
 			Details: map[string]any{"units": s.endUnknown, "recovery_end_at_least": s.end, "waits_on": []string{s.cfg.RecoveryEndUnknown}},
-			Message: fmt.Sprintf("%d timer units point at or past commitlog offset %d, where the read of %s stopped: whether their messages are there (and what the dequeue does with them) is unknown, not lost", s.endUnknown, s.end, s.cfg.RecoveryEndUnknown)})
+			Message: fmt.Sprintf("%d timer units point at or past commitlog offset %d, %s: whether their messages are there (and what the dequeue does with them) is unknown, not lost", s.endUnknown, s.end, s.endBound())})
 	}
 	if s.dropped > 0 {
 		rel, pos := s.loc(s.process)
@@ -133,6 +133,15 @@ func (s *scanner) walkEnd() {
 		s.atLeast(&f, s.process)
 		s.add(f)
 	}
+}
+
+// endBound says why the commitlog's recovery end s.end is only a lower
+// bound (Config.RecoveryEndUnknown), after "commitlog offset N, ".
+func (s *scanner) endBound() string {
+	if s.cfg.RecoveryEndWhy != "" {
+		return "the recovery end's lower bound (" + s.cfg.RecoveryEndWhy + ")"
+	}
+	return "where the read of " + s.cfg.RecoveryEndUnknown + " stopped"
 }
 
 // atLeast marks f, a count of units, as a lower bound when a part of the
