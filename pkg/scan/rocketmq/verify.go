@@ -110,15 +110,20 @@ type verifier struct {
 	// redispatchFrom is where the next start dispatches from again: a
 	// record at or past it that has no unit will get one.
 	redispatchFrom int64
-	queues         map[queueKey]*queueState
-	evidence       map[string]any // store version evidence
-	capped         map[string]int // findings per cap key
-	lostCount      int            // records the next start will not dispatch
-	cp             rmq.Checkpoint
-	cpPresent      bool
-	cpUnread       bool            // the checkpoint is there but could not be read
-	missingFiles   map[string]bool // consume queue files already reported missing
-	unitsLinked    int             // units compared with the record they point at
+	// dispatchWaits are the consume queue files the unit walk could not
+	// read: their units may reach past dispatchFrom, which is then only a
+	// lower bound, and a record at or past it may or may not be
+	// dispatched again (sureFrom).
+	dispatchWaits []string
+	queues        map[queueKey]*queueState
+	evidence      map[string]any // store version evidence
+	capped        map[string]int // findings per cap key
+	lostCount     int            // records the next start will not dispatch
+	cp            rmq.Checkpoint
+	cpPresent     bool
+	cpUnread      bool            // the checkpoint is there but could not be read
+	missingFiles  map[string]bool // consume queue files already reported missing
+	unitsLinked   int             // units compared with the record they point at
 	// claims are the consume queues the collectors claim units of
 	// (verify_cqclaim.go; nil: none), claimedRecs the records whose own
 	// unit was claimed or that get no unit (undispatched: the checks of

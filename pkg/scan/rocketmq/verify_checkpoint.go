@@ -172,6 +172,10 @@ func (v *verifier) recoveryPlan() {
 	}
 	det := map[string]any{"recovery_end": v.recoveryEnd, "recovery_end_without_fix": fixEnd, "stale_records_accepted": stale,
 		"checkpoint_min_timestamp": v.cp.MinTimestamp(), "dispatch_from": v.dispatchFrom}
+	if len(v.dispatchWaits) > 0 {
+		delete(det, "dispatch_from")
+		det["dispatch_from_at_least"], det["dispatch_waits_on"] = v.dispatchFrom, v.dispatchWaitsOn()
+	}
 	end := fmt.Sprintf("at %d", v.recoveryEnd)
 	if v.unread != "" { // recovery reads on past what storectl could read
 		delete(det, "recovery_end")
@@ -218,7 +222,7 @@ func (v *verifier) recoveryPlan() {
 	if v.sum.start != start { // not expected: the summary used the same rule
 		skipped = 0
 		v.eachRec(func(i int, r *vrec) {
-			if r.phy < start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
+			if r.phy < start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() && !v.unitUnread(r) {
 				skipped++
 			}
 		})
@@ -286,9 +290,20 @@ func (v *verifier) startSummary() {
 // summarize adds record i to v.sum; call it only after the consume queue
 // walk (it reads the matched flags). Only unmatched records count.
 func (v *verifier) summarize(i int, r *vrec) {
-	if r.phy < v.sum.start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() {
+	if r.phy < v.sum.start && !v.isMatched(i) && r.flags&vfInnerBatch == 0 && r.dispatched() && !v.unitUnread(r) {
 		v.sum.skipped++
 	}
+}
+
+// unitUnread reports whether record r's consume queue unit would be in or
+// after a file its queue's walk could not read: whether the queue has it
+// is unknown (unreadQueues), so it is not a record without a unit.
+func (v *verifier) unitUnread(r *vrec) bool {
+	if len(v.dispatchWaits) == 0 {
+		return false
+	}
+	q := v.queues[queueKey{v.topics[r.topic], r.queueID}]
+	return q != nil && q.unreadFile != "" && r.queueOff >= q.unreadFrom
 }
 
 // anyStrings is a details value that may hold a []string (nil otherwise).

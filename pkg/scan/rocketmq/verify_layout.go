@@ -44,6 +44,10 @@ func (v *verifier) layout() {
 			"min_timestamp": v.cp.MinTimestamp()}
 	}
 	l["dispatch_from_phy_offset"] = v.dispatchFrom
+	if len(v.dispatchWaits) > 0 {
+		// A lower bound: the files named may hold units that end later.
+		l["dispatch_from_waits_on"] = v.dispatchWaitsOn()
+	}
 	l["cq_units_linked"], l["index_entries_linked"] = v.unitsLinked, v.entriesLinked
 	v.evidence["checkpoint_5x_fields"] = v.cp.MasterFlushedOffset != 0 || v.cp.ConfirmPhyOffset != 0
 	l["store_version"] = v.versionGuess()

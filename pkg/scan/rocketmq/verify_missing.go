@@ -2,6 +2,8 @@ package rocketmq
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -11,7 +13,31 @@ import (
 // missingQueue aggregates the records of a queue that has no dir.
 type missingQueue struct {
 	n, redispatched int
+	unknown         int // of n: whether the next start dispatches them is not known (sureFrom)
 	first, last     int64
+}
+
+// sureFrom is where a record without a unit is sure to be dispatched
+// again at the next start. It is redispatchFrom, unless a consume queue
+// file could not be read (dispatchWaits): the broker's dispatch then
+// resumes at or after dispatchFrom, not known where, and only a record
+// recoverAbnormally re-dispatches from its start file is sure to get a
+// unit. A record in [redispatchFrom, sureFrom) may or may not.
+func (v *verifier) sureFrom() int64 {
+	switch {
+	case len(v.dispatchWaits) == 0:
+		return v.redispatchFrom
+	case v.abort:
+		return v.abnormalStart()
+	}
+	return math.MaxInt64
+}
+
+// dispatchWaitsOn is dispatchWaits sorted, for a finding's waits_on.
+func (v *verifier) dispatchWaitsOn() []string {
+	w := slices.Clone(v.dispatchWaits)
+	slices.Sort(w)
+	return slices.Compact(w)
 }
 
 // checkMissing reports dispatched records (NOT_TYPE or COMMIT) below the
@@ -28,6 +54,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 	skipped := 0
 	lost := 0
 	v.startSummary()
+	sure := v.sureFrom()
 	// Matched records add nothing to the summary: read only the unmatched.
 	v.eachUnmatched(func(i int, r *vrec) {
 		v.summarize(i, r)
@@ -41,6 +68,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 		k := queueKey{v.topics[r.topic], r.queueID}
 		q := v.queues[k]
 		redispatch := r.phy >= v.redispatchFrom
+		unknown := redispatch && r.phy < sure
 		if q == nil {
 			mq := noDir[k]
 			if mq == nil {
@@ -49,7 +77,10 @@ func (v *verifier) checkMissing(fileSize int64) {
 			}
 			mq.n++
 			mq.last = r.phy
-			if redispatch {
+			switch {
+			case unknown:
+				mq.unknown++
+			case redispatch:
 				mq.redispatched++
 			}
 			return
@@ -60,7 +91,10 @@ func (v *verifier) checkMissing(fileSize int64) {
 			return
 		}
 		state, sev, msg := "lost", scan.Error, "message has no consume queue unit inside its queue's range: consumers will never see it"
+		waits := false
 		switch {
+		case qo >= q.units && unknown:
+			state, sev, waits, msg = "not-dispatched", scan.Warning, true, "message is after the queue's last unit; whether the next start dispatches it is not known: the broker dispatches from where the consume queues end, and a consume queue file that could not be read may end after it"
 		case qo >= q.units && redispatch:
 			state, sev, msg = "not-dispatched", scan.Info, "message is not dispatched yet (after the queue's last unit); the broker dispatches it at the next start, by itself"
 		case qo >= q.units:
@@ -79,10 +113,14 @@ func (v *verifier) checkMissing(fileSize int64) {
 				v.missingFile(q, path, b/fileSize*fileSize)
 			}
 		}
+		det := map[string]any{"state": state, "phy_offset": r.phy, "size": r.size, "queue_offset": qo,
+			"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}
+		if waits {
+			delete(det, "redispatch_from")
+			det["redispatch_from_at_least"], det["waits_on"] = v.redispatchFrom, v.dispatchWaitsOn()
+		}
 		v.add(q.rel+":missing", scan.Finding{Code: CodeCQMissing, Severity: sev, Path: path, Offset: off, Length: rmq.CQUnitSize,
-			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"unit": "fail"},
-			Details: map[string]any{"state": state, "phy_offset": r.phy, "size": r.size, "queue_offset": qo,
-				"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}})
+			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"unit": "fail"}, Details: det})
 	})
 	v.sum.done = true
 	v.unreadQueues(unread)
@@ -149,17 +187,24 @@ func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
 		mq := noDir[k]
 		sev, state := scan.Error, "lost"
 		msg := fmt.Sprintf("no consume queue dir for %s/%d although %d messages of it are in the commitlog", k.topic, k.queueID, mq.n)
-		if mq.redispatched == mq.n {
+		switch {
+		case mq.redispatched == mq.n:
 			sev, state = scan.Info, "not-dispatched"
 			msg += "; the broker dispatches them at the next start"
-		} else {
-			v.lostCount += mq.n - mq.redispatched
+		case mq.redispatched+mq.unknown == mq.n:
+			sev, state = scan.Warning, "not-dispatched"
+			msg += fmt.Sprintf("; whether the next start dispatches %d of them is not known (a consume queue file that could not be read may end after them)", mq.unknown)
+		default:
+			v.lostCount += mq.n - mq.redispatched - mq.unknown
 			msg += "; the next start will not dispatch them all"
 		}
+		det := map[string]any{"state": state, "records": mq.n, "first_phy_offset": mq.first, "last_phy_offset": mq.last,
+			"redispatched": mq.redispatched, "topic": k.topic, "queue_id": k.queueID}
+		if mq.unknown > 0 {
+			det["redispatch_unknown"], det["waits_on"] = mq.unknown, v.dispatchWaitsOn()
+		}
 		v.res.Add(scan.Finding{Code: CodeCQMissing, Severity: sev, Path: fmt.Sprintf("consumequeue/%s/%d", k.topic, k.queueID),
-			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"queue_dir": "fail"},
-			Details: map[string]any{"state": state, "records": mq.n, "first_phy_offset": mq.first, "last_phy_offset": mq.last,
-				"redispatched": mq.redispatched, "topic": k.topic, "queue_id": k.queueID}})
+			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"queue_dir": "fail"}, Details: det})
 	}
 }
 
