@@ -73,6 +73,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}
 	for _, d := range cfg.StoreDirs {
 		s := newScanner(cfg.Root, ver, opts)
+		s.dropVictims = true // the findings are made before s.free
 		files, err := s.scanStore(ctx, d, filepath.Base(d) == "msg_store_transient")
 		if err != nil {
 			s.free()
@@ -90,6 +91,7 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}
 	if len(cfg.Files) > 0 {
 		s := newScanner(cfg.Root, ver, opts)
+		s.dropVictims = true
 		var fss []*FileScan
 		for _, p := range cfg.Files {
 			f := rdqFile{path: p, num: rdqNumber(p)}

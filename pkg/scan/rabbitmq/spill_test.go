@@ -25,6 +25,8 @@ const victimTemp = "storectl-victims-"
 // run the temp dir ($TMPDIR) stays empty (the file is unlinked at once),
 // and once they return no descriptor of the file is left open, also when
 // the run stops on an error (a cancelled context, an EachFile error).
+// Scan, whose released files' victims nobody reads, writes none
+// (scanner.dropVictims): only Verify opens the file.
 func TestVictimSpillSameAndGone(t *testing.T) {
 	defer spillAll()()
 	tmp := t.TempDir()
@@ -55,9 +57,10 @@ func TestVictimSpillSameAndGone(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			// Scan and Verify with nothing spilled against every list
-			// spilled, records included; the records callback sees the
-			// file open once an earlier file's lists were spilled.
-			open := 0
+			// spilled, records included; Verify's records callback sees
+			// the file open once an earlier file's lists were spilled,
+			// Scan's never does.
+			open, scanOpen := 0, 0
 			var want, got []any
 			undo := spillNone()
 			wantRes := scanWith(t, st.root, st.dir, &want)
@@ -67,16 +70,26 @@ func TestVictimSpillSameAndGone(t *testing.T) {
 			gotRes := scanWith(t, st.root, st.dir, &got)
 			// One job: a file made by another worker is in the dir for the
 			// instant between its create and its unlink.
-			opts := scan.Options{Jobs: 1, Records: func(any) error {
-				open = max(open, testutil.OpenFiles(t, victimTemp))
-				if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
-					t.Errorf("the temp dir holds %s during the scan", ents[0].Name())
-				}
-				return nil
-			}}
-			if _, err := Scan(context.Background(), Config{Root: st.root, VHostDirs: []string{st.dir}}, opts); err != nil {
+			watch := func(open *int) scan.Options {
+				return scan.Options{Jobs: 1, Records: func(any) error {
+					*open = max(*open, testutil.OpenFiles(t, victimTemp))
+					if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+						t.Errorf("the temp dir holds %s during the run", ents[0].Name())
+					}
+					return nil
+				}}
+			}
+			cfg := Config{Root: st.root, VHostDirs: []string{st.dir}}
+			if _, err := Scan(context.Background(), cfg, watch(&scanOpen)); err != nil {
 				t.Fatal(err)
 			}
+			if scanOpen != 0 {
+				t.Errorf("Scan opened %d victim temp files: it reads no released file's victims", scanOpen)
+			}
+			if _, err := Verify(context.Background(), cfg, watch(&open)); err != nil {
+				t.Fatal(err)
+			}
+			gone(t, "after the watched verify")
 			a, _ := json.Marshal([]any{wantRes, want})
 			b, _ := json.Marshal([]any{gotRes, got})
 			if string(a) != string(b) {
@@ -94,7 +107,7 @@ func TestVictimSpillSameAndGone(t *testing.T) {
 			if open > 0 {
 				spilledAny = true
 			}
-			t.Logf("%d findings, %d queues the same; victim temp file open during the scan: %v", f, q, open > 0)
+			t.Logf("%d findings, %d queues the same; victim temp file open during verify: %v", f, q, open > 0)
 			if open == 0 && st.root == groot {
 				t.Fatal("the generated store spilled nothing: the spill is not tested")
 			}
@@ -104,12 +117,14 @@ func TestVictimSpillSameAndGone(t *testing.T) {
 		t.Fatal("no store spilled a victim list")
 	}
 	t.Run("errors", func(t *testing.T) {
-		// A run cancelled once lists are spilled: Scan and Verify stop
-		// with the context's error and leave no file open.
+		// A run cancelled once lists are spilled (Verify) or a file was
+		// released (Scan, which spills none): both stop with the
+		// context's error and leave no file open.
 		for _, verify := range []bool{false, true} {
 			ctx, cancel := context.WithCancel(context.Background())
+			recs := 0
 			opts := scan.Options{Jobs: 2, Records: func(any) error {
-				if testutil.OpenFiles(t, victimTemp) > 0 {
+				if recs++; testutil.OpenFiles(t, victimTemp) > 0 || (!verify && recs > 10) {
 					cancel()
 				}
 				return nil

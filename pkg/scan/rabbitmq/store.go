@@ -51,6 +51,10 @@ type scanner struct {
 	// spill holds released files' long victim lists (victim_spill.go): its own
 	// object, since the findings that point into it outlive the scanner.
 	spill *victimSpill
+	// dropVictims: nothing reads a released file's victim lists (the
+	// scanner is freed before its caller could), so spillVictims keeps
+	// only their summaries (victim_spill.go).
+	dropVictims bool
 	// each is VHostOptions.EachFile bound to its vhost; eachErr is the
 	// first error it returned (the files after it are not handed over).
 	each    func(*FileScan) error

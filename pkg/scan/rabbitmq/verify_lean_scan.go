@@ -23,6 +23,7 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 		return nil, nil, err
 	}
 	s := newScanner(root, ver, o.Options)
+	s.dropVictims = o.dropVictims
 	v := &VHostScan{Dir: scan.Rel(root, vhostDir), Layout: map[string]any{}}
 	if o.EachFile != nil {
 		// The records go to the callback, file by file, and are released.

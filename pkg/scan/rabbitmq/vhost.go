@@ -31,6 +31,10 @@ type VHostOptions struct {
 	// unknown). Without it such a dir is an error, as writers and salvage
 	// must not act on references they do not know.
 	partialQueues bool
+	// dropVictims: the caller reads no released file's victim lists
+	// (ScanVHost frees its scanner on return), so none is written to
+	// the victims' temp file (scanner.dropVictims).
+	dropVictims bool
 	// EachFile, when set, is handed each .rdq file's result in file order (the persistent store's files, then the transient
 	// store's): its records with their statuses and references, gaps and
 	// hazards, while the scan still holds them. v is the result so far:
@@ -55,6 +59,7 @@ func ScanVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*VHo
 	// the scan, so the join may spill (joinspill.go) on a store large
 	// enough, as Scan's does.
 	o.join.allow = true
+	o.dropVictims = true
 	v, s, err := scanVHostKeep(ctx, root, vhostDir, o)
 	if s != nil {
 		s.free()

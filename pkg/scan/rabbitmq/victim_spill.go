@@ -9,6 +9,7 @@ package rabbitmq
 
 import (
 	"encoding/binary"
+	"errors"
 	"slices"
 
 	"github.com/storectl/storectl/pkg/scan"
@@ -24,6 +25,10 @@ const (
 // spillMinVictims: shorter lists stay in memory (a write per list costs
 // more than the bytes it frees). Tests lower it to spill every list.
 var spillMinVictims = 256
+
+// errVictimsDropped is each's error for a list victimSummaryOf kept no
+// victims of (a scan whose released files' victims nobody reads).
+var errVictimsDropped = errors.New("victim list not kept: the scan that found it did not keep released files' victims")
 
 // statusCodes numbers the Status* constants on disk.
 var statusCodes = []string{StatusReferenced, StatusUnreferenced, StatusDuplicate, StatusUnknown}
@@ -55,12 +60,8 @@ func (s *victimSpill) put(vs Victims) (sv *spilledVictims, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	sv = &spilledVictims{f: &s.file, off: off, n: len(vs), head: slices.Clone(vs[:min(len(vs), InlineVictims)]), last: vs[len(vs)-1]}
-	for _, v := range vs {
-		if v.live() {
-			sv.live++
-		}
-	}
+	sv = victimSummaryOf(vs)
+	sv.f, sv.off = &s.file, off
 	return sv, true
 }
 
@@ -77,6 +78,9 @@ type spilledVictims struct {
 
 // each reads the list back in chunks and calls fn for every victim.
 func (s *spilledVictims) each(fn func(Victim)) error {
+	if s.f == nil {
+		return errVictimsDropped
+	}
 	buf := make([]byte, min(s.n, spillReadChunk)*spillVictimLen)
 	for i := 0; i < s.n; {
 		k := min(s.n-i, spillReadChunk)
@@ -186,15 +190,34 @@ func (h *Hazard) victimSummary(d map[string]any) (live int) {
 }
 
 // spillVictims moves the long victim lists of fs's hazards (all but
-// zero-hole misreads, whose message lists every victim) to s.spill.
+// zero-hole misreads, whose message lists every victim) to s.spill. With
+// s.dropVictims (nothing reads a released file's victims: the scanner is
+// freed before its caller could), a list keeps only what the findings
+// say of it (victimSummaryOf), and nothing is written.
 func (s *scanner) spillVictims(fs *FileScan) {
 	for i := range fs.Hazards {
 		h := &fs.Hazards[i]
 		if h.Code == CodeZeroHoleMisread || len(h.Victims) < spillMinVictims {
 			continue
 		}
+		if s.dropVictims {
+			h.spill, h.Victims = victimSummaryOf(h.Victims), nil
+			continue
+		}
 		if sv, ok := s.spill.put(h.Victims); ok {
 			h.spill, h.Victims = sv, nil
 		}
 	}
+}
+
+// victimSummaryOf is a victim list's spilledVictims without the list: its count,
+// head, last and live count, as put keeps them. Its each fails.
+func victimSummaryOf(vs Victims) *spilledVictims {
+	sv := &spilledVictims{n: len(vs), head: slices.Clone(vs[:min(len(vs), InlineVictims)]), last: vs[len(vs)-1]}
+	for _, v := range vs {
+		if v.live() {
+			sv.live++
+		}
+	}
+	return sv
 }
