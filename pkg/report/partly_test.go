@@ -62,3 +62,45 @@ func TestCheckedSaysWhatWasNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestFileMapsLeaveUnknownsOut: the file maps draw damage; a finding
+// that only says what waits on an unread file (the timer units pointing
+// past a commitlog file that could not be read, on timerlog file 0)
+// neither lists the file as damaged nor paints its bytes X (it did).
+func TestFileMapsLeaveUnknownsOut(t *testing.T) {
+	file := scan.File{Path: "timerlog/00000000000000000000", Kind: "timerlog", Size: 4096, BytesScanned: 4096,
+		Records: 78, FirstValid: 0, LastValid: 4004, ValidEnd: 4056, End: scan.EndBlank}
+	unknown := scan.Finding{Code: "rocketmq.timerlog.target-unknown", Severity: scan.Warning, Path: file.Path, Offset: 0, Length: 52 * 77}
+	garbage := scan.Finding{Code: "rocketmq.timerlog.bad-magic", Severity: scan.Error, Path: file.Path, Offset: 2048, Length: 52}
+	draw := func(fs ...scan.Finding) string {
+		var buf bytes.Buffer
+		e, _ := New(&buf, Text, Style{Width: 84})
+		if err := e.Run(Run{Command: "scan", Store: "rocketmq", DataDir: "/d"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.File(file); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if err := e.Finding(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Summary(Summary{ExitCode: 3, Incomplete: true}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if out := draw(unknown); strings.Contains(out, "file maps") {
+		t.Fatalf("a file with only an unknown finding drawn as damaged:\n%s", out)
+	}
+	out := draw(unknown, garbage)
+	i := strings.Index(out, "  ["+strings.Repeat("=", 10))
+	if !strings.Contains(out, "file maps (1 damaged file(s)") || i < 0 {
+		t.Fatalf("the damaged file's map:\n%s", out)
+	}
+	m := out[i+3 : i+3+strings.Index(out[i+3:], "]")]
+	if n := strings.Count(m, "X"); n == 0 || n > 2 || strings.Index(m, "X") < len(m)/2-1 {
+		t.Fatalf("map %q: X only where the bad unit is (offset 2048 of 4096)", m)
+	}
+}

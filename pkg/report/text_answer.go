@@ -517,11 +517,13 @@ func regionClass(code string) rune {
 }
 
 // writeMaps draws, for every file with a warning or error finding in it
-// (or an end other than a clean one), where its regions lie.
+// (or an end other than a clean one), where its regions lie. A finding
+// about what was not read (isUnread) is not damage: it neither marks a
+// file damaged nor paints its region X.
 func (e *textEmitter) writeMaps() {
 	bad := map[string][]scan.Finding{}
 	for _, f := range e.findings {
-		if f.Severity != scan.Info {
+		if f.Severity != scan.Info && !isUnread(f.Code) {
 			bad[f.Path] = append(bad[f.Path], f)
 		}
 	}

@@ -115,15 +115,18 @@ type verifier struct {
 	// lower bound, and a record at or past it may or may not be
 	// dispatched again (sureFrom).
 	dispatchWaits []string
-	queues        map[queueKey]*queueState
-	evidence      map[string]any // store version evidence
-	capped        map[string]int // findings per cap key
-	lostCount     int            // records the next start will not dispatch
-	cp            rmq.Checkpoint
-	cpPresent     bool
-	cpUnread      bool            // the checkpoint is there but could not be read
-	missingFiles  map[string]bool // consume queue files already reported missing
-	unitsLinked   int             // units compared with the record they point at
+	// unreadSpans are the commitlog ranges the scan could not read
+	// (verify_unreadspan.go).
+	unreadSpans  []unreadSpan
+	queues       map[queueKey]*queueState
+	evidence     map[string]any // store version evidence
+	capped       map[string]int // findings per cap key
+	lostCount    int            // records the next start will not dispatch
+	cp           rmq.Checkpoint
+	cpPresent    bool
+	cpUnread     bool            // the checkpoint is there but could not be read
+	missingFiles map[string]bool // consume queue files already reported missing
+	unitsLinked  int             // units compared with the record they point at
 	// claims are the consume queues the collectors claim units of
 	// (verify_cqclaim.go; nil: none), claimedRecs the records whose own
 	// unit was claimed or that get no unit (undispatched: the checks of
@@ -215,6 +218,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	if len(v.store.lay.segs) > 0 {
 		v.minPhy = v.store.lay.segs[0].base
 	}
+	v.findUnreadSpans()
 	if res.RecoveryEnd != nil {
 		v.recoveryEnd = *res.RecoveryEnd
 	} else if u, ok := res.Extra[ExtraRecoveryEndUnknown].(map[string]any); ok {

@@ -22,6 +22,9 @@ type unitScan struct {
 	unknown     int64
 	unknownFile string
 	unknownPos  int64
+	// spanUnknown counts units below the recovery end pointing into a
+	// commitlog range the scan could not read (verifier.unreadSpans).
+	spanUnknown spanUnknown
 	// next is the stream index after the last unit checked, run the
 	// queue's claimed run at or after it (verify_cqclaim.go).
 	next int64
@@ -94,6 +97,8 @@ func (v *verifier) unitAt(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit, 
 			"unit points at or past the commitlog recovery end; recovery truncates it", map[string]string{"below_recovery_end": "fail"})
 		fd.Expected, fd.Actual = "< "+fmtInt(v.recoveryEnd), fmtInt(u.CommitLogOffset)
 		v.add(q.rel, fd)
+	case len(v.unreadSpans) > 0 && v.unreadAt(u.CommitLogOffset) != "":
+		us.spanUnknown.add(v.unreadAt(u.CommitLogOffset), f.rel, pos)
 	case claimed:
 		v.unitsLinked++
 		return true

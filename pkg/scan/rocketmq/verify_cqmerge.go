@@ -292,6 +292,11 @@ func (v *verifier) finishQueue(us *unitScan, files []cqFile) {
 			Message: fmt.Sprintf("%d unit(s) of %s point at or past commitlog offset %d, %s: whether recovery keeps them is unknown, not lost",
 				us.unknown, q.rel, v.recoveryEnd, v.pastUnread())})
 	}
+	if su := &us.spanUnknown; su.n > 0 {
+		v.add(q.rel+":span", scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: su.first, Offset: su.pos,
+			Length: su.n * rmq.CQUnitSize, Repair: scan.RepairNone, Details: map[string]any{"units": su.n, "waits_on": su.waits},
+			Message: fmt.Sprintf("%d unit(s) of %s point %s: whether their records are there is unknown, not lost", su.n, q.rel, su.into())})
+	}
 	if us.expired > 0 {
 		v.add(q.rel+":exp", scan.Finding{Code: CodeCQExpired, Severity: scan.Info, Path: files[0].rel, Repair: scan.RepairNone,
 			Details: map[string]any{"units": us.expired, "commitlog_min_offset": v.minPhy},

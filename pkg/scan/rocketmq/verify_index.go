@@ -39,7 +39,8 @@ type indexWalk struct {
 	maxPhy, maxTS  int64
 	touch          uint64 // the sum of the prefetching loads (kept so they are not dropped)
 	beyond         int
-	unknown        int // entries past an unread commitlog file (verifier.unread)
+	unknown        int         // entries past an unread commitlog file (verifier.unread)
+	spanUnknown    spanUnknown // entries below the recovery end into verifier.unreadSpans
 	beyondSev      scan.Severity
 	expired        int
 	firstPhy       int64

@@ -98,6 +98,11 @@ func (v *verifier) indexEntrySummary(w *indexWalk) {
 			Message: fmt.Sprintf("%d index entries point at or past commitlog offset %d, %s: whether recovery keeps their messages is unknown, not lost",
 				w.unknown, v.recoveryEnd, v.pastUnread())})
 	}
+	if su := &w.spanUnknown; su.n > 0 {
+		v.res.Add(scan.Finding{Code: CodeIndexUnknown, Severity: scan.Warning, Path: w.f.rel, Offset: lay.EntryOffset(1),
+			Repair: scan.RepairNone, Details: map[string]any{"entries": su.n, "waits_on": su.waits},
+			Message: fmt.Sprintf("%d index entries point %s: whether their messages are there is unknown, not lost", su.n, su.into())})
+	}
 	if w.expired > 0 {
 		v.res.Add(scan.Finding{Code: CodeIndexBadEntry, Severity: scan.Info, Path: w.f.rel, Offset: lay.EntryOffset(1),
 			Repair: scan.RepairNone, Details: map[string]any{"entries": w.expired, "commitlog_min_offset": v.minPhy},
@@ -179,6 +184,9 @@ func (v *verifier) indexEntryRecord(w *indexWalk, n int64, e rmq.IndexEntry) {
 		return
 	case e.PhyOffset >= v.recoveryEnd:
 		w.beyond++
+		return
+	case len(v.unreadSpans) > 0 && v.unreadAt(e.PhyOffset) != "":
+		w.spanUnknown.add(v.unreadAt(e.PhyOffset), w.f.rel, 0)
 		return
 	}
 	ri, r := v.cur.find(v.tab, e.PhyOffset, v.nrecs, v.recAt)
