@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
 )
 
 // unreadSpan is a range of commitlog offsets the scan could not read: a
