@@ -139,6 +139,10 @@ type scanner struct {
 	start  int // recovery's start file
 	// The walk's own continuity (for findings).
 	wLast, wTerm int64
+	// wGap: a data file the walk could not read (in full) lies between
+	// wLast's entry and the next: that entry's index is only known to be
+	// higher (the unread entries are unknown), not wLast+1.
+	wGap bool
 	// The recovery walk (DLedgerMmapFileStore.recover) as the entries go by.
 	rLast, rTerm int64
 	rStopped     bool

@@ -102,6 +102,7 @@ func (s *scanner) unreadData(i int, err error) {
 	s.res.Add(scan.Unreadable(f.rel, err))
 	s.res.Fail(fmt.Errorf("%s: %w", f.rel, err))
 	s.unreadSpans = append(s.unreadSpans, [2]int64{f.base, f.base + f.size})
+	s.wGap = true // the next entry's index is not wLast+1's to check
 	if s.unread != "" {
 		return
 	}
@@ -480,11 +481,18 @@ func (s *scanner) checkEntry(f *dataFile, it *item) {
 	pos := h.pos - f.base
 	f.lastPos = pos
 	e := entry{pos: h.pos, size: h.size, index: h.index, term: h.term, file: f.idx, inner: &it.in}
-	if s.wLast != -1 && h.index != s.wLast+1 {
+	switch {
+	case s.wLast == -1:
+	case s.wGap && h.index <= s.wLast:
+		s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
+			Expected: fmt.Sprintf("> %d", s.wLast), Actual: fmt.Sprint(h.index), Repair: scan.RepairTruncate,
+			Message: "entry index is not above the last entry's before the data file that could not be read: DLedger's recovery stops here at the latest and drops this entry and every one after it"})
+	case !s.wGap && h.index != s.wLast+1:
 		s.add(scan.Finding{Code: CodeIndexOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 8, Length: 8,
 			Expected: fmt.Sprint(s.wLast + 1), Actual: fmt.Sprint(h.index), Repair: scan.RepairTruncate,
 			Message: "entry index does not follow the previous entry's: DLedger's recovery stops here and drops this entry and every one after it"})
 	}
+	s.wGap = false
 	if h.term < s.wTerm {
 		s.add(scan.Finding{Code: CodeTermOrder, Severity: scan.Error, Path: f.rel, Offset: pos + 16, Length: 8,
 			Expected: fmt.Sprintf(">= %d", s.wTerm), Actual: fmt.Sprint(h.term), Repair: scan.RepairTruncate,
