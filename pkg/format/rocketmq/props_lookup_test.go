@@ -94,6 +94,12 @@ func FuzzLookupDispatchProps(f *testing.F) {
 	f.Add([]byte("TAGX\x01a\x02KEYSS\x01b\x02UNIQ_KEY\x01\x02INNER_MULTI_DISPATC\x01c\x02INNER_MULTI_DISPATCH\x01"))
 	f.Add([]byte("T\x01\x02K\x01v\x02UNIQ_KEY\x01\x01\x02TAGS\x01\x01\x01\x02KEYS"))
 	f.Add([]byte{})
+	// Longer than one 64-byte mask: a segment across the boundary, a
+	// separator as byte 63 and 64, a string of exactly 64 and 128 bytes.
+	f.Add([]byte("UNIQ_KEY\x017F0000010001000000000000000000000000000000\x02KEYS\x01order-1 order-2 order-3\x02TAGS\x01tagA\x02WAIT\x01true\x02"))
+	f.Add([]byte("KEYS\x01" + strings.Repeat("k", 57) + "\x02\x02TAGS\x01t\x02"))
+	f.Add([]byte("TAGS\x01" + strings.Repeat("v", 58)))
+	f.Add([]byte("KEYS\x01" + strings.Repeat("w", 121) + "\x02"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var wv, gv [len(DispatchProps)][]byte
 		var wf, gf [len(DispatchProps)]bool
