@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"encoding/binary"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 
@@ -23,7 +24,7 @@ import (
 // (per queue group, per index file), so nearly every lookup hits a cached
 // block.
 type recTable struct {
-	f, hf  *os.File // records (recSlot bytes each), key hashes (4 bytes each)
+	f, hf  *os.File // records (recSlot or recSlotSmall bytes each), key hashes (4 bytes each)
 	mu     sync.Mutex
 	recEnd int64 // bytes reserved in f
 	hEnd   int64 // hashes reserved in hf
@@ -51,6 +52,10 @@ type recBlockInfo struct {
 	firstPhy int64   // phy of its first record
 	maxTS    int64   // newest store timestamp in it
 	topics   []int32 // the file's topic ids (collector-local) -> the verifier's
+	// compact: coded in recSlotSmall bytes a record (encodeBlock), from
+	// these bases of queueOff, tagsCode and storeTS.
+	compact             bool
+	qBase, tBase, sBase int64
 }
 
 // recBlock is one cached block of decoded records.
@@ -61,9 +66,12 @@ type recBlock struct {
 }
 
 const (
-	// recSlot is the encoded size of one vrec in the temp file.
-	recSlot = 64
-	// recBlockLen is the records per block: 64 KiB of file, one pread.
+	// recSlot is the encoded size of one vrec in a wide block, recSlotSmall
+	// in a compact one (encodeBlock).
+	recSlot      = 64
+	recSlotSmall = 24
+	// recBlockLen is the records per block: at most 64 KiB of file, one
+	// pread.
 	recBlockLen = 1024
 	// recCacheBlocks bounds the decoded blocks kept (8 x 64 KiB): enough
 	// for the sequential walks and a few stray lookups of damaged units.
@@ -141,27 +149,13 @@ func (w *blockWriter) flush() {
 		return
 	}
 	t := w.t
-	b := w.enc[:0]
-	var slot [recSlot]byte
 	info := recBlockInfo{n: len(w.recs), firstPhy: w.recs[0].phy, maxTS: w.recs[0].storeTS}
-	le := binary.LittleEndian
 	for i := range w.recs {
-		r := &w.recs[i]
-		info.maxTS = max(info.maxTS, r.storeTS)
-		le.PutUint64(slot[0:], uint64(r.phy))
-		le.PutUint64(slot[8:], uint64(r.queueOff))
-		le.PutUint64(slot[16:], uint64(r.tagsCode))
-		le.PutUint64(slot[24:], uint64(r.storeTS))
-		le.PutUint64(slot[32:], uint64(r.hashOff))
-		le.PutUint32(slot[40:], uint32(r.size))
-		le.PutUint32(slot[44:], uint32(r.topic))
-		le.PutUint32(slot[48:], uint32(r.queueID))
-		le.PutUint32(slot[52:], uint32(r.sysFlag))
-		le.PutUint16(slot[56:], r.nhash)
-		slot[58] = r.flags
-		b = append(b, slot[:]...)
+		info.maxTS = max(info.maxTS, w.recs[i].storeTS)
 	}
+	b := encodeBlock(w.enc[:0], w.recs, &info)
 	hb := len(b)
+	le := binary.LittleEndian
 	for _, h := range w.hashes {
 		b = le.AppendUint32(b, uint32(h))
 	}
@@ -179,6 +173,74 @@ func (w *blockWriter) flush() {
 	}
 	w.done = append(w.done, info)
 	w.recs, w.hashes = w.recs[:0], w.hashes[:0]
+}
+
+// encodeBlock appends the coded records of one block to b and notes the
+// form it chose in info: compact (recSlotSmall bytes a record) when the
+// block's values fit it, else wide (recSlot bytes, every field whole).
+//
+// The compact form keeps what a block of adjacent records of one file
+// makes small: phy and hashOff follow from the record before (its phy
+// plus its size, its hashOff plus its key count), so they take no bytes;
+// queueOff, tagsCode and storeTS are 32-bit differences from the block's
+// smallest; topic (the file's own id), queueID and sysFlag 16 bits; nhash
+// and flags a byte each. On the 2.7 M records of a 1 GiB store of small
+// messages the table's file shrinks from 172 MB to 65 MB; its writes and
+// reads were about a tenth of verify's CPU.
+func encodeBlock(b []byte, recs []vrec, info *recBlockInfo) []byte {
+	le := binary.LittleEndian
+	r0 := &recs[0]
+	qlo, qhi, tlo, thi, slo, shi := r0.queueOff, r0.queueOff, r0.tagsCode, r0.tagsCode, r0.storeTS, r0.storeTS
+	var wide uint64 // bits above the compact widths (size: any int32 fits)
+	ok := r0.hashOff == 0
+	for i := range recs {
+		r := &recs[i]
+		qlo, qhi = min(qlo, r.queueOff), max(qhi, r.queueOff)
+		tlo, thi = min(tlo, r.tagsCode), max(thi, r.tagsCode)
+		slo, shi = min(slo, r.storeTS), max(shi, r.storeTS)
+		wide |= uint64(uint32(r.topic)|uint32(r.queueID)|uint32(r.sysFlag))>>16 | uint64(r.nhash>>8)
+		if i > 0 {
+			p := &recs[i-1]
+			ok = ok && r.phy == p.phy+int64(p.size) && r.hashOff == p.hashOff+int64(p.nhash)
+		}
+	}
+	const lim = 1<<32 - 1
+	if ok && wide == 0 && uint64(qhi)-uint64(qlo) <= lim && uint64(thi)-uint64(tlo) <= lim && uint64(shi)-uint64(slo) <= lim {
+		info.compact = true
+		info.qBase, info.tBase, info.sBase = qlo, tlo, slo
+		at := len(b)
+		b = slices.Grow(b, len(recs)*recSlotSmall)[:at+len(recs)*recSlotSmall]
+		for i := range recs {
+			r := &recs[i]
+			e := (*[recSlotSmall]byte)(b[at+i*recSlotSmall:])
+			le.PutUint32(e[0:], uint32(r.size))
+			le.PutUint32(e[4:], uint32(r.queueOff-qlo))
+			le.PutUint32(e[8:], uint32(r.tagsCode-tlo))
+			le.PutUint32(e[12:], uint32(r.storeTS-slo))
+			le.PutUint16(e[16:], uint16(r.topic))
+			le.PutUint16(e[18:], uint16(r.queueID))
+			le.PutUint16(e[20:], uint16(r.sysFlag))
+			e[22], e[23] = byte(r.nhash), r.flags
+		}
+		return b
+	}
+	var slot [recSlot]byte
+	for i := range recs {
+		r := &recs[i]
+		le.PutUint64(slot[0:], uint64(r.phy))
+		le.PutUint64(slot[8:], uint64(r.queueOff))
+		le.PutUint64(slot[16:], uint64(r.tagsCode))
+		le.PutUint64(slot[24:], uint64(r.storeTS))
+		le.PutUint64(slot[32:], uint64(r.hashOff))
+		le.PutUint32(slot[40:], uint32(r.size))
+		le.PutUint32(slot[44:], uint32(r.topic))
+		le.PutUint32(slot[48:], uint32(r.queueID))
+		le.PutUint32(slot[52:], uint32(r.sysFlag))
+		le.PutUint16(slot[56:], r.nhash)
+		slot[58] = r.flags
+		b = append(b, slot[:]...)
+	}
+	return b
 }
 
 // adopt appends the blocks of w, whose file follows the files adopted
@@ -252,10 +314,14 @@ func (t *recTable) block(bi int) []vrec {
 // read error).
 func (t *recTable) decode(bi int, dst []vrec) []vrec {
 	info := &t.blocks[bi]
+	slot := recSlot
+	if info.compact {
+		slot = recSlotSmall
+	}
 	if cap(t.raw) < recBlockLen*recSlot {
 		t.raw = make([]byte, recBlockLen*recSlot)
 	}
-	raw := t.raw[:info.n*recSlot]
+	raw := t.raw[:info.n*slot]
 	if err := readFull(t.f, raw, info.off); err != nil {
 		if t.err == nil {
 			t.err = err
@@ -267,6 +333,20 @@ func (t *recTable) decode(bi int, dst []vrec) []vrec {
 	}
 	dst = dst[:info.n]
 	le := binary.LittleEndian
+	if info.compact {
+		phy, hashOff := info.firstPhy, info.hashBase
+		for i := range dst {
+			e := (*[recSlotSmall]byte)(raw[i*recSlotSmall:])
+			size, nh := int32(le.Uint32(e[0:])), uint16(e[22])
+			dst[i] = vrec{phy: phy, queueOff: info.qBase + int64(le.Uint32(e[4:])), tagsCode: info.tBase + int64(le.Uint32(e[8:])),
+				storeTS: info.sBase + int64(le.Uint32(e[12:])), hashOff: hashOff, size: size,
+				topic: info.topics[le.Uint16(e[16:])], queueID: int32(le.Uint16(e[18:])), sysFlag: int32(le.Uint16(e[20:])),
+				nhash: nh, flags: e[23]}
+			phy += int64(size)
+			hashOff += int64(nh)
+		}
+		return dst
+	}
 	for i := range dst {
 		b := raw[i*recSlot : (i+1)*recSlot]
 		dst[i] = vrec{phy: int64(le.Uint64(b[0:])), queueOff: int64(le.Uint64(b[8:])), tagsCode: int64(le.Uint64(b[16:])),

@@ -12,7 +12,16 @@ import (
 // order with their own topic maps, over more blocks than the cache holds
 // and with partial blocks at each file's end: every record, exact and
 // in-between lookups, the cut at n, key hashes and the newest store time.
+// The records' shapes give wide blocks (store times 2^31 ms apart), compact
+// ones (encodeBlock) and a mix (a gap between two records, ids and
+// values past the compact widths here and there).
 func TestRecTable(t *testing.T) {
+	for _, shape := range []string{"wide", "compact", "mixed"} {
+		t.Run(shape, func(t *testing.T) { testRecTable(t, shape) })
+	}
+}
+
+func testRecTable(t *testing.T, shape string) {
 	tab, err := newRecTable()
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +46,39 @@ func TestRecTable(t *testing.T) {
 				h[j] = int32(g*7 + j)
 			}
 			hashes = append(hashes, h)
-			r := vrec{phy: phy, queueOff: int64(g), tagsCode: -int64(g), storeTS: int64(g%5000) << 20, size: int32(50 + g%13),
+			r := vrec{phy: phy, queueOff: int64(g), tagsCode: -int64(g), storeTS: int64(g%5000) << 31, size: int32(50 + g%13),
 				topic: int32(f*10 + g%5), queueID: int32(g % 3), sysFlag: int32(g % 9), nhash: uint16(len(h)), flags: uint8(g % 3)}
+			ltopic := int32(g % 5) // the file's own topic ids
+			if shape != "wide" {
+				r.storeTS = 1<<40 + int64(g%5000)
+				r.tagsCode = int64(g%7) - 3
+				r.queueOff = 1<<33 + int64(g)
+			}
+			if shape == "mixed" {
+				switch g % 1500 {
+				case 100:
+					phy += 7 // a gap before the record
+				case 400:
+					r.queueID = 1 << 16
+				case 500:
+					r.sysFlag = -1
+				case 600:
+					r.tagsCode = 1 << 40
+				case 700:
+					r.storeTS = -1
+				case 800:
+					r.size = -3 // fits the compact form
+				case 900:
+					r.queueOff = 0
+				case 1000:
+					ltopic = 1 << 16
+				}
+				r.phy = phy
+			}
 			want = append(want, r)
 			phy += int64(r.size)
 			lr := r
-			lr.topic = int32(g % 5) // the file's own topic ids
+			lr.topic = ltopic
 			local[f] = append(local[f], lr)
 		}
 	}
@@ -65,7 +101,11 @@ func TestRecTable(t *testing.T) {
 		}
 	}
 	for f := range sizes {
-		ids := []int32{int32(f * 10), int32(f*10 + 1), int32(f*10 + 2), int32(f*10 + 3), int32(f*10 + 4)}
+		ids := make([]int32, 1<<16+1)
+		for k := range 5 {
+			ids[k] = int32(f*10 + k)
+		}
+		ids[1<<16] = int32(f*10 + 1000%5) // the "mixed" record's wide local id
 		if first := tab.adopt(writers[f], ids); first != indexOf(sizes, f, 0) {
 			t.Fatalf("file %d adopted at %d", f, first)
 		}
@@ -75,6 +115,16 @@ func TestRecTable(t *testing.T) {
 	}
 	if tab.n != n {
 		t.Fatalf("%d records adopted, want %d", tab.n, n)
+	}
+	compact := 0
+	for _, b := range tab.blocks {
+		if b.compact {
+			compact++
+		}
+	}
+	if want := map[string]bool{"wide": compact == 0, "compact": compact == len(tab.blocks),
+		"mixed": compact > 0 && compact < len(tab.blocks)}[shape]; !want {
+		t.Fatalf("%d of %d blocks compact", compact, len(tab.blocks))
 	}
 	for i := range want {
 		want[i].hashOff = 0 // compared apart: offsets in the table's file
