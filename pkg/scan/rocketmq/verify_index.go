@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/storectl/storectl/internal/bitset"
 	"io"
+	"math/bits"
 	"os"
 	"slices"
 
@@ -37,7 +38,6 @@ type indexWalk struct {
 	// chain checks judged from it as they come, for comparison.
 	keyHash        []int32
 	maxPhy, maxTS  int64
-	touch          uint64 // the sum of the prefetching loads (kept so they are not dropped)
 	beyond         int
 	unknown        int         // entries past an unread commitlog file (verifier.unread)
 	spanUnknown    spanUnknown // entries below the recovery end into verifier.unreadSpans
@@ -233,19 +233,39 @@ func (v *verifier) indexSlots(fh *os.File, w *indexWalk) error {
 		fd.Expected, fd.Actual = fmtInt(nonEmpty), fmtInt(int64(f.hdr.HashSlotCount))
 		w.out.add(phaseSlotCount, 0, 0, fd)
 	}
-	for n := int64(1); n < w.used; n++ {
-		switch h, r := head.Has(n), w.referenced.Has(n); {
-		case h && r:
-			w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
-				fmt.Sprintf("entry %d is both a slot head and another entry's predecessor (a loop or crossed chains)", n),
-				map[string]string{"single_parent": "fail"}))
-		case !h && !r:
-			w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
-				fmt.Sprintf("entry %d is on no slot chain: lookups cannot reach it", n),
-				map[string]string{"reachable": "fail"}))
+	// Entries 1..used-1, 64 at a time: an entry needs a look only when it
+	// is both a head and referenced, or neither (a healthy file has none).
+	for wi := int64(0); wi*64 < w.used; wi++ {
+		hw, rw := head[wi], w.referenced[wi]
+		odd := hw&rw | ^(hw | rw)
+		if wi == 0 {
+			odd &^= 1 // entry 0 is no entry
+		}
+		if end := w.used - wi*64; end < 64 {
+			odd &= 1<<end - 1
+		}
+		for ; odd != 0; odd &= odd - 1 {
+			n := wi*64 + int64(bits.TrailingZeros64(odd))
+			v.indexReach(w, n, head.Has(n), w.referenced.Has(n))
 		}
 	}
 	return nil
+}
+
+// indexReach adds the finding of entry n that is a slot head (h) and
+// another entry's predecessor (r), or neither.
+func (v *verifier) indexReach(w *indexWalk, n int64, h, r bool) {
+	f, lay := w.f, w.lay
+	switch {
+	case h && r:
+		w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
+			fmt.Sprintf("entry %d is both a slot head and another entry's predecessor (a loop or crossed chains)", n),
+			map[string]string{"single_parent": "fail"}))
+	case !h && !r:
+		w.out.add(phaseReach, n, 0, v.indexFinding(f, CodeIndexBadChain, lay.EntryOffset(n), rmq.IndexEntrySize,
+			fmt.Sprintf("entry %d is on no slot chain: lookups cannot reach it", n),
+			map[string]string{"reachable": "fail"}))
+	}
 }
 
 func (v *verifier) slotHeadFinding(w *indexWalk, s, val, got int64) scan.Finding {
