@@ -186,7 +186,7 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 // assumptions and errors to dst.
 func mergeResult(dst, src *scan.Result) {
 	dst.Files = append(dst.Files, src.Files...)
-	dst.Take(src.Findings)
+	dst.Take(newUnreadable(dst, src.Findings))
 	dst.BytesScanned += src.BytesScanned
 	if dst.Layout == nil {
 		dst.Layout = map[string]any{}
@@ -394,4 +394,26 @@ func salvage5x(ctx context.Context, env *Env, t scan.Target, o salvage.Options, 
 		tc.CommitLog = dlog
 	}
 	return salvage.ExportTimerLost(ctx, tc, o, w, rep)
+}
+
+// newUnreadable is fs without the unreadable findings dst has already
+// (the timer scan and verify's consume queue walk both read the timer
+// topic's queue: a file of it that could not be read is named once).
+func newUnreadable(dst *scan.Result, fs []scan.Finding) []scan.Finding {
+	have := map[string]bool{}
+	for _, f := range dst.Findings {
+		if f.Code == scan.CodeUnreadable {
+			have[f.Path] = true
+		}
+	}
+	if len(have) == 0 {
+		return fs
+	}
+	out := fs[:0:0]
+	for _, f := range fs {
+		if f.Code != scan.CodeUnreadable || !have[f.Path] {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -116,7 +116,7 @@ func PlanOffsetCap(plan *repair.Plan, root string, end int64) (*OffsetCap, error
 		rel    string
 		decode func([]byte) (rmqOffsetTable, error)
 	}{{consumerOffsetFile, decodeConsumer}, {lmqOffsetFile, decodeConsumer}, {delayOffsetFile, decodeDelay}} {
-		above, _, err := rmqconfig.AboveMax(root, t.rel, end, t.decode)
+		above, _, _, err := rmqconfig.AboveMax(root, t.rel, end, t.decode)
 		if err != nil {
 			return nil, err
 		}

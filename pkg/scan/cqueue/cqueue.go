@@ -169,20 +169,41 @@ func (q *Queue) Unit(idx int64) (u rmq.CQUnit, ok bool, err error) {
 	return u, err == nil, err
 }
 
+// UnreadError is a file of the queue that a walk reached and could not
+// read: a dir, FIFO, socket or device in its place (Queue.Irregular), or
+// an open or read error. The units from it on are unknown.
+type UnreadError struct {
+	Rel string
+	Err error
+}
+
+func (e *UnreadError) Error() string { return e.Rel + ": " + e.Err.Error() }
+func (e *UnreadError) Unwrap() error { return e.Err }
+
 // Each calls fn for every unit from the first file on, in order, until
 // fn returns false, a unit is not Valid (the end of a file queue's data,
 // as ConsumeQueue.recover reads it) or the files end. It returns the
-// index just past the last unit handed to fn.
+// index just past the last unit handed to fn. A file it reaches that it
+// cannot read, one of Irregular among them, stops it with an
+// *UnreadError: what the queue holds from there on is unknown, not its
+// end.
 func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 	idx := q.MinIndex()
+	if len(q.Irregular) > 0 && (len(q.Files) == 0 || q.Irregular[0].Base < q.Files[0].Base) {
+		f := q.Irregular[0]
+		return f.Base / rmq.CQUnitSize, &UnreadError{Rel: f.Rel, Err: notRegular(f.Path)}
+	}
 	buf := make([]byte, 1<<16/rmq.CQUnitSize*rmq.CQUnitSize)
 	for i, f := range q.Files {
 		if i > 0 && f.Base != q.Files[i-1].Base+q.Files[i-1].Size {
+			if g, ok := q.irregularAt(q.Files[i-1].Base + q.Files[i-1].Size); ok {
+				return idx, &UnreadError{Rel: g.Rel, Err: notRegular(g.Path)}
+			}
 			return idx, nil // a gap: the broker's checkSelf fails; stop here
 		}
 		fh, err := storefile.Open(f.Path)
 		if err != nil {
-			return idx, err
+			return idx, &UnreadError{Rel: f.Rel, Err: err}
 		}
 		for pos := int64(0); pos+rmq.CQUnitSize <= f.Size; {
 			n, rerr := fh.ReadAt(buf[:min(int64(len(buf)), f.Size-pos)/rmq.CQUnitSize*rmq.CQUnitSize], pos)
@@ -195,13 +216,43 @@ func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 				idx++
 			}
 			pos += int64(n)
+			if rerr != nil && !errors.Is(rerr, io.EOF) {
+				fh.Close()
+				return idx, &UnreadError{Rel: f.Rel, Err: fmt.Errorf("at %d: %w", pos, rerr)}
+			}
 			if rerr != nil || n == 0 {
 				break
 			}
 		}
 		fh.Close()
 	}
+	if n := len(q.Files); n > 0 {
+		if g, ok := q.irregularAt(q.Files[n-1].Base + q.Files[n-1].Size); ok {
+			return idx, &UnreadError{Rel: g.Rel, Err: notRegular(g.Path)} // the walk goes on into it
+		}
+	}
 	return idx, nil
+}
+
+// irregularAt is the file of Irregular at stream offset base.
+func (q *Queue) irregularAt(base int64) (File, bool) {
+	for _, f := range q.Irregular {
+		if f.Base == base {
+			return f, true
+		}
+	}
+	return File{}, false
+}
+
+// notRegular is the error of opening the irregular file at path: why it
+// is not read.
+func notRegular(path string) error {
+	fh, err := storefile.Open(path)
+	if err == nil {
+		fh.Close()
+		return errors.New("not a regular file")
+	}
+	return err
 }
 
 // Recovered returns the queue's [min, max) after the broker's recovery

@@ -27,12 +27,15 @@ import (
 
 // Finding codes (store.component.what); never rename one.
 const (
-	CodeTorn          = "rocketmq.config.torn-json"    // the file does not parse; the broker loads .bak
-	CodeEmpty         = "rocketmq.config.empty"        // empty file; the broker loads .bak
-	CodeBothBad       = "rocketmq.config.bak-unusable" // file and .bak unusable: load fails or starts empty
-	CodeBakDiffers    = "rocketmq.config.bak-older"    // what the fallback loses against the torn file's intent
-	CodeOffsetAbove   = "rocketmq.config.consumer-offset-above-max"
-	CodeDelayAbove    = "rocketmq.config.delay-offset-above-max"
+	CodeTorn        = "rocketmq.config.torn-json"    // the file does not parse; the broker loads .bak
+	CodeEmpty       = "rocketmq.config.empty"        // empty file; the broker loads .bak
+	CodeBothBad     = "rocketmq.config.bak-unusable" // file and .bak unusable: load fails or starts empty
+	CodeBakDiffers  = "rocketmq.config.bak-older"    // what the fallback loses against the torn file's intent
+	CodeOffsetAbove = "rocketmq.config.consumer-offset-above-max"
+	CodeDelayAbove  = "rocketmq.config.delay-offset-above-max"
+	// CodeOffsetUnknown: a committed or delay offset whose queue's max
+	// could not be known (a consume queue file of it could not be read).
+	CodeOffsetUnknown = "rocketmq.config.offset-unknown"
 	CodeOffsetsNotChk = "rocketmq.config.offsets-not-checked"
 )
 
@@ -60,12 +63,16 @@ type Offset struct {
 	// Start and End locate the number in File.
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
+	// WaitsOn is, for an offset AboveMax could not compare (its unknown),
+	// the consume queue file that could not be read; Max is then -1.
+	WaitsOn string `json:"waits_on,omitempty"`
 }
 
 // Summary is Result.Extra["config"].
 type Summary struct {
 	Files        []string `json:"files"`
 	AboveMax     []Offset `json:"offsets_above_max,omitempty"`
+	Unknown      []Offset `json:"offsets_unknown,omitempty"` // their queue could not be read
 	OffsetsTotal int      `json:"offsets"`
 }
 
@@ -173,14 +180,16 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	}{{rmq.ConsumerOffsetFile, rmq.DecodeConsumerOffsets},
 		{rmq.LMQConsumerOffsetFile, rmq.DecodeConsumerOffsets},
 		{rmq.DelayOffsetFile, rmq.DecodeDelayOffsets}} {
-		above, n, err := AboveMax(cfg.Root, f.rel, cfg.RecoveryEnd, f.decode)
+		above, unknown, n, err := AboveMax(cfg.Root, f.rel, cfg.RecoveryEnd, f.decode)
 		if err != nil {
 			fail(err)
 			continue
 		}
 		sum.OffsetsTotal += n
 		sum.AboveMax = append(sum.AboveMax, above...)
+		sum.Unknown = append(sum.Unknown, unknown...)
 		res.Add(AboveFindings(f.rel, above)...)
+		res.Add(unknownFindings(f.rel, unknown)...)
 	}
 	res.SortFindings()
 	return res, nil
@@ -209,10 +218,30 @@ func AboveFindings(rel string, above []Offset) []scan.Finding {
 	return out
 }
 
+// unknownFindings are the findings of the offsets of rel that AboveMax
+// could not compare: their queue's max is unknown, so whether a consumer
+// skips messages is too.
+func unknownFindings(rel string, unknown []Offset) []scan.Finding {
+	out := make([]scan.Finding, 0, len(unknown))
+	for _, o := range unknown {
+		what := fmt.Sprintf("group %s's committed offset %d in %s/%d", o.Group, o.Committed, o.Topic, o.QueueID)
+		if rel == rmq.DelayOffsetFile {
+			what = fmt.Sprintf("delay level %d's offset %d (%s/%d)", o.QueueID, o.Committed, o.Topic, o.QueueID-1)
+		}
+		out = append(out, scan.Finding{Code: CodeOffsetUnknown, Severity: scan.Warning, Path: o.File, Offset: o.Start, Length: o.End - o.Start,
+			Repair: scan.RepairNone, Details: map[string]any{"topic": o.Topic, "group": o.Group, "queue_id": o.QueueID, "key": o.Key,
+				"committed": o.Committed, "waits_on": []string{o.WaitsOn}},
+			Message: what + " was not compared with the queue's max offset: " + o.WaitsOn + " could not be read, so whether messages are skipped is unknown"})
+	}
+	return out
+}
+
 // AboveMax returns the offsets of the offset table rel (as the broker
 // loads it: the file or its .bak) that are above their queue's max
-// offset after a recovery to end, and how many offsets the table has.
-func AboveMax(root, rel string, end int64, decode func([]byte) (rmq.OffsetTable, error)) ([]Offset, int, error) {
+// offset after a recovery to end, those whose queue could not be read
+// to its end (unknown: WaitsOn names the file), and how many offsets the
+// table has.
+func AboveMax(root, rel string, end int64, decode func([]byte) (rmq.OffsetTable, error)) (above, unknown []Offset, n int, err error) {
 	var tab rmq.OffsetTable
 	b, from, _, err := Load(root, rel, func(b []byte) error {
 		var err error
@@ -220,37 +249,49 @@ func AboveMax(root, rel string, end int64, decode func([]byte) (rmq.OffsetTable,
 		return err
 	})
 	if err != nil || b == nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if end < 0 {
 		end = 1<<63 - 1
 	}
-	var out []Offset
-	maxes := map[string]int64{}
+	type qmax struct {
+		max   int64
+		waits string // the file that could not be read: max unknown
+	}
+	maxes := map[string]qmax{}
 	for _, o := range tab.Offsets {
 		topic, qid := o.Topic, o.QueueID
 		if rel == rmq.DelayOffsetFile {
 			topic, qid = ScheduleTopic, o.QueueID-1 // delay level n is queue n-1
 		}
 		k := topic + "\x00" + strconv.Itoa(int(qid))
-		mx, ok := maxes[k]
+		m, ok := maxes[k]
 		if !ok {
 			q, err := cqueue.Open(root, topic, qid)
 			if err != nil {
-				return nil, 0, err
+				return nil, nil, 0, err
 			}
-			_, mx, err = q.Recovered(end)
+			_, m.max, err = q.Recovered(end)
 			q.Close()
-			if err != nil {
-				return nil, 0, err
+			var ue *cqueue.UnreadError
+			if errors.As(err, &ue) {
+				m.waits, err = ue.Rel, nil
 			}
-			maxes[k] = mx
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			maxes[k] = m
 		}
-		if o.Offset > mx {
-			out = append(out, Offset{File: from, Key: o.Key, Topic: topic, Group: o.Group, QueueID: o.QueueID, Committed: o.Offset, Max: mx, Start: o.Start, End: o.End})
+		off := Offset{File: from, Key: o.Key, Topic: topic, Group: o.Group, QueueID: o.QueueID, Committed: o.Offset, Max: m.max, Start: o.Start, End: o.End}
+		switch {
+		case m.waits != "":
+			off.Max, off.WaitsOn = -1, m.waits
+			unknown = append(unknown, off)
+		case o.Offset > m.max:
+			above = append(above, off)
 		}
 	}
-	return out, len(tab.Offsets), nil
+	return above, unknown, len(tab.Offsets), nil
 }
 
 // checkJSON reports a config file that is empty or does not parse, and

@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -208,4 +209,63 @@ func fmtEnd(p *int64) string {
 		return "unknown"
 	}
 	return strconv.FormatInt(*p, 10)
+}
+
+// TestNormalRecoveryStartCQUnread: 5.3.3's recoverNormally starts at the
+// last file whose base is at or before the consume queues' max offset,
+// so with a file before that start damaged the recovery end rests on
+// every queue's last units. With the file holding the unit the broker's
+// max came from a directory, cqMaxPhy skipped it (a lower max, an earlier
+// start, a known end in the damaged file); now the max, the start and the
+// end are unknown, waiting on that file.
+func TestNormalRecoveryStartCQUnread(t *testing.T) {
+	const ds, base = "rmq533-a-clean", 262144
+	_, cqMax := brokerNormalStart(t, ds+".recover.log")
+	cut := midRecord(t, ds, base)
+	var maxFile string
+	root := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", ds+".tar.gz")), "store")
+	func() {
+		zeroFrom(t, root, base, cut)
+		_ = filepath.Walk(filepath.Join(root, "consumequeue"), func(p string, info os.FileInfo, err error) error {
+			if err != nil || !info.Mode().IsRegular() {
+				return err
+			}
+			b, _ := os.ReadFile(p)
+			for i := 0; i+rmq.CQUnitSize <= len(b); i += rmq.CQUnitSize {
+				u, _ := rmq.DecodeCQUnit(b[i:], int64(i))
+				if u.Valid() && u.CommitLogOffset+int64(u.Size) == cqMax {
+					maxFile = p
+				}
+			}
+			return nil
+		})
+		if maxFile == "" {
+			t.Fatalf("oracle: no unit ends at the broker's max %d", cqMax)
+		}
+		if err := os.Remove(maxFile); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(maxFile, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	rel, _ := filepath.Rel(root, maxFile)
+	rel = filepath.ToSlash(rel)
+	if _, waits, err := cqMaxPhy(root); err == nil || waits != rel {
+		t.Fatalf("cqMaxPhy: waits %q, %v; want %s, not a regular file", waits, err, rel)
+	}
+	res := scanRoot(t, root, 2)
+	if res.RecoveryEnd != nil {
+		t.Fatalf("RecoveryEnd = %d: the start rests on %s, which could not be read", *res.RecoveryEnd, rel)
+	}
+	if u, _ := res.Extra[ExtraRecoveryEndUnknown].(map[string]any); u["waits_on"] != rel {
+		t.Fatalf("recovery_end_unknown = %v, want waits_on %s", u, rel)
+	}
+	vres, err := Verify(context.Background(), VerifyConfig{Config: Config{Root: root}}, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vres.RecoveryEnd != nil || !vres.Incomplete {
+		t.Fatalf("verify: RecoveryEnd %s, incomplete %v", fmtEnd(vres.RecoveryEnd), vres.Incomplete)
+	}
 }

@@ -239,6 +239,13 @@ func cqMaxPhy(root string) (mx int64, waits string, err error) {
 	mx = -1
 	var b [rmq.CQUnitSize]byte
 	for _, q := range qs {
+		if n := len(q.Irregular); n > 0 {
+			// A dir or FIFO under a file's name: what the queue ends
+			// with is unknown (the broker's load of it fails, too).
+			f := q.Irregular[n-1]
+			_, err := storefile.Open(f.Path)
+			return 0, f.Rel, err
+		}
 		last := int64(-1) // ConsumeQueue.maxPhysicOffset: set, unit by unit
 	files:
 		for _, f := range q.Files[max(len(q.Files)-3, 0):] {

@@ -256,7 +256,7 @@ func (v *verifier) indexHeaderVsEntries(w *indexWalk) {
 	}
 	checks := []hc{{"beginPhyOffset", 16, w.firstPhy, h.BeginPhyOffset, true}, {"endPhyOffset", 24, w.maxPhy, h.EndPhyOffset, true},
 		{"beginTimestamp", 0, w.firstTS, h.BeginTimestamp, w.firstTSChecked}}
-	if w.beyond == 0 && w.unknown == 0 && w.expired == 0 && w.maxTS > 0 {
+	if w.beyond == 0 && w.unknown == 0 && w.spanUnknown.n == 0 && w.expired == 0 && w.maxTS > 0 {
 		checks = append(checks, hc{"endTimestamp", 8, w.maxTS, h.EndTimestamp, true})
 	}
 	for i, c := range checks {

@@ -23,7 +23,7 @@ func openTimerCQ(root string, end int64) *timerCQ {
 	if c.q, c.err = cqueue.Open(root, Topic, 0); c.err != nil {
 		return c
 	}
-	if len(c.q.Files) > 0 {
+	if len(c.q.Files) > 0 || len(c.q.Irregular) > 0 {
 		c.min, c.max, c.rerr = c.q.Recovered(end)
 	}
 	return c

@@ -101,6 +101,14 @@ func (s *scanner) predict(ctx context.Context) error {
 		return nil
 	}
 	c := s.timerCQ()
+	if ue := (*cqueue.UnreadError)(nil); errors.As(c.rerr, &ue) {
+		// The timer recovery reads the queue (its offsets, its range):
+		// one of its files could not be read, so nothing is predicted.
+		c.q.Close()
+		s.fileUnreadable(ue.Rel, ue.Err, true)
+		s.predictUnknown(rc)
+		return nil
+	}
 	q, err := c.q, c.err
 	if errors.Is(err, cqueue.ErrRocksDB) {
 		// The timer topic's queue is in the RocksDB consume queue, which
