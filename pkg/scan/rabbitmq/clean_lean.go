@@ -260,6 +260,12 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 		slices.SortFunc(order.Slice(), func(a, b int32) int { return cmp.Compare(ents[a].ord, ents[b].ord) })
 	}
 	refsKnown := v.Queues != nil && s.lrefs != nil
+	// A ref count is compared only when every queue index was read: a
+	// queue dir that could not be read holds references of its own.
+	countsKnown := refsKnown && len(v.Queues.Unreadable) == 0
+	// An entry placing its id in a file that could not be read: what is
+	// there is unknown, not "no record there".
+	unread := unreadFileNums(v)
 	refs := func(id [16]byte) []string {
 		if e := s.seen.get(id); e.set > 0 && refsKnown {
 			return s.lrefs.sets[e.set-1]
@@ -267,14 +273,16 @@ func (s *scanner) cleanIndexFindingsLean(v *VHostScan, cs *cleanState) []scan.Fi
 		return nil
 	}
 	// verify looks in numbered persistent files only.
-	locFail := func(e *cleanEnt) bool { return e.place != placeMatch || li.vals(e).file < 0 }
+	locFail := func(e *cleanEnt) bool {
+		return (e.place != placeMatch || li.vals(e).file < 0) && !unread[li.vals(e).file]
+	}
 	copies := s.firstCopies(ents, locFail)
 	var out []scan.Finding
 	for _, k := range order.Slice() {
 		e := &ents[k]
 		ev := li.vals(e)
 		var n *int64
-		if refsKnown {
+		if countsKnown {
 			c := int64(len(refs(e.id)))
 			n = &c
 		}
@@ -344,4 +352,19 @@ func (s *scanner) firstCopies(ents []cleanEnt, bad func(*cleanEnt) bool) map[int
 type copyRec struct {
 	path      string
 	off, size int64
+}
+
+// unreadFileNums are the numbers of the vhost's persistent .rdq files the
+// scan could not read (nil when it read them all).
+func unreadFileNums(v *VHostScan) map[int64]bool {
+	var m map[int64]bool
+	for _, f := range v.Files {
+		if f.Err != nil && !f.Transient && f.Number >= 0 {
+			if m == nil {
+				m = map[int64]bool{}
+			}
+			m[f.Number] = true
+		}
+	}
+	return m
 }

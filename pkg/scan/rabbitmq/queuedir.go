@@ -219,10 +219,12 @@ func readQueueDirWith(dir string, v1SegmentEntryCount int, refsOnly bool, seg fu
 		n := e.Name()
 		switch {
 		case !storefile.IsRegular(dir, e):
-			// A dir, FIFO, socket or device named like an index file:
-			// the queue's entries are unknown, as when a file cannot be
-			// read (the caller reports the queue as unreadable).
-			if nr, ok := storefile.Irregular(dir, e); ok && isQueueIndexName(n) {
+			// A dir, FIFO, socket or device named like an index file or
+			// .queue_name: the queue's entries (or whose queue it is, so
+			// whether the broker keeps the dir) are unknown, as when a
+			// file cannot be read (the caller reports the queue as
+			// unreadable); not a dir without .queue_name (an orphan).
+			if nr, ok := storefile.Irregular(dir, e); ok && (isQueueIndexName(n) || n == ".queue_name") {
 				var ne *storefile.NotRegularError
 				errors.As(nr, &ne)
 				return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, n),
