@@ -25,23 +25,33 @@ func JavaHashCode(b []byte) int32 { return JavaHashCodeFrom(0, b) }
 // once.
 func JavaHashCodeFrom(h int32, b []byte) int32 {
 	// Eight ASCII bytes at once while there are eight (a UNIQ_KEY is 32
-	// hex digits): the same sum, the multiplies without a chain between
-	// them, one multiply of h per eight bytes.
-	for len(b) >= 8 && binary.LittleEndian.Uint64(b)&0x8080808080808080 == 0 {
-		// 31^1..31^8 with int32 wrap-around (31^7 and 31^8 wrap).
-		const p1, p2, p3, p4, p5, p6, p7, p8 = 31, 961, 29791, 923521, 28629151, 887503681, 1742810335, -1807454463
-		c := b[:8]
-		h = h*p8 + int32(c[0])*p7 + int32(c[1])*p6 + int32(c[2])*p5 +
-			int32(c[3])*p4 + int32(c[4])*p3 + int32(c[5])*p2 + int32(c[6])*p1 + int32(c[7])
+	// hex digits): the same sum, sum(c[i] * 31^(7-i)), built in the lanes
+	// of one register (SWAR) rather than a multiply per byte: pairs
+	// c[2k]*31 + c[2k+1] in 16-bit lanes (at most 127*32), quads of them
+	// pair*961 + pair in 32-bit lanes (at most 3.9 M), then the two quads
+	// quad*31^4 + quad with int32 wrap-around. No lane carries into the
+	// next, so each lane holds the exact partial sum.
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		if x&0x8080808080808080 != 0 {
+			break
+		}
+		const p8 = -1807454463 // 31^8 with int32 wrap-around
+		const lanes8, lanes16 = 0x00ff00ff00ff00ff, 0x0000ffff0000ffff
+		y := (x&lanes8)*31 + (x>>8)&lanes8
+		z := (y&lanes16)*961 + (y>>16)&lanes16
+		h = h*p8 + int32(uint32(z)*923521+uint32(z>>32))
 		b = b[8:]
 	}
 	for len(b) > 0 {
-		// Four ASCII bytes at once: the same sum, but four multiply-adds
-		// without a chain between them.
-		if len(b) >= 4 && binary.LittleEndian.Uint32(b)&0x80808080 == 0 {
-			h = h*(31*31*31*31) + int32(b[0])*(31*31*31) + int32(b[1])*(31*31) + int32(b[2])*31 + int32(b[3])
-			b = b[4:]
-			continue
+		// Four ASCII bytes at once, the same way in 32 bits.
+		if len(b) >= 4 {
+			if x := binary.LittleEndian.Uint32(b); x&0x80808080 == 0 {
+				y := (x&0x00ff00ff)*31 + (x>>8)&0x00ff00ff
+				h = h*(31*31*31*31) + int32((y&0xffff)*961+y>>16)
+				b = b[4:]
+				continue
+			}
 		}
 		if c := b[0]; c < utf8.RuneSelf { // ASCII: one UTF-16 unit
 			h = 31*h + int32(c)

@@ -242,7 +242,9 @@ func javaHashRef(b []byte) int32 {
 // FuzzJavaHashCode: JavaHashCode equals the reference on any bytes, and
 // continuing it after a prefix ending in '#' equals hashing the whole.
 func FuzzJavaHashCode(f *testing.F) {
-	for _, s := range []string{"", "TopicTest#order-1", "h\xc3\xa9llo", "\xf0\x9f\x98\x80x", "\xff\xfe\x80abcd", "a\xe2\x82"} {
+	for _, s := range []string{"", "TopicTest#order-1", "h\xc3\xa9llo", "\xf0\x9f\x98\x80x", "\xff\xfe\x80abcd", "a\xe2\x82",
+		// The register lanes at their largest (0x7f bytes), a UNIQ_KEY, 8- and 4-byte runs around a non-ASCII byte.
+		"\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f", "7F00000100002A9F0000000000000001", "abcdefgh\xc3\xa9ijklmnopq~~~~"} {
 		f.Add([]byte("Topic"), []byte(s))
 	}
 	f.Fuzz(func(t *testing.T, topic, key []byte) {
