@@ -28,37 +28,31 @@ func LookupDispatchProps(raw []byte, vals [][]byte, found []bool) {
 		}
 		for ; m != 0; m &= m - 1 {
 			end := base + bits.TrailingZeros64(m)
-			seg := raw[start:end]
+			at := start
 			start = end + 1
-			if len(seg) < 3 { // a key, 0x01 and a value at the least
+			// A key, 0x01 and a value at the least; the segment's first byte
+			// picks the key before a slice of it is made (most are no key's).
+			if end-at < 3 {
 				continue
 			}
-			var k, n int
-			switch seg[0] {
+			switch raw[at] {
 			case 'T':
-				if len(seg) < 6 || seg[4] != NameValueSeparator || string(seg[:4]) != PropTags {
-					continue
+				if seg := raw[at:end]; len(seg) >= 6 && seg[4] == NameValueSeparator && string(seg[:4]) == PropTags {
+					vals[DispatchTags], found[DispatchTags] = seg[5:], true
 				}
-				k, n = DispatchTags, 4
 			case 'K':
-				if len(seg) < 6 || seg[4] != NameValueSeparator || string(seg[:4]) != PropKeys {
-					continue
+				if seg := raw[at:end]; len(seg) >= 6 && seg[4] == NameValueSeparator && string(seg[:4]) == PropKeys {
+					vals[DispatchKeys], found[DispatchKeys] = seg[5:], true
 				}
-				k, n = DispatchKeys, 4
 			case 'U':
-				if len(seg) < 10 || seg[8] != NameValueSeparator || string(seg[:8]) != PropUniqKey {
-					continue
+				if seg := raw[at:end]; len(seg) >= 10 && seg[8] == NameValueSeparator && string(seg[:8]) == PropUniqKey {
+					vals[DispatchUniq], found[DispatchUniq] = seg[9:], true
 				}
-				k, n = DispatchUniq, 8
 			case 'I':
-				if len(seg) < 22 || seg[20] != NameValueSeparator || string(seg[:20]) != PropInnerMultiDispatch {
-					continue
+				if seg := raw[at:end]; len(seg) >= 22 && seg[20] == NameValueSeparator && string(seg[:20]) == PropInnerMultiDispatch {
+					vals[DispatchMulti], found[DispatchMulti] = seg[21:], true
 				}
-				k, n = DispatchMulti, 20
-			default:
-				continue
 			}
-			vals[k], found[k] = seg[n+1:], true
 		}
 	}
 }
