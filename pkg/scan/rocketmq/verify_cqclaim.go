@@ -259,9 +259,34 @@ func setBit(b *[]uint64, i int) {
 
 // orBits adds the members of src, each plus first, to *dst.
 func orBits(dst *[]uint64, src []uint64, first int) {
+	// Word by word: src's word w covers first+64w .. first+64w+63, the
+	// low bits of one dst word and the high bits of the next.
+	last := -1 // the highest member
+	for w := len(src) - 1; w >= 0; w-- {
+		if src[w] != 0 {
+			last = first + w*64 + 63 - bits.LeadingZeros64(src[w])
+			break
+		}
+	}
+	if last < 0 || first < 0 {
+		for w, word := range src { // (no members, or none below 0 to shift)
+			for ; word != 0; word &= word - 1 {
+				setBit(dst, first+w*64+bits.TrailingZeros64(word))
+			}
+		}
+		return
+	}
+	setBit(dst, last) // grows dst to hold every member
+	d := *dst
+	sh := uint(first % 64)
 	for w, word := range src {
-		for ; word != 0; word &= word - 1 {
-			setBit(dst, first+w*64+bits.TrailingZeros64(word))
+		if word == 0 {
+			continue
+		}
+		at := first/64 + w
+		d[at] |= word << sh
+		if hi := word >> (64 - sh); sh > 0 && hi != 0 {
+			d[at+1] |= hi
 		}
 	}
 }

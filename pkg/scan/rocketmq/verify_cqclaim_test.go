@@ -2,10 +2,12 @@ package rocketmq
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	gen "github.com/storectl/storectl/internal/gen/rocketmq"
@@ -170,4 +172,39 @@ func isZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// TestOrBits: orBits's word-wise merge adds the same members as adding
+// them one by one, at every shift, onto sets shorter and longer than the
+// result.
+func TestOrBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for k := range 2000 {
+		src := make([]uint64, rng.IntN(6))
+		for i := range src {
+			switch rng.IntN(3) {
+			case 0:
+			case 1:
+				src[i] = rng.Uint64()
+			default:
+				src[i] = 1 << rng.IntN(64)
+			}
+		}
+		first := rng.IntN(300)
+		var got, want []uint64
+		for range rng.IntN(3) {
+			b := rng.IntN(400)
+			setBit(&got, b)
+			setBit(&want, b)
+		}
+		for w, word := range src {
+			for ; word != 0; word &= word - 1 {
+				setBit(&want, first+w*64+bits.TrailingZeros64(word))
+			}
+		}
+		orBits(&got, src, first)
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d: orBits(%x, first %d) = %x, want %x", k, src, first, got, want)
+		}
+	}
 }

@@ -187,7 +187,7 @@ func (v *verifier) indexEntry(w *indexWalk, n int64, e rmq.IndexEntry, slot int6
 
 // indexEntryRecord checks entry n against the record it points at.
 func (v *verifier) indexEntryRecord(w *indexWalk, n int64, e rmq.IndexEntry) {
-	h := w.f.hdr
+	h := &w.f.hdr
 	sub := entryRecordSub - 1
 	bad := func(code, msg string, ev map[string]string, exp, act string) {
 		sub++
