@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -113,5 +114,70 @@ func TestPredicted34Rule(t *testing.T) {
 	sb[1+8+0x0F-1] = 0xFF
 	if got := predicted34(sb, []HazardRecord{{Offset: 1, TotalSize: int64(len(small))}}); len(got) != 0 {
 		t.Errorf("C = 15: predicted %v, want none", got)
+	}
+}
+
+// TestOffByNineHitsBruteForce: offByNineHits's jumps (next4Zero to 4
+// zero bytes, the zero-window skip) find the same first hits as testing
+// every position of every region with obnHit, on random bytes full of
+// zero bytes, zero runs and planted off-by-nine values, regions at the
+// file's start and end included; next4Zero itself against a byte loop.
+func TestOffByNineHitsBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 7))
+	for iter := range 3000 {
+		n := 16 + rng.IntN(600)
+		b := make([]byte, n)
+		for i := range b {
+			if rng.IntN(3) > 0 {
+				b[i] = byte(rng.IntN(4)) // mostly 0..3: many zeros and near-zero words
+			} else {
+				b[i] = byte(rng.Uint32())
+			}
+		}
+		for range rng.IntN(3) { // a zero run
+			at := rng.IntN(n)
+			clear(b[at:min(n, at+rng.IntN(40))])
+		}
+		for range rng.IntN(3) { // an off-by-nine value
+			if at := rng.IntN(n); n-at >= 8 {
+				binary.BigEndian.PutUint64(b[at:], uint64(n-at-1-rng.IntN(8)))
+			}
+		}
+		var regs []obnRegion
+		for p := 0; p < n; {
+			l := 1 + rng.IntN(80)
+			if rng.IntN(2) == 0 {
+				regs = append(regs, obnRegion{p, min(n, p+l), rng.IntN(2) == 0})
+			}
+			p += l + rng.IntN(20)
+		}
+		w2, w3 := -1, -1
+		for _, g := range regs {
+			for p := g.from; p < g.to; p++ {
+				if obnHit(b, p) {
+					if w3 < 0 {
+						w3 = p
+					}
+					if g.gap && w2 < 0 {
+						w2 = p
+					}
+				}
+			}
+		}
+		if p2, p3 := offByNineHits(b, regs, nil); p2 != w2 || p3 != w3 {
+			t.Fatalf("iteration %d: hits %d, %d; every position tested: %d, %d", iter, p2, p3, w2, w3)
+		}
+		from := rng.IntN(n)
+		to := from + rng.IntN(n-from+1)
+		want := -1
+		for q := from; q < to && q+8 <= n; q++ {
+			if b[q]|b[q+1]|b[q+2]|b[q+3] == 0 {
+				want = q - from
+				break
+			}
+		}
+		if got := next4Zero(b, from, to); got != want {
+			t.Fatalf("iteration %d: next4Zero(%d, %d) = %d, want %d", iter, from, to, got, want)
+		}
 	}
 }
