@@ -121,6 +121,15 @@ func (j joinSpill) runs(size uintptr) int {
 	return joinRunBytes / int(size)
 }
 
+// runsShared is runs for a sorter that n goroutines fill at once (AddN:
+// a run buffer each), so that together they hold one run's bytes.
+func (j joinSpill) runsShared(size uintptr, n int) int {
+	if j.runLen > 0 {
+		return j.runLen
+	}
+	return max(1, joinRunBytes/int(size)/max(n, 1))
+}
+
 var refCodec = runsort.Codec[refSlot]{Size: 20,
 	Append: func(dst []byte, r refSlot) []byte {
 		dst = append(dst, r.id[:]...)

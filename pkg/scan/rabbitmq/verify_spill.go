@@ -25,6 +25,7 @@ package rabbitmq
 //     as pass 1 (a queue dir changed between the reads is an error).
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -186,12 +187,16 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 	if j.ids == nil {
 		return nil, errors.New("spilled join without its referenced ids")
 	}
-	vics, err := vs.sortVictims(v, ver, j.cfg)
+	// The questions and victims are cut into the join's key ranges (its
+	// sections of j.ids), and merge answers each range on its own
+	// goroutine.
+	cuts := idCuts(len(j.idsSecs))
+	vics, err := vs.sortVictims(v, ver, j.cfg, cuts)
 	if err != nil {
 		return nil, err
 	}
 	defer vics.Close()
-	asks := &runsort.Sorter[askKey]{Codec: askCodec, Key: func(a *askKey) uint64 { return idKey(&a.id) }, RunLen: j.cfg.runs(unsafe.Sizeof(askKey{})), FanIn: j.cfg.fan(),
+	asks := &runsort.Sorter[askKey]{Codec: askCodec, Key: func(a *askKey) uint64 { return idKey(&a.id) }, RunLen: j.cfg.runsShared(unsafe.Sizeof(askKey{}), s.opts.Jobs), FanIn: j.cfg.fan(), Cuts: cuts,
 		Compare: func(a, b askKey) int {
 			if c := compareID(&a.id, &b.id); c != 0 {
 				return c
@@ -216,12 +221,13 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 		vs.dirs[qi] = vq.Queues[qi].Dir
 		batch := make([]askKey, 0, askBatch)
 		flush := func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, a := range batch {
-				if err := asks.Add(a); err != nil && addErr == nil {
-					addErr = err
-				}
+			// AddN sorts and writes the runs it fills on this goroutine,
+			// without a lock (Add under one made the dirs' readers wait
+			// on every run's sort).
+			if err := asks.AddN(len(batch), func(i int) askKey { return batch[i] }); err != nil {
+				mu.Lock()
+				addErr = cmp.Or(addErr, err)
+				mu.Unlock()
 			}
 			batch = batch[:0]
 		}
@@ -254,8 +260,8 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 }
 
 // sortVictims sorts the victim ids compactVictims would mark.
-func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpill) (*runsort.Sorter[victimKey], error) {
-	vics := &runsort.Sorter[victimKey]{Codec: victimCodec, Key: func(v *victimKey) uint64 { return idKey(&v.id) }, RunLen: cfg.runs(unsafe.Sizeof(victimKey{})), FanIn: cfg.fan(),
+func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpill, cuts []uint64) (*runsort.Sorter[victimKey], error) {
+	vics := &runsort.Sorter[victimKey]{Codec: victimCodec, Key: func(v *victimKey) uint64 { return idKey(&v.id) }, RunLen: cfg.runs(unsafe.Sizeof(victimKey{})), FanIn: cfg.fan(), Cuts: cuts,
 		Compare: func(a, b victimKey) int {
 			if c := compareID(&a.id, &b.id); c != 0 {
 				return c
@@ -322,73 +328,42 @@ func (r *refIDReader) next() bool {
 }
 
 // merge decides every question and writes the exceptions in place order.
+// The questions, victims and referenced ids of each key range (the
+// join's parts: j.idsSecs) are merged on a goroutine of their own; their
+// exceptions go to one sort by place.
 func (vs *verifySpill) merge(j *spilledJoin, asks *runsort.Sorter[askKey], vics *runsort.Sorter[victimKey]) error {
-	ait, err := asks.Iter()
+	aits, err := asks.IterParts()
 	if err != nil {
 		return err
 	}
-	vit, err := vics.Iter()
+	vits, err := vics.IterParts()
 	if err != nil {
 		return err
 	}
-	refs := &refIDReader{r: j.idsReader(), left: j.idsN}
-	refOK := refs.next()
-	var vic victimKey
-	vicOK := vit.Next()
-	if vicOK {
-		vic = vit.Record()
+	np := len(aits)
+	if len(vits) != np || len(j.idsSecs) != np {
+		return fmt.Errorf("spilled verify: %d parts of questions, %d of victims, %d of referenced ids", np, len(vits), len(j.idsSecs))
 	}
-	var tmp []placedAnswer
-	exc := &runsort.Sorter[placedAnswer]{Codec: placedAnswerCodec, RunLen: j.cfg.runs(unsafe.Sizeof(placedAnswer{})), FanIn: j.cfg.fan(),
+	exc := &runsort.Sorter[placedAnswer]{Codec: placedAnswerCodec, RunLen: j.cfg.runsShared(unsafe.Sizeof(placedAnswer{}), np), FanIn: j.cfg.fan(),
 		Compare: func(a, b placedAnswer) int {
 			if c := cmp.Compare(a.q, b.q); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.k, b.k)
 		},
-		Sort: func(ps []placedAnswer) { tmp = sortPlacedAnswers(ps, tmp) }}
+		Sort: func(ps []placedAnswer) { // runs are sorted on the parts' goroutines at once
+			tmp := placedTmp.Get().(*[]placedAnswer)
+			*tmp = sortPlacedAnswers(ps, *tmp)
+			placedTmp.Put(tmp)
+		}}
 	defer exc.Close()
-	var lastID [16]byte
-	var last entryAnswer
-	lastExc, have := false, false
-	var addErr error
-	for ait.Next() {
-		a := ait.Record()
-		if !have || a.id != lastID {
-			have, lastID = true, a.id
-			last = entryAnswer{}
-			for refOK && compareID(&refs.id, &a.id) < 0 {
-				refOK = refs.next()
-			}
-			if refOK && refs.id == a.id {
-				last.first, last.set = refs.first, refs.set
-			}
-			for vicOK && compareID(&vic.id, &a.id) < 0 {
-				if vicOK = vit.Next(); vicOK {
-					vic = vit.Record()
-				}
-			}
-			for vicOK && vic.id == a.id {
-				last.risk |= vic.bit
-				if vic.lost != 0 {
-					last.lost = vic.lost
-				}
-				if vicOK = vit.Next(); vicOK {
-					vic = vit.Record()
-				}
-			}
-			lastExc = !(last.first > 0 && last.set > 0) || last.risk != 0 || last.lost != 0
-			if !lastExc {
-				_, lastExc = vs.bad[fileIDPath{j.rel[last.first-1], a.id}]
-			}
-		}
-		if lastExc {
-			if err := exc.Add(placedAnswer{q: a.q, k: a.k, a: last}); err != nil && addErr == nil {
-				addErr = err
-			}
-		}
-	}
-	if err := errors.Join(ait.Err(), vit.Err(), refs.err, addErr); err != nil {
+	errs := make([]error, np)
+	parallel.For(np, np, func(p int) {
+		sec := j.idsSecs[p]
+		refs := &refIDReader{r: bufio.NewReaderSize(io.NewSectionReader(j.ids, sec[0], sec[1]), 1<<16), left: sec[1] / refIDSize}
+		errs[p] = vs.mergePart(j, aits[p], vits[p], refs, exc)
+	})
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	asks.Close()
@@ -425,6 +400,72 @@ func (vs *verifySpill) merge(j *spilledJoin, asks *runsort.Sorter[askKey], vics 
 	}
 	_, err = f.WriteAt(bw, off)
 	return err
+}
+
+// placedTmp holds sortPlacedAnswers' scratch between runs.
+var placedTmp = sync.Pool{New: func() any { return new([]placedAnswer) }}
+
+// excBatch exceptions of a part are added to the place sort at a time.
+const excBatch = 4096
+
+// mergePart decides the questions of one key range (ait) from its
+// victims (vit) and referenced ids (refs) and adds the exceptions to exc.
+func (vs *verifySpill) mergePart(j *spilledJoin, ait *runsort.Iter[askKey], vit *runsort.Iter[victimKey], refs *refIDReader, exc *runsort.Sorter[placedAnswer]) error {
+	refOK := refs.next()
+	var vic victimKey
+	vicOK := vit.Next()
+	if vicOK {
+		vic = vit.Record()
+	}
+	batch := make([]placedAnswer, 0, excBatch)
+	var addErr error
+	flush := func() {
+		if err := exc.AddN(len(batch), func(i int) placedAnswer { return batch[i] }); err != nil && addErr == nil {
+			addErr = err
+		}
+		batch = batch[:0]
+	}
+	var lastID [16]byte
+	var last entryAnswer
+	lastExc, have := false, false
+	for ait.Next() {
+		a := ait.Record()
+		if !have || a.id != lastID {
+			have, lastID = true, a.id
+			last = entryAnswer{}
+			for refOK && compareID(&refs.id, &a.id) < 0 {
+				refOK = refs.next()
+			}
+			if refOK && refs.id == a.id {
+				last.first, last.set = refs.first, refs.set
+			}
+			for vicOK && compareID(&vic.id, &a.id) < 0 {
+				if vicOK = vit.Next(); vicOK {
+					vic = vit.Record()
+				}
+			}
+			for vicOK && vic.id == a.id {
+				last.risk |= vic.bit
+				if vic.lost != 0 {
+					last.lost = vic.lost
+				}
+				if vicOK = vit.Next(); vicOK {
+					vic = vit.Record()
+				}
+			}
+			lastExc = !(last.first > 0 && last.set > 0) || last.risk != 0 || last.lost != 0
+			if !lastExc {
+				_, lastExc = vs.bad[fileIDPath{j.rel[last.first-1], a.id}]
+			}
+		}
+		if lastExc {
+			if batch = append(batch, placedAnswer{q: a.q, k: a.k, a: last}); len(batch) == excBatch {
+				flush()
+			}
+		}
+	}
+	flush()
+	return errors.Join(ait.Err(), vit.Err(), refs.err, addErr)
 }
 
 // sortPlacedAnswers sorts exceptions by place (queue, k): an LSD radix
