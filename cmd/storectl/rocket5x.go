@@ -136,15 +136,13 @@ func rocket5x(ctx context.Context, env *Env, t scan.Target, so scan.Options, res
 			tc = timerConfig(env, t, now, pre)
 		}
 		tc.RecoveryEnd = end
-		if u, ok := res.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok {
+		if u, ok := res.EndUnknown(); ok {
 			// The commitlog (or DLedger) scan read only part of a file (or
 			// does not know which recovery runs): end is a lower bound, the
-			// timer's too, not a reason to scan the commitlog again. The
-			// DLedger scan's key is the same (dlscan.ExtraRecoveryEndUnknown).
-			tc.RecoveryEndUnknown, _ = u["waits_on"].(string)
-			tc.RecoveryEndWhy, _ = u["missing"].(string)
-			if at, ok := u["at_least"].(int64); ok && tc.RecoveryEnd < 0 {
-				tc.RecoveryEnd = at
+			// timer's too, not a reason to scan the commitlog again.
+			tc.RecoveryEndUnknown, tc.RecoveryEndWhy = u.WaitsOn, u.Missing
+			if tc.RecoveryEnd < 0 {
+				tc.RecoveryEnd = u.AtLeast
 			}
 		}
 		if dlog != nil {

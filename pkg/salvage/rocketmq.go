@@ -167,9 +167,8 @@ func ExportRocketMQ(ctx context.Context, cfg rmqscan.Config, o Options, w *Write
 // a commitlog file in full knows nothing (rmqscan.ExtraRecoveryEndUnknown's
 // at_least), or -1.
 func unknownFrom(res *scan.Result) int64 {
-	u, _ := res.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any)
-	if at, ok := u["at_least"].(int64); ok {
-		return at
+	if u, ok := res.EndUnknown(); ok {
+		return u.AtLeast
 	}
 	return -1
 }

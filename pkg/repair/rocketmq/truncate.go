@@ -121,12 +121,12 @@ func PlanTruncate(ctx context.Context, cfg scanrmq.Config) (*repair.Plan, *Trunc
 	if res.Incomplete {
 		return nil, nil, fmt.Errorf("rocketmq truncate: the commitlog scan is incomplete, refusing to plan from it: %v", res.Errors)
 	}
-	if u, ok := res.Extra[scanrmq.ExtraRecoveryEndUnknown].(map[string]any); ok && res.RecoveryEnd == nil {
-		why, _ := u["missing"].(string)
+	if u, ok := res.EndUnknown(); ok && res.RecoveryEnd == nil {
+		why := u.Missing
 		if why == "" {
-			why = fmt.Sprintf("%v could not be read in full", u["waits_on"])
+			why = u.WaitsOn + " could not be read in full"
 		}
-		return nil, nil, fmt.Errorf("rocketmq truncate: the recovery end is not known (%s; it is at least %v), refusing to plan a cut", why, u["at_least"])
+		return nil, nil, fmt.Errorf("rocketmq truncate: the recovery end is not known (%s; it is at least %d), refusing to plan a cut", why, u.AtLeast)
 	}
 	if res.RecoveryEnd == nil || len(res.Files) == 0 {
 		return nil, nil, errors.New("rocketmq truncate: no commitlog files")

@@ -238,11 +238,11 @@ func Scan(ctx context.Context, cfg Config, opts scan.Options) (*scan.Result, err
 	case s.rUnread:
 		// The broker's recovery reads on past what storectl could read:
 		// where it ends is unknown (as rocketmq.ExtraRecoveryEndUnknown).
-		res.Extra[ExtraRecoveryEndUnknown] = map[string]any{"at_least": s.rec.StoreMaxOffset, "waits_on": s.unread}
+		res.SetEndUnknown(scan.EndUnknown{AtLeast: s.rec.StoreMaxOffset, WaitsOn: s.unread})
 		res.Assume(fmt.Sprintf("DLedger recovery end unknown: %s could not be read, so recovery reaches at least data offset %d and nothing after it is called lost", s.unread, s.unreadFrom))
 	case s.cpUnread != "":
 		// The broker's max offset is the committed position.
-		res.Extra[ExtraRecoveryEndUnknown] = map[string]any{"at_least": s.rec.StoreMinOffset, "waits_on": s.cpUnread}
+		res.SetEndUnknown(scan.EndUnknown{AtLeast: s.rec.StoreMinOffset, WaitsOn: s.cpUnread})
 		res.Assume(fmt.Sprintf("DLedger committed position unknown: %s could not be read", s.cpUnread))
 	default:
 		end := s.rec.StoreMaxOffset
@@ -273,10 +273,9 @@ func (s *scanner) flushCaps() {
 	}
 }
 
-// ExtraRecoveryEndUnknown is the Result.Extra key of a scan that could not
-// read a data file the recovery reaches: {"at_least": offset, "waits_on":
-// file}, in place of Result.RecoveryEnd.
-const ExtraRecoveryEndUnknown = "recovery_end_unknown"
+// ExtraRecoveryEndUnknown is scan.ExtraRecoveryEndUnknown: a scan that
+// could not read a data file the recovery reaches (Result.SetEndUnknown).
+const ExtraRecoveryEndUnknown = scan.ExtraRecoveryEndUnknown
 
 // listFiles lists data/ or index/, checks names, sizes and adjacency. A
 // dir, FIFO, socket or device under a file's name is listed as a file

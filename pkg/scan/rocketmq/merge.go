@@ -187,10 +187,8 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
 	if unread != "" {
 		// Recovery reads on past what storectl could read: where it ends
 		// is unknown. Verify takes the bound from Extra.
-		u := map[string]any{"at_least": recoveryEnd, "waits_on": unread}
-		res.Extra = map[string]any{ExtraRecoveryEndUnknown: u}
+		res.SetEndUnknown(scan.EndUnknown{AtLeast: recoveryEnd, WaitsOn: unread, Missing: why})
 		if why != "" {
-			u["missing"] = why
 			res.Assume(fmt.Sprintf("recovery end unknown: %s, so recovery reaches at least %d and nothing after it is called lost", why, recoveryEnd))
 			return
 		}
@@ -245,13 +243,10 @@ func orLater(st recStart) string {
 	return ""
 }
 
-// ExtraRecoveryEndUnknown is the Result.Extra key of a scan that could not
-// read every commitlog file up to the recovery end: {"at_least": offset,
-// "waits_on": file}, in place of Result.RecoveryEnd; or that could not
-// tell where recoverNormally starts, with "missing" saying which
-// assumption is missing and waits_on what would tell (the store
-// version, the consume queue max).
-const ExtraRecoveryEndUnknown = "recovery_end_unknown"
+// ExtraRecoveryEndUnknown is scan.ExtraRecoveryEndUnknown: a scan that
+// could not read every commitlog file up to the recovery end, or could
+// not tell where recoverNormally starts (Result.SetEndUnknown).
+const ExtraRecoveryEndUnknown = scan.ExtraRecoveryEndUnknown
 
 // laterData reports whether a file of rs holds data (a record, or bytes
 // other than zero fill); when none of those read does, unknown is the

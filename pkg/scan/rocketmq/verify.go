@@ -221,11 +221,10 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 	v.findUnreadSpans()
 	if res.RecoveryEnd != nil {
 		v.recoveryEnd = *res.RecoveryEnd
-	} else if u, ok := res.Extra[ExtraRecoveryEndUnknown].(map[string]any); ok {
+	} else if u, ok := res.EndUnknown(); ok {
 		// A commitlog file could not be read: recovery reaches at least
 		// here; units and entries past it wait on that file.
-		v.recoveryEnd, v.unread = u["at_least"].(int64), u["waits_on"].(string)
-		v.unreadWhy, _ = u["missing"].(string)
+		v.recoveryEnd, v.unread, v.unreadWhy = u.AtLeast, u.WaitsOn, u.Missing
 	}
 	if err := v.tab.finish(); err != nil {
 		return res, err
@@ -245,7 +244,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, opts scan.Options) (*scan.Res
 		if res.Extra == nil {
 			res.Extra = map[string]any{}
 		}
-		res.Extra[ExtraRecoveryEndUnknown] = map[string]any{"at_least": v.recoveryEnd, "waits_on": f}
+		res.SetEndUnknown(scan.EndUnknown{AtLeast: v.recoveryEnd, WaitsOn: f})
 		res.Assume(fmt.Sprintf("recovery end unknown: the abnormal recovery may start at %s, which could not be read (its first record decides), so it reaches at least %d and nothing after it is called lost", f, v.recoveryEnd))
 	}
 	// The index files are checked beside the consume queues (each has its

@@ -247,12 +247,9 @@ func (s *scanner) openLog(ctx context.Context) error {
 		if cr.RecoveryEnd != nil {
 			s.end = *cr.RecoveryEnd
 		}
-		if u, ok := cr.Extra[rmqscan.ExtraRecoveryEndUnknown].(map[string]any); ok {
-			s.cfg.RecoveryEndUnknown, _ = u["waits_on"].(string)
-			s.cfg.RecoveryEndWhy, _ = u["missing"].(string)
-			if at, ok := u["at_least"].(int64); ok {
-				s.end = at // the lower bound, not 0
-			}
+		if u, ok := cr.EndUnknown(); ok {
+			s.cfg.RecoveryEndUnknown, s.cfg.RecoveryEndWhy = u.WaitsOn, u.Missing
+			s.end = u.AtLeast // the lower bound, not 0
 		}
 	}
 	s.end = max(s.end, 0)
