@@ -55,6 +55,9 @@ type scanner struct {
 	// scanner is freed before its caller could), so spillVictims keeps
 	// only their summaries (victim_spill.go).
 	dropVictims bool
+	// vfeed, in a spilled verify, sorts the victims as files are
+	// released (verify_spill.go).
+	vfeed *victimFeed
 	// each is VHostOptions.EachFile bound to its vhost; eachErr is the
 	// first error it returned (the files after it are not handed over).
 	each    func(*FileScan) error
@@ -86,6 +89,10 @@ func (s *scanner) rel(p string) string { return scan.Rel(s.root, p) }
 // and the spilled lists of its files' hazards, must not be used
 // afterwards.
 func (s *scanner) free() {
+	if s.vfeed != nil {
+		s.vfeed.vics.Close()
+		s.vfeed = nil
+	}
 	s.spill.file.Close()
 	s.sj.close()
 	s.seen.free()
@@ -586,6 +593,7 @@ func (s *scanner) scanStore(ctx context.Context, dir string, transient bool) ([]
 			close(handed[i+1])
 		}
 		j.close()
+		s.feedVictims(i, j.fs)
 		s.release(j.fs)
 		out[i] = j.fs
 	})

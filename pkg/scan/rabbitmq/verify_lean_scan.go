@@ -120,6 +120,9 @@ func scanVHostKeep(ctx context.Context, root, vhostDir string, o VHostOptions) (
 				return nil, nil, err
 			}
 			s.sj = pending.j
+			if s.sj.cfg.keepRefs {
+				s.startVictimFeed()
+			}
 			if err := s.join(s.sj, recs, pending.index, pending.names); err != nil {
 				s.free()
 				return nil, nil, err

@@ -67,25 +67,145 @@ var askCodec = runsort.Codec[askKey]{Size: 24,
 
 // victimKey is one victim id of a hazard with an at-risk bit or one the
 // configured version loses (lost: 1 + an index into verifySpill.codes),
-// seq its place in compactVictims' order (a later lost code wins).
+// (file, seq) its place in compactVictims' order (a later lost code
+// wins): the victims the scan hands over as it releases each file
+// (scanner.feedVictims) are file's (its index in the listing) hazard
+// index<<32 | victim index; sortVictims' own, file 0 and a count.
 type victimKey struct {
 	id        [16]byte
+	file      uint32
 	seq       uint64
 	bit, lost uint8
 }
 
-var victimCodec = runsort.Codec[victimKey]{Size: 26,
+var victimCodec = runsort.Codec[victimKey]{Size: 30,
 	Append: func(dst []byte, v victimKey) []byte {
 		dst = append(dst, v.id[:]...)
+		dst = binary.LittleEndian.AppendUint32(dst, v.file)
 		dst = binary.LittleEndian.AppendUint64(dst, v.seq)
 		return append(dst, v.bit, v.lost)
 	},
 	Decode: func(b []byte) (v victimKey) {
 		copy(v.id[:], b)
-		v.seq = binary.LittleEndian.Uint64(b[16:])
-		v.bit, v.lost = b[24], b[25]
+		v.file = binary.LittleEndian.Uint32(b[16:])
+		v.seq = binary.LittleEndian.Uint64(b[20:])
+		v.bit, v.lost = b[28], b[29]
 		return v
 	}}
+
+// victimPlace orders two victims of one id by their place.
+func victimPlace(a, b *victimKey) int {
+	if c := cmp.Compare(a.file, b.file); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// newVictimSorter is the sorter of the victims by id and place.
+func newVictimSorter(cfg joinSpill, cuts []uint64, writers int) *runsort.Sorter[victimKey] {
+	return &runsort.Sorter[victimKey]{Codec: victimCodec, Key: func(v *victimKey) uint64 { return idKey(&v.id) },
+		RunLen: cfg.runsShared(unsafe.Sizeof(victimKey{}), writers), FanIn: cfg.fan(), Cuts: cuts,
+		Compare: func(a, b victimKey) int {
+			if c := compareID(&a.id, &b.id); c != 0 {
+				return c
+			}
+			return victimPlace(&a, &b)
+		},
+		Sort: func(vs []victimKey) { // keys differ: (file, seq) is a victim's place
+			sortByID(vs, func(v *victimKey) *[16]byte { return &v.id }, victimPlace)
+		}}
+}
+
+// victimFeed is the spilled verify's victims sort, filled as the scan
+// releases each persistent file (scanner.feedVictims), so no victim list
+// goes to the victims' temp file and is read back: released files keep
+// only their lists' summaries (scanner.dropVictims).
+type victimFeed struct {
+	vics  *runsort.Sorter[victimKey]
+	mu    sync.Mutex
+	codes []string // lost codes: victimKey.lost - 1 indexes it
+	index map[string]uint8
+	err   error
+}
+
+// code is the lost code of a hazard code (1 + its index in codes).
+func (f *victimFeed) code(c string) (uint8, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if k, ok := f.index[c]; ok {
+		return k, nil
+	}
+	if len(f.codes) >= 255 {
+		return 0, fmt.Errorf("more than 255 hazard codes")
+	}
+	f.codes = append(f.codes, c)
+	f.index[c] = uint8(len(f.codes))
+	return uint8(len(f.codes)), nil
+}
+
+func (f *victimFeed) fail(err error) {
+	f.mu.Lock()
+	f.err = cmp.Or(f.err, err)
+	f.mu.Unlock()
+}
+
+// startVictimFeed makes the scan hand its victims to a sort of their own
+// (a spilled verify: s.sj with keepRefs), in the join's key ranges.
+func (s *scanner) startVictimFeed() {
+	s.vfeed = &victimFeed{vics: newVictimSorter(s.sj.cfg, idCuts(s.sj.cfg.parts), s.opts.Jobs), index: map[string]uint8{}}
+	s.dropVictims = true
+}
+
+// feedVictims adds the victims of persistent file idx's hazards that
+// compactVictims would mark to s.vfeed, in their place order. It runs
+// before the file's release, on the file's goroutine.
+func (s *scanner) feedVictims(idx int, fs *FileScan) {
+	f := s.vfeed
+	if f == nil || fs.Transient {
+		return
+	}
+	var batch []victimKey
+	flush := func() {
+		if err := f.vics.AddN(len(batch), func(i int) victimKey { return batch[i] }); err != nil {
+			f.fail(err)
+		}
+		batch = batch[:0]
+	}
+	for hi := range fs.Hazards {
+		h := &fs.Hazards[hi]
+		bit, lose := victimClass(h, s.ver)
+		if bit == 0 && !lose {
+			continue
+		}
+		lost := uint8(0)
+		if lose {
+			c, err := f.code(h.Code)
+			if err != nil {
+				f.fail(err)
+				return
+			}
+			lost = c
+		}
+		vi := uint64(0)
+		err := h.EachVictim(func(vic Victim) {
+			if batch == nil {
+				batch = make([]victimKey, 0, askBatch)
+			}
+			batch = append(batch, victimKey{id: vic.ID, file: uint32(idx), seq: uint64(hi)<<32 | vi, bit: bit, lost: lost})
+			vi++
+			if len(batch) == askBatch {
+				flush()
+			}
+		})
+		if err != nil {
+			f.fail(err)
+			return
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
 
 // entryAnswer is what a question's id is: 1 + its first copy's file in
 // the join's listing (0: none), 1 + its queue-name set (0: not
@@ -259,18 +379,20 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 	return vs, nil
 }
 
-// sortVictims sorts the victim ids compactVictims would mark.
+// sortVictims sorts the victim ids compactVictims would mark: the
+// scan's feed of them when it had one (scanner.feedVictims), else read
+// from the hazards.
 func (vs *verifySpill) sortVictims(v *VHostScan, ver brokerVersion, cfg joinSpill, cuts []uint64) (*runsort.Sorter[victimKey], error) {
-	vics := &runsort.Sorter[victimKey]{Codec: victimCodec, Key: func(v *victimKey) uint64 { return idKey(&v.id) }, RunLen: cfg.runs(unsafe.Sizeof(victimKey{})), FanIn: cfg.fan(), Cuts: cuts,
-		Compare: func(a, b victimKey) int {
-			if c := compareID(&a.id, &b.id); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.seq, b.seq)
-		},
-		Sort: func(vs []victimKey) { // keys differ: seq is a victim's place
-			sortByID(vs, func(v *victimKey) *[16]byte { return &v.id }, func(a, b *victimKey) int { return cmp.Compare(a.seq, b.seq) })
-		}}
+	if f := vs.s.vfeed; f != nil {
+		vs.s.vfeed = nil
+		if f.err != nil {
+			f.vics.Close()
+			return nil, f.err
+		}
+		vs.codes = f.codes
+		return f.vics, nil
+	}
+	vics := newVictimSorter(cfg, cuts, 1)
 	codes := map[string]uint8{}
 	var seq uint64
 	var addErr error
