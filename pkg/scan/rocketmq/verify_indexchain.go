@@ -170,6 +170,25 @@ func (o *orderedFindings) add(phase int, idx int64, sub int, f scan.Finding) {
 	}
 }
 
+// absorb adds the kept findings of o2, which ran after o in walk order
+// (entries later than all of o's): the first keep of both together are
+// among the first keep of each.
+func (o *orderedFindings) absorb(o2 *orderedFindings) {
+	out := slices.Clone([]keyedFinding(o2.h))
+	slices.SortFunc(out, func(a, b keyedFinding) int {
+		if later(a, b) {
+			return 1
+		}
+		if later(b, a) {
+			return -1
+		}
+		return 0
+	})
+	for _, k := range out {
+		o.add(k.phase, k.idx, k.sub, k.f)
+	}
+}
+
 // flush adds the kept findings in walk order.
 func (o *orderedFindings) flush(v *verifier, key string) {
 	out := slices.Clone([]keyedFinding(o.h))

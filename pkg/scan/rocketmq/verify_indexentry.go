@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/storectl/storectl/internal/prefetch"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
@@ -79,14 +80,71 @@ func (v *verifier) indexEntries(ctx context.Context, fh *os.File, w *indexWalk) 
 	return nil
 }
 
+// indexRecordsSplit is the fewest entries whose record checks
+// indexEntryRecords runs as two halves at once (tests set it low).
+var indexRecordsSplit = int64(1 << 18)
+
 // indexEntryRecords reads entries 1..entriesDone-1 again, after the
 // commitlog walk, and checks each against the record it points at
-// (indexRecords' half of the entry checks).
+// (indexRecords' half of the entry checks). A large file's entries are
+// checked as two halves at once, the upper one by a verifier and walk
+// state of its own (its own record lookups, counters and findings), then
+// joined: the same counts and findings as one walk in order. The records
+// pass ran on alone after the consume queue check ended (the last tenth
+// of a verify of small messages).
 func (v *verifier) indexEntryRecords(fh *os.File, w *indexWalk) error {
+	end := w.entriesDone
+	if end-1 < indexRecordsSplit || indexSequential {
+		return v.indexEntryRange(fh, w, 1, end)
+	}
+	mid := 1 + (end-1)/2
+	hv := *v
+	hv.tab = v.tab.reader()
+	hv.hint, hv.entriesLinked, hv.cur = 0, 0, recCursor{}
+	var err error
+	if hv.store, err = OpenStore(v.cfg.Config); err != nil { // whatIsAt's reads: a Store of its own
+		return v.indexEntryRange(fh, w, 1, end)
+	}
+	defer hv.store.Close()
+	hw := &indexWalk{f: w.f, lay: w.lay, used: w.used, out: newOrderedFindings(w.out.keep)}
+	done := make(chan error, 1)
+	go func() { done <- hv.indexEntryRange(fh, hw, mid, end) }()
+	err = v.indexEntryRange(fh, w, 1, mid)
+	herr := <-done
+	if err != nil { // the walk in order stops there: nothing of the upper half
+		return err
+	}
+	if hv.tab.err != nil && v.tab.err == nil {
+		v.tab.err = hv.tab.err
+	}
+	v.entriesLinked += hv.entriesLinked
+	w.expired += hw.expired
+	w.unknown += hw.unknown
+	w.beyond += hw.beyond
+	w.maxTS = max(w.maxTS, hw.maxTS)
+	if hs := &hw.spanUnknown; hs.n > 0 {
+		su := &w.spanUnknown
+		if su.n == 0 {
+			su.first, su.pos = hs.first, hs.pos
+		}
+		su.n += hs.n
+		for _, r := range hs.waits {
+			if !slices.Contains(su.waits, r) {
+				su.waits = append(su.waits, r)
+			}
+		}
+		slices.Sort(su.waits)
+	}
+	w.out.absorb(hw.out)
+	return herr
+}
+
+// indexEntryRange checks entries [from, to) against their records.
+func (v *verifier) indexEntryRange(fh *os.File, w *indexWalk, from, to int64) error {
 	lay := w.lay
 	buf := make([]byte, indexReadSize)
-	for n0 := int64(1); n0 < w.entriesDone; {
-		k := min(int64(len(buf))/rmq.IndexEntrySize, w.entriesDone-n0)
+	for n0 := from; n0 < to; {
+		k := min(int64(len(buf))/rmq.IndexEntrySize, to-n0)
 		if err := readFull(fh, buf[:k*rmq.IndexEntrySize], lay.EntryOffset(n0)); err != nil {
 			return err
 		}

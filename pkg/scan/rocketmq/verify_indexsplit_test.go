@@ -25,7 +25,8 @@ import (
 // RocketMQ fixture and on index files whose chains, slot heads, key
 // hashes, offsets and time diffs were rewritten at random, some to more
 // findings than a file's cap lists, and with the commitlog cut short so
-// that entries point past the recovery end.
+// that entries point past the recovery end. The record checks run as two
+// halves at once (indexRecordsSplit) give the same result too.
 func TestIndexBesideWalk(t *testing.T) {
 	roots := fixtureStoreRoots(t)
 	for i, n := range []int{5, 40, 600} {
@@ -46,7 +47,7 @@ func TestIndexBesideWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots = append(roots, g)
-	defer func() { indexSequential, indexStructuresHook = false, nil }()
+	defer func() { indexSequential, indexStructuresHook, indexRecordsSplit = false, nil, 1<<18 }()
 	entryFindings := 0
 	for _, root := range roots {
 		indexSequential, indexStructuresHook = true, nil
@@ -60,7 +61,11 @@ func TestIndexBesideWalk(t *testing.T) {
 			}
 		}
 		late := verifyRoot(t, root, VerifyConfig{Config: Config{Root: root}})
-		for name, r := range map[string]*scan.Result{"beside the walk": beside, "after the walk's end": late} {
+		indexStructuresHook, indexRecordsSplit = nil, 2
+		halves := verifyRoot(t, root, VerifyConfig{Config: Config{Root: root}})
+		indexRecordsSplit = 1 << 18
+		for name, r := range map[string]*scan.Result{"beside the walk": beside, "after the walk's end": late,
+			"records checked in two halves": halves} {
 			if !reflect.DeepEqual(seq.Findings, r.Findings) {
 				t.Fatalf("%s: %d findings sequential, %d %s; first difference: %s", root, len(seq.Findings), len(r.Findings), name,
 					firstDiff(seq.Findings, r.Findings))
