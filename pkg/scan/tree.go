@@ -51,6 +51,14 @@ func Unreadable(rel string, err error) Finding {
 	return f
 }
 
+// Unread records that the store file at rel could not be read: its
+// Unreadable finding, and the result incomplete with err (prefixed by
+// rel) in its errors.
+func (r *Result) Unread(rel string, err error) {
+	r.Add(Unreadable(rel, err))
+	r.Fail(fmt.Errorf("%s: %w", rel, err))
+}
+
 // StagePrefix starts the name of the staging file a writer puts beside
 // each file it changes (repair.StagePrefix; a test keeps them equal).
 const StagePrefix = ".storectl-stage-"

@@ -141,8 +141,7 @@ func (s *scanner) finishCQ(context.Context) error {
 		if u := s.merge.unreadOf(q); u != nil {
 			// The units from the file it could not read on are unknown:
 			// nothing is said of how recovery cuts this queue.
-			s.res.Add(scan.Unreadable(u.Rel, u.Err))
-			s.res.Fail(fmt.Errorf("%s: %w", u.Rel, u.Err))
+			s.res.Unread(u.Rel, u.Err)
 			s.add(scan.Finding{Code: CodeCQUnknown, Severity: scan.Warning, Path: u.Rel, Repair: scan.RepairNone,
 				Details: map[string]any{"queue_offset": u.From, "waits_on": []string{u.Rel}},
 				Message: fmt.Sprintf("%s could not be read: the units of %s/%d from queue offset %d on are unknown, and so is what the next start keeps of the queue", u.Rel, q.Topic, q.QueueID, u.From)})

@@ -2,7 +2,6 @@ package dledger
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"github.com/storectl/storectl/internal/storefile"
 	fdl "github.com/storectl/storectl/pkg/format/dledger"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
-	"github.com/storectl/storectl/pkg/scan"
 	"github.com/storectl/storectl/pkg/scan/cqueue"
 )
 
@@ -101,8 +99,7 @@ func (r *indexReader) report(s *scanner) {
 			err = f.irregular // no entry asked for its units: unread all the same
 		}
 		if err != nil {
-			s.res.Add(scan.Unreadable(f.rel, err))
-			s.res.Fail(fmt.Errorf("%s: %w", f.rel, err))
+			s.res.Unread(f.rel, err)
 		}
 	}
 }

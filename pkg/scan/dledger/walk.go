@@ -99,8 +99,7 @@ func (s *scanner) walk(ctx context.Context) error {
 // units from its base on are not judged (finishCQ).
 func (s *scanner) unreadData(i int, err error) {
 	f := &s.data[i]
-	s.res.Add(scan.Unreadable(f.rel, err))
-	s.res.Fail(fmt.Errorf("%s: %w", f.rel, err))
+	s.res.Unread(f.rel, err)
 	s.unreadSpans = append(s.unreadSpans, [2]int64{f.base, f.base + f.size})
 	s.wGap = true // the next entry's index is not wLast+1's to check
 	if s.unread != "" {

@@ -25,8 +25,7 @@ func (v *verifier) loadCheckpoint() {
 		// There but not readable (permission, a dir or FIFO in its
 		// place): not "missing", and what depends on it is unknown.
 		v.cpUnread = true
-		v.res.Add(scan.Unreadable("checkpoint", err))
-		v.res.Fail(fmt.Errorf("checkpoint: %w", err))
+		v.res.Unread("checkpoint", err)
 		return
 	}
 	if err != nil || len(b) < rmq.CheckpointSize {

@@ -142,8 +142,7 @@ func (s *scanner) readCheckpoint(context.Context) error {
 // it (predicts), that prediction waits on it (predictWaits): it is not
 // made from a file taken to be missing or empty.
 func (s *scanner) fileUnreadable(rel string, err error, predicts bool) {
-	s.add(scan.Unreadable(rel, err))
-	s.res.Fail(fmt.Errorf("%s: %w", rel, err))
+	s.res.Unread(rel, err)
 	if predicts && s.predictWaits == "" {
 		s.predictWaits = rel
 	}
