@@ -61,8 +61,10 @@ func basicMessageShape(b []byte) bool {
 	if p < 0 {
 		return false
 	}
-	rest := string(b[p:]) // is_persistent, the last term
-	return rest == l.yes || rest == l.no
+	// is_persistent, the last term: compared in place (a string
+	// variable of it was a copy of the bytes a record, 0.9% of a
+	// small-message scan's instructions).
+	return string(b[p:]) == l.yes || string(b[p:]) == l.no
 }
 
 // shapeLits are the fixed bytes of the shape in one atom encoding: head
