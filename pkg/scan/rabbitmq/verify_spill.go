@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"unsafe"
@@ -215,28 +216,6 @@ type entryAnswer struct {
 	risk, lost uint8
 }
 
-// placedAnswer is an exception at its question's place.
-type placedAnswer struct {
-	q, k uint32
-	a    entryAnswer
-}
-
-const placedAnswerSize = 4 + 4 + 4 + 4 + 1 + 1
-
-var placedAnswerCodec = runsort.Codec[placedAnswer]{Size: placedAnswerSize,
-	Append: func(dst []byte, p placedAnswer) []byte {
-		dst = binary.LittleEndian.AppendUint32(dst, p.q)
-		dst = binary.LittleEndian.AppendUint32(dst, p.k)
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(p.a.first))
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(p.a.set))
-		return append(dst, p.a.risk, p.a.lost)
-	},
-	Decode: func(b []byte) placedAnswer {
-		return placedAnswer{q: binary.LittleEndian.Uint32(b), k: binary.LittleEndian.Uint32(b[4:]),
-			a: entryAnswer{first: int32(binary.LittleEndian.Uint32(b[8:])), set: int32(binary.LittleEndian.Uint32(b[12:])),
-				risk: b[16], lost: b[17]}}
-	}}
-
 // verifySpill holds the answers of a spilled verify.
 type verifySpill struct {
 	s     *scanner
@@ -245,9 +224,10 @@ type verifySpill struct {
 	codes []string // lost codes: entryAnswer.lost - 1 indexes it
 	count []uint32 // per queue: its questions (pass 1)
 	hash  []uint64 // and a hash of their ids
-	excAt []int64  // per queue: the index of its first exception in exc
-	excN  []int64  // and how many it has
-	exc   *os.File
+	base  []int64  // per queue: the place of its first question in exc
+	// exc holds every question's answer at its place (answerSize bytes:
+	// packAnswer), queue by queue in pass 1's order.
+	exc *os.File
 }
 
 func (vs *verifySpill) close() {
@@ -296,8 +276,7 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 	j := s.sj
 	vq := v.Queues
 	vs = &verifySpill{s: s, bad: bad, dirs: make([]string, len(vq.Queues)),
-		count: make([]uint32, len(vq.Queues)), hash: make([]uint64, len(vq.Queues)),
-		excAt: make([]int64, len(vq.Queues)), excN: make([]int64, len(vq.Queues))}
+		count: make([]uint32, len(vq.Queues)), hash: make([]uint64, len(vq.Queues))}
 	defer func() {
 		if err != nil {
 			vs.close()
@@ -449,10 +428,15 @@ func (r *refIDReader) next() bool {
 	return true
 }
 
-// merge decides every question and writes the exceptions in place order.
+// merge decides every question and writes the answers in place order.
 // The questions, victims and referenced ids of each key range (the
-// join's parts: j.idsSecs) are merged on a goroutine of their own; their
-// exceptions go to one sort by place.
+// join's parts: j.idsSecs) are merged on a goroutine of their own. A
+// question's place (queue, k) is dense (base[q] + k, pass 1 counted
+// them), so the answers go back to place order as the join's decisions
+// go back to file order (fateStore: buckets of place ranges, put in place
+// in memory), not through a sort by place: nearly every answer of a store
+// whose files a generation-1 stop puts at risk is an exception, and their
+// sort (radix runs, a merge) was a twentieth of such a verify's CPU.
 func (vs *verifySpill) merge(j *spilledJoin, asks *runsort.Sorter[askKey], vics *runsort.Sorter[victimKey]) error {
 	aits, err := asks.IterParts()
 	if err != nil {
@@ -466,100 +450,76 @@ func (vs *verifySpill) merge(j *spilledJoin, asks *runsort.Sorter[askKey], vics 
 	if len(vits) != np || len(j.idsSecs) != np {
 		return fmt.Errorf("spilled verify: %d parts of questions, %d of victims, %d of referenced ids", np, len(vits), len(j.idsSecs))
 	}
-	exc := &runsort.Sorter[placedAnswer]{Codec: placedAnswerCodec, RunLen: j.cfg.runsShared(unsafe.Sizeof(placedAnswer{}), np), FanIn: j.cfg.fan(),
-		Compare: func(a, b placedAnswer) int {
-			if c := cmp.Compare(a.q, b.q); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.k, b.k)
-		},
-		Sort: func(ps []placedAnswer) { // runs are sorted on the parts' goroutines at once
-			tmp := placedTmp.Get().(*[]placedAnswer)
-			*tmp = sortPlacedAnswers(ps, *tmp)
-			placedTmp.Put(tmp)
-		}}
-	defer exc.Close()
+	vs.base = make([]int64, len(vs.count))
+	var total int64
+	for q, n := range vs.count {
+		vs.base[q] = total
+		total += int64(n)
+	}
+	f, err := scan.UnlinkedTemp("storectl-answers-*")
+	if err != nil {
+		return err
+	}
+	vs.exc = f
+	// The fate store's "files" are the queues, its output the answers.
+	fw := newFateStore(&spilledJoin{cfg: j.cfg, base: vs.base, fates: f}, total, np)
+	defer fw.close() // an error before done
 	errs := make([]error, np)
 	parallel.For(np, np, func(p int) {
 		sec := j.idsSecs[p]
 		refs := &refIDReader{r: bufio.NewReaderSize(io.NewSectionReader(j.ids, sec[0], sec[1]), 1<<16), left: sec[1] / refIDSize}
-		errs[p] = vs.mergePart(j, aits[p], vits[p], refs, exc)
+		errs[p] = vs.mergePart(j, aits[p], vits[p], refs, fw.parts[p])
 	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	asks.Close()
 	vics.Close()
-	f, err := scan.UnlinkedTemp("storectl-answers-*")
-	if err != nil {
-		return err
-	}
-	vs.exc = f
-	it, err := exc.Iter()
-	if err != nil {
-		return err
-	}
-	bw := make([]byte, 0, 1<<16+placedAnswerSize)
-	var n, off int64
-	for it.Next() {
-		p := it.Record()
-		if vs.excN[p.q] == 0 {
-			vs.excAt[p.q] = n
-		}
-		vs.excN[p.q]++
-		n++
-		bw = placedAnswerCodec.Append(bw, p)
-		if len(bw) >= 1<<16 {
-			if _, err := f.WriteAt(bw, off); err != nil {
-				return err
-			}
-			off += int64(len(bw))
-			bw = bw[:0]
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	_, err = f.WriteAt(bw, off)
-	return err
+	return fw.done()
 }
 
-// placedTmp holds sortPlacedAnswers' scratch between runs.
-var placedTmp = sync.Pool{New: func() any { return new([]placedAnswer) }}
+// answerSize is an answer in exc: a fate (fateSize) packed by packAnswer.
+const answerSize = fateSize
 
-// excBatch exceptions of a part are added to the place sort at a time.
-const excBatch = 4096
+// packAnswer puts an answer in a fate: set and first as they are, the
+// risk bits, lost code and whether it is an exception (not "found, a
+// good body, at no risk") in off.
+func packAnswer(a entryAnswer, exc bool) recFate {
+	f := recFate{set: a.set, first: a.first, off: uint32(a.risk) | uint32(a.lost)<<8}
+	if exc {
+		f.off |= 1 << 16
+	}
+	return f
+}
+
+// unpackAnswer is packAnswer's inverse.
+func unpackAnswer(f recFate) (a entryAnswer, exc bool) {
+	return entryAnswer{set: f.set, first: f.first, risk: uint8(f.off), lost: uint8(f.off >> 8)}, f.off>>16&1 != 0
+}
 
 // mergePart decides the questions of one key range (ait) from its
-// victims (vit) and referenced ids (refs) and adds the exceptions to exc.
-func (vs *verifySpill) mergePart(j *spilledJoin, ait *runsort.Iter[askKey], vit *runsort.Iter[victimKey], refs *refIDReader, exc *runsort.Sorter[placedAnswer]) error {
+// victims (vit) and referenced ids (refs) and puts every answer at its
+// place (fp).
+func (vs *verifySpill) mergePart(j *spilledJoin, ait *runsort.Iter[askKey], vit *runsort.Iter[victimKey], refs *refIDReader, fp *fatePart) error {
 	refOK := refs.next()
 	var vic victimKey
 	vicOK := vit.Next()
 	if vicOK {
 		vic = vit.Record()
 	}
-	batch := make([]placedAnswer, 0, excBatch)
-	var addErr error
-	flush := func() {
-		if err := exc.AddN(len(batch), func(i int) placedAnswer { return batch[i] }); err != nil && addErr == nil {
-			addErr = err
-		}
-		batch = batch[:0]
-	}
 	var lastID [16]byte
-	var last entryAnswer
-	lastExc, have := false, false
+	var last recFate
+	have := false
 	for ait.Next() {
 		a := ait.Record()
 		if !have || a.id != lastID {
 			have, lastID = true, a.id
-			last = entryAnswer{}
+			ans := entryAnswer{}
 			for refOK && compareID(&refs.id, &a.id) < 0 {
 				refOK = refs.next()
 			}
 			if refOK && refs.id == a.id {
-				last.first, last.set = refs.first, refs.set
+				ans.first, ans.set = refs.first, refs.set
 			}
 			for vicOK && compareID(&vic.id, &a.id) < 0 {
 				if vicOK = vit.Next(); vicOK {
@@ -567,64 +527,26 @@ func (vs *verifySpill) mergePart(j *spilledJoin, ait *runsort.Iter[askKey], vit 
 				}
 			}
 			for vicOK && vic.id == a.id {
-				last.risk |= vic.bit
+				ans.risk |= vic.bit
 				if vic.lost != 0 {
-					last.lost = vic.lost
+					ans.lost = vic.lost
 				}
 				if vicOK = vit.Next(); vicOK {
 					vic = vit.Record()
 				}
 			}
-			lastExc = !(last.first > 0 && last.set > 0) || last.risk != 0 || last.lost != 0
-			if !lastExc {
-				_, lastExc = vs.bad[fileIDPath{j.rel[last.first-1], a.id}]
+			exc := !(ans.first > 0 && ans.set > 0) || ans.risk != 0 || ans.lost != 0
+			if !exc {
+				_, exc = vs.bad[fileIDPath{j.rel[ans.first-1], a.id}]
 			}
+			last = packAnswer(ans, exc)
 		}
-		if lastExc {
-			if batch = append(batch, placedAnswer{q: a.q, k: a.k, a: last}); len(batch) == excBatch {
-				flush()
-			}
+		if a.k > math.MaxInt32 {
+			return fmt.Errorf("spilled verify: more than %d questions of queue %s", math.MaxInt32, vs.dirs[a.q])
 		}
+		fp.put(int32(a.q), int32(a.k), last)
 	}
-	flush()
-	return errors.Join(ait.Err(), vit.Err(), refs.err, addErr)
-}
-
-// sortPlacedAnswers sorts exceptions by place (queue, k): an LSD radix
-// sort on the 64-bit key q<<32|k, one pass per byte the largest key has.
-func sortPlacedAnswers(ps, tmp []placedAnswer) []placedAnswer {
-	if len(ps) < 2 {
-		return tmp
-	}
-	key := func(p *placedAnswer) uint64 { return uint64(p.q)<<32 | uint64(p.k) }
-	var top uint64
-	for i := range ps {
-		top = max(top, key(&ps[i]))
-	}
-	if cap(tmp) < len(ps) {
-		tmp = make([]placedAnswer, len(ps))
-	}
-	tmp = tmp[:len(ps)]
-	src, dst := ps, tmp
-	for shift := uint(0); shift < 64 && top>>shift > 0; shift += 8 {
-		var count [257]int
-		for i := range src {
-			count[int(key(&src[i])>>shift&0xff)+1]++
-		}
-		for b := 1; b < 257; b++ {
-			count[b] += count[b-1]
-		}
-		for i := range src {
-			b := int(key(&src[i]) >> shift & 0xff)
-			dst[count[b]] = src[i]
-			count[b]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &ps[0] {
-		copy(ps, src)
-	}
-	return tmp
+	return errors.Join(ait.Err(), vit.Err(), refs.err, fp.err)
 }
 
 // answerCursor reads one queue's answers back while the prediction
@@ -636,10 +558,10 @@ type answerCursor struct {
 	k    uint32
 	h    uint64
 	over bool // more questions than pass 1 asked
-	// The queue's exceptions not read yet: left of them from index from.
+	// The queue's answers not read yet: left of them from place from.
 	from, left int64
 	buf        []byte
-	pend       []placedAnswer // the chunk read, pend[pi:] not taken yet
+	pend       []recFate // the chunk read (packAnswer), pend[pi:] not taken yet
 	pi         int
 	err        error
 	// The current question: its id and answer (plain: found, a good
@@ -653,7 +575,7 @@ type answerCursor struct {
 }
 
 func (vs *verifySpill) cursor(q int) *answerCursor {
-	return &answerCursor{vs: vs, q: q, from: vs.excAt[q], left: vs.excN[q]}
+	return &answerCursor{vs: vs, q: q, from: vs.base[q], left: int64(vs.count[q])}
 }
 
 // answerChunk exceptions are read at a time.
@@ -664,18 +586,18 @@ func (c *answerCursor) fill() {
 		return
 	}
 	n := min(c.left, answerChunk)
-	size := int(n) * placedAnswerSize
+	size := int(n) * answerSize
 	if cap(c.buf) < size {
 		c.buf = make([]byte, size)
 	}
 	b := c.buf[:size]
-	if _, err := c.vs.exc.ReadAt(b, c.from*placedAnswerSize); err != nil {
+	if _, err := c.vs.exc.ReadAt(b, c.from*answerSize); err != nil {
 		c.err = err
 		return
 	}
 	c.pend, c.pi = c.pend[:0], 0
 	for i := 0; i < int(n); i++ {
-		c.pend = append(c.pend, placedAnswerCodec.Decode(b[i*placedAnswerSize:]))
+		c.pend = append(c.pend, decodeFate(b[i*answerSize:]))
 	}
 	c.from += n
 	c.left -= n
@@ -692,10 +614,14 @@ func (c *answerCursor) at(id [16]byte) {
 		c.fill()
 	}
 	c.plain = true
-	if c.pi < len(c.pend) && c.pend[c.pi].k == c.k {
-		c.plain, c.a = false, c.pend[c.pi].a
+	if c.pi < len(c.pend) { // the answer at this place (none past pass 1's count: over)
+		a, exc := unpackAnswer(c.pend[c.pi])
 		c.pi++
-		if !(c.a.first > 0 && c.a.set > 0) || c.bad() != nil {
+		c.plain = !exc
+		if exc {
+			c.a = a
+		}
+		if exc && (!(c.a.first > 0 && c.a.set > 0) || c.bad() != nil) {
 			if c.names == nil {
 				c.names = map[[16]byte]int32{}
 			}
