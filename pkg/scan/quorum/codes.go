@@ -105,6 +105,10 @@ const (
 	// (rabbitmq-server #15725): ra starts a new member instead and this
 	// data is never read.
 	CodeOrphanReplica = "rabbitmq.quorum.orphan-replica"
+	// CodeRegistrationUnknown: names.dets is there and could not be read:
+	// whether ra registers the replica dirs is unknown (no orphan-replica
+	// is drawn from it); details.replicas, waits_on.
+	CodeRegistrationUnknown = "rabbitmq.quorum.registration-unknown"
 	// CodeLogGap: indexes missing between the snapshot and the last entry:
 	// the member cannot replay its log.
 	CodeLogGap = "rabbitmq.quorum.log-gap"

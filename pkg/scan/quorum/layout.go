@@ -128,12 +128,14 @@ func listSystem(dir string) (dirListing, error) {
 			// also a dir or FIFO under a WAL's name: its open fails and
 			// it is unread (what it holds unknown), not a replica
 			l.wals = append(l.wals, n)
-		case e.IsDir():
-			l.replicas = append(l.replicas, n)
 		case n == ra.NamesDETS:
+			// a dir under the name of names.dets or meta.dets is that
+			// file, unreadable (readRegular refuses it), not a replica
 			l.names = filepath.Join(dir, n)
 		case n == ra.MetaDETS:
 			l.meta = filepath.Join(dir, n)
+		case e.IsDir():
+			l.replicas = append(l.replicas, n)
 		case n == ra.UpgradeMarkerFile:
 			l.marker = true
 		default:

@@ -85,6 +85,9 @@ type System struct {
 	// names is the content of names.dets (nil when absent or unreadable):
 	// a replica whose UId is not in it is not registered.
 	names []byte
+	// namesUnread is names.dets' path when it is there and could not be
+	// read: whether a replica is registered is unknown.
+	namesUnread string
 	// meta holds what meta.dets says per UId.
 	meta map[string]MetaDETS
 	// spill is the scan's temp file (Result.spill) for the live lists and
@@ -336,14 +339,23 @@ func (sc *scanner) scanSystem() error {
 	if err != nil {
 		return err
 	}
+	// names.dets or meta.dets there but not readable (a dir, FIFO,
+	// permission, I/O error) is unreadable, not absent: no replica is
+	// then called unregistered (namesUnread), and meta.dets' terms and
+	// applied indexes are unknown (-1)
 	if l.names != "" {
 		if b, err := readRegular(l.names); err == nil {
 			s.names = b
+		} else {
+			s.namesUnread = rel(sc.root, l.names)
+			sc.unreadable(l.names, err)
 		}
 	}
 	if l.meta != "" {
 		if b, err := readRegular(l.meta); err == nil {
 			s.meta = ParseMetaDETS(b)
+		} else {
+			sc.unreadable(l.meta, err)
 		}
 	}
 	for _, n := range l.replicas {
@@ -1154,6 +1166,15 @@ func (sc *scanner) checkOrphans() {
 	byName := map[string][]*Replica{}
 	for _, r := range sc.sys.Replicas {
 		byName[r.Name()] = append(byName[r.Name()], r)
+	}
+	if s := sc.sys; s.namesUnread != "" && len(s.Replicas) > 0 {
+		uids := make([]string, 0, len(s.Replicas))
+		for _, r := range s.Replicas {
+			uids = append(uids, r.UID)
+		}
+		sc.add(scan.Finding{Code: sc.code(CodeRegistrationUnknown), Severity: scan.Warning, Path: s.namesUnread,
+			Message: fmt.Sprintf("%s could not be read: whether ra registers (and so starts) the %d replica dir(s) here is unknown; none is called an orphan", filepath.Base(s.namesUnread), len(uids)),
+			Details: map[string]any{"replicas": uids, "waits_on": []string{s.namesUnread}}})
 	}
 	for _, r := range sc.sys.Replicas {
 		if r.Registered == nil || *r.Registered {

@@ -1,0 +1,133 @@
+package quorum_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/storectl/storectl/internal/testutil"
+	"github.com/storectl/storectl/pkg/scan"
+	"github.com/storectl/storectl/pkg/scan/quorum"
+)
+
+// scanAll is verify's scan of node, incomplete or not.
+func scanAll(t *testing.T, node string) *quorum.Result {
+	t.Helper()
+	res, err := quorum.Scan(context.Background(), quorum.Config{Root: node, Replay: true}, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	return res
+}
+
+// unreadFamily: the codes that say a file was not read, or what waits on
+// one.
+func unreadFamily(code string) bool {
+	return strings.HasSuffix(code, ".unreadable") || strings.HasSuffix(code, "-unknown")
+}
+
+// concluded is the warnings and errors of res other than the unread
+// family, as code@path.
+func concluded(res *quorum.Result) []string {
+	var out []string
+	for _, f := range res.Findings {
+		if (f.Severity == scan.Warning || f.Severity == scan.Error) && !unreadFamily(f.Code) {
+			out = append(out, f.Code+"@"+f.Path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dirInPlace replaces the file at node/rel with a directory.
+func dirInPlace(t *testing.T, node, rel string) {
+	t.Helper()
+	p := filepath.Join(node, rel)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantUnread checks that res is incomplete and names rel unreadable.
+func wantUnread(t *testing.T, res *quorum.Result, code, rel string) {
+	t.Helper()
+	found := false
+	for _, f := range findings(res, code) {
+		found = found || f.Path == rel
+	}
+	if !res.Incomplete || !found {
+		t.Fatalf("incomplete %v, %s %+v: want incomplete and %s named", res.Incomplete, code, findings(res, code), rel)
+	}
+}
+
+// TestSystemDETSUnread: a directory under the name of names.dets or
+// meta.dets (quorum/ and coordination/) is that file, unreadable (exit
+// 3), not a replica dir: Q1 gave orphan-replica "replica dir meta.dets
+// ... is not registered in names.dets" and config-bad "config lstat
+// .../meta.dets/config". An unread names.dets makes every replica's
+// registration unknown (registration-unknown, waiting on it): a replica
+// the undamaged names.dets does not register (renamed, as in
+// TestDamageOrphanReplica) is no orphan-replica then. Everything else
+// concluded is what the undamaged copy gives.
+func TestSystemDETSUnread(t *testing.T) {
+	ds := qqDatasets(t)[0]
+	base := testutil.CopyTree(t, ds.node)
+	sys := filepath.Join(base, "quorum/rmq40@localhost")
+	const orphan = "2F_QQ3ORPHAN0000001"
+	if err := os.Rename(filepath.Join(sys, "2F_QQ3NI8QY1UQJC94"), filepath.Join(sys, orphan)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(sys, orphan, "config")
+	b, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(b), "2F_QQ3NI8QY1UQJC94", orphan)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	undamaged := verifyDir(t, base)
+	want := concluded(undamaged)
+	if len(findings(undamaged, quorum.CodeOrphanReplica)) != 1 {
+		t.Fatalf("undamaged: no orphan-replica: %v", want)
+	}
+	for _, c := range []struct{ system, file string }{
+		{quorum.SystemQuorum, "names.dets"}, {quorum.SystemQuorum, "meta.dets"},
+		{quorum.SystemCoordination, "names.dets"}, {quorum.SystemCoordination, "meta.dets"},
+	} {
+		t.Run(c.system+"/"+c.file, func(t *testing.T) {
+			node := testutil.CopyTree(t, base)
+			rel := c.system + "/rmq40@localhost/" + c.file
+			dirInPlace(t, node, rel)
+			res := scanAll(t, node)
+			wantUnread(t, res, quorum.Code(c.system, quorum.CodeUnreadable), rel)
+			for _, s := range res.Systems {
+				for _, r := range s.Replicas {
+					if r.UID == c.file {
+						t.Fatalf("%s taken for a replica dir", rel)
+					}
+				}
+			}
+			w := want
+			if c.system == quorum.SystemQuorum && c.file == "names.dets" {
+				w = nil
+				for _, k := range want {
+					if !strings.HasPrefix(k, quorum.CodeOrphanReplica+"@") {
+						w = append(w, k)
+					}
+				}
+				ru := findings(res, quorum.CodeRegistrationUnknown)
+				if len(ru) != 1 || ru[0].Path != rel || len(ru[0].Details["replicas"].([]string)) != len(res.Systems[0].Replicas) ||
+					ru[0].Details["waits_on"].([]string)[0] != rel {
+					t.Fatalf("registration-unknown: %+v", ru)
+				}
+			}
+			if got := concluded(res); strings.Join(got, "\n") != strings.Join(w, "\n") {
+				t.Fatalf("concluded with %s unread:\n%s\nundamaged:\n%s", rel, strings.Join(got, "\n"), strings.Join(w, "\n"))
+			}
+		})
+	}
+}
