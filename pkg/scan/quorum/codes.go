@@ -112,6 +112,16 @@ const (
 	// CodeLogGap: indexes missing between the snapshot and the last entry:
 	// the member cannot replay its log.
 	CodeLogGap = "rabbitmq.quorum.log-gap"
+	// CodeLogUnknown: an index the replay needs (a gap, or the entries
+	// before a log that starts after 1 with no snapshot under it) is in
+	// no file read, and a WAL or segment of the replica could not be
+	// read: it may be there (not log-gap or no-snapshot-base);
+	// details.index, waits_on.
+	CodeLogUnknown = "rabbitmq.quorum.log-unknown"
+	// CodeSnapshotUnknown: a snapshot or checkpoint ra may recover the
+	// member from could not be read: the replay's base is unknown and
+	// the next start not predicted; details.waits_on.
+	CodeSnapshotUnknown = "rabbitmq.quorum.snapshot-unknown"
 	// CodeNoSnapshotBase: the log starts after index 1 and no valid
 	// snapshot or checkpoint covers the indexes before it.
 	CodeNoSnapshotBase = "rabbitmq.quorum.no-snapshot-base"

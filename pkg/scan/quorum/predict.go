@@ -139,6 +139,10 @@ type Prediction struct {
 	// index of a log that starts after 1 with no snapshot or checkpoint
 	// below it (0: none). Each is a finding (predictReplica).
 	gapAt, noBase uint64
+	// baseWaitsOn are the snapshots and checkpoints that could not be
+	// read and that ra may recover from (Replica.baseWaitsOn): the replay
+	// is not done.
+	baseWaitsOn []string
 }
 
 // liveRec is a live message as the prediction keeps it.
@@ -326,17 +330,34 @@ func predictReplica(res *Result, r *Replica) (q Queue) {
 			Message: fmt.Sprintf("%s: the next start holds %d-%d messages, not an exact number: %v", r.Name(), f.Min, f.Max, f.Inexact),
 			Details: map[string]any{"min": f.Min, "max": f.Max, "reasons": f.Inexact}})
 	}
-	if p.gapAt > 0 && len(r.System.logUnread) > 0 {
+	waits := r.LogWaitsOn()
+	if len(p.baseWaitsOn) > 0 {
+		// The snapshot or checkpoint ra may recover from could not be
+		// read: the state the log replays on is unknown, not absent.
+		res.Add(scan.Finding{Code: code(CodeSnapshotUnknown), Severity: scan.Warning, Path: r.Rel, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s: %s could not be read: the state ra recovers this member from is unknown, so its next start is not predicted (no gap or missing base is drawn from it)", r.Name(), strings.Join(p.baseWaitsOn, ", ")),
+			Details: map[string]any{"waits_on": p.baseWaitsOn}})
+	} else if (p.gapAt > 0 || p.noBase > 0) && len(waits) > 0 {
 		// The index may be in a WAL or segment that could not be read:
-		// unknown (the forecast says so), not gone.
-		p.Queue.NextStart.Reason = fmt.Sprintf("index %d is in no WAL or segment that could be read (%s could not be): unknown", p.gapAt, strings.Join(r.System.logUnread, ", "))
+		// unknown, not gone.
+		idx := p.gapAt
+		if p.noBase > 0 {
+			idx = 1 // the entries before the first one read
+		}
+		if p.Queue.NextStart.State == StartNotRead {
+			p.Queue.NextStart.Reason = fmt.Sprintf("index %d is in no WAL or segment that could be read (%s could not be): unknown", idx, strings.Join(waits, ", "))
+		}
+		res.Add(scan.Finding{Code: code(CodeLogUnknown), Severity: scan.Warning, Path: r.Rel, Repair: scan.RepairNone,
+			Message: fmt.Sprintf("%s: index %d is in no WAL or segment that could be read (the replay starts after %d, the files read hold %d-%d); it may be in %s, which could not be read: whether the member can replay its log is unknown",
+				r.Name(), idx, p.Queue.ReplayFrom, r.First, r.Last, strings.Join(waits, ", ")),
+			Details: map[string]any{"index": idx, "first": r.First, "last": r.Last, "replay_from": p.Queue.ReplayFrom, "waits_on": waits}})
 	} else if p.gapAt > 0 {
 		res.Add(scan.Finding{Code: code(CodeLogGap), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
 			Message: fmt.Sprintf("%s: index %d is in no WAL or segment (the replay starts after %d, the log on disk holds %d-%d): entries between the snapshot and the last entry are gone, and the member cannot replay its log past %d",
 				r.Name(), p.gapAt, p.Queue.ReplayFrom, r.First, r.Last, p.gapAt-1),
 			Details: map[string]any{"index": p.gapAt, "first": r.First, "last": r.Last, "replay_from": p.Queue.ReplayFrom}})
 	}
-	if p.noBase > 0 {
+	if p.noBase > 0 && len(waits) == 0 && len(p.baseWaitsOn) == 0 {
 		res.Add(scan.Finding{Code: code(CodeNoSnapshotBase), Severity: scan.Error, Path: r.Rel, Repair: scan.RepairNone,
 			Message: fmt.Sprintf("%s: the log starts at index %d and no valid snapshot or checkpoint covers the entries before it: the member cannot rebuild its state", r.Name(), p.noBase),
 			Details: map[string]any{"first": p.noBase}})
@@ -403,6 +424,12 @@ func predict(r *Replica) *Prediction {
 		f.State, f.Reason = StartNoConfig, "the replica's config file is missing or does not parse"
 	}
 	base := r.base()
+	if w := r.baseWaitsOn(base); len(w) > 0 {
+		p.baseWaitsOn = w
+		f.State, f.Reason = StartNotRead, fmt.Sprintf("%s could not be read: the state ra recovers from is unknown", strings.Join(w, ", "))
+		p.Queue.Commit = r.commit(0)
+		return p
+	}
 	var st *ra.FifoState
 	version := int64(0)
 	from := uint64(0)

@@ -97,8 +97,9 @@ type System struct {
 	// Refused is set when ra will not start this system's WAL at the next
 	// start (every queue of the system is then down): the finding code.
 	Refused string
-	// logUnread are its WAL and segment files that could not be read: an
-	// index in no file read may be in them (unknown, not a gap).
+	// logUnread are its WAL files that could not be read: an index in no
+	// file read may be in them (unknown, not a gap); Replica.logUnread
+	// has the replica's own segments.
 	logUnread    []string
 	RefusedWhere string // path@offset of that finding
 }
@@ -156,9 +157,18 @@ type Replica struct {
 	walEntries   int
 	segNotes     segNote
 	prediction   *Prediction
+	// logUnread are its segments (or its dir) that could not be read.
+	logUnread []string
 	// MovedFrom is the data dir the config pins when the replica is not
 	// there (ra < 2.4.2 reads the log from it).
 	MovedFrom string
+}
+
+// LogWaitsOn are the WAL and segment files (or the replica dir) that
+// could not be read and may hold entries of r's log.
+func (r *Replica) LogWaitsOn() []string {
+	out := append([]string(nil), r.System.logUnread...)
+	return append(out, r.logUnread...)
 }
 
 // samePath reports whether a and b name the same dir.
@@ -221,7 +231,10 @@ type SnapshotFile struct {
 	Size           int64
 	CRCOK          bool
 	Err            error
-	Meta           ra.SnapshotMeta
+	// Unread: the file could not be read (Err says why): what it holds
+	// is unknown, not bad.
+	Unread bool
+	Meta   ra.SnapshotMeta
 }
 
 // Valid reports whether ra would recover from it.
@@ -327,9 +340,20 @@ func (sc *scanner) unreadable(p string, err error) {
 		Message: fmt.Sprintf("cannot read %s: %v", filepath.Base(p), err)})
 	if !errors.Is(err, errNotRegular) {
 		sc.res.Fail(fmt.Errorf("%s: %w", rel(sc.root, p), err))
-		if s := sc.sys; s != nil && (strings.HasSuffix(p, ".wal") || strings.HasSuffix(p, ".segment")) {
+		if s := sc.sys; s != nil && strings.HasSuffix(p, ".wal") {
 			s.logUnread = append(s.logUnread, rel(sc.root, p))
 		}
+	}
+}
+
+// logUnreadable is unreadable for a file or dir of replica r's log (a
+// segment, the replica dir): an index in no file read may be in it. Kept
+// per replica (r.logUnread: the replicas are read concurrently), so an
+// unread segment of one replica leaves another's gaps known.
+func (sc *scanner) logUnreadable(r *Replica, p string, err error) {
+	sc.unreadable(p, err)
+	if !errors.Is(err, errNotRegular) {
+		r.logUnread = append(r.logUnread, rel(sc.root, p))
 	}
 }
 
@@ -875,7 +899,7 @@ func (r *Replica) truncateAbove(idx uint64) {
 func (sc *scanner) scanReplicaFiles(r *Replica) {
 	l, err := listReplica(r.Path)
 	if err != nil {
-		sc.unreadable(r.Path, err)
+		sc.logUnreadable(r, r.Path, err)
 		return
 	}
 	for _, n := range l.other {
@@ -935,6 +959,25 @@ func (r *Replica) base() *SnapshotFile {
 	return best
 }
 
+// baseWaitsOn are the snapshots and checkpoints that could not be read
+// and that ra may take before base (the one it recovers from, nil for
+// none): one ra tries before the first valid one of its kind, with a
+// higher index (from its dir name) than base's.
+func (r *Replica) baseWaitsOn(base *SnapshotFile) []string {
+	var out []string
+	for _, set := range [][]*SnapshotFile{r.Snapshots, r.Checkpoints} {
+		for _, s := range set {
+			if s.Valid() {
+				break
+			}
+			if s.Unread && (base == nil || s.Index > base.Meta.Index) {
+				out = append(out, s.Rel)
+			}
+		}
+	}
+	return out
+}
+
 // SnapshotIndex is the newest valid snapshot's index (not checkpoints);
 // -1 for none.
 func (r *Replica) SnapshotIndex() int64 {
@@ -956,7 +999,7 @@ func (sc *scanner) readSnapshot(r *Replica, dir string, checkpoint bool) *Snapsh
 	s.Term, s.Index, _ = ra.ParseSnapshotDirName(dir)
 	b, err := readRegular(p)
 	if err != nil {
-		s.Err = err
+		s.Err, s.Unread = err, true
 		sc.unreadable(p, err)
 		return s
 	}
@@ -986,6 +1029,8 @@ func (sc *scanner) snapshotFindings(r *Replica) {
 	newestValid := false
 	for _, s := range r.Snapshots {
 		switch {
+		case s.Unread:
+			// the unreadable finding; not "does not decode"
 		case s.Err != nil:
 			sc.add(scan.Finding{Code: sc.code(CodeSnapshotBad), Severity: scan.Error, Path: s.Rel, Length: s.Size,
 				Message: fmt.Sprintf("%s: snapshot %s does not decode (%v): ra skips it", r.Name(), s.Dir, s.Err)})
@@ -1002,6 +1047,7 @@ func (sc *scanner) snapshotFindings(r *Replica) {
 	}
 	for _, s := range r.Checkpoints {
 		switch {
+		case s.Unread:
 		case s.Err != nil:
 			sc.add(scan.Finding{Code: sc.code(CodeCheckpointBad), Severity: scan.Warning, Path: s.Rel, Length: s.Size,
 				Message: fmt.Sprintf("%s: checkpoint %s does not decode (%v): ra removes it", r.Name(), s.Dir, s.Err)})
@@ -1027,13 +1073,13 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	var fault error // the file shrank under its mapping (sc.reader)
 	defer func() {
 		if fault != nil {
-			sc.unreadable(p, fault)
+			sc.logUnreadable(r, p, fault)
 		}
 	}()
 	defer fileview.Guard(&fault)()
 	f, err := openRegular(p)
 	if err != nil {
-		sc.unreadable(p, err)
+		sc.logUnreadable(r, p, err)
 		return
 	}
 	defer f.Close()
@@ -1050,7 +1096,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 	if err != nil {
 		var ce *format.CorruptError
 		if !errors.As(err, &ce) {
-			sc.unreadable(p, err)
+			sc.logUnreadable(r, p, err)
 			return
 		}
 		sf.HeaderErr = err
@@ -1103,7 +1149,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		if err != nil {
 			var ce *format.CorruptError
 			if !errors.As(err, &ce) {
-				sc.unreadable(p, err)
+				sc.logUnreadable(r, p, err)
 				return
 			}
 			sev := scan.Warning

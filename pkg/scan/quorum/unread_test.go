@@ -131,3 +131,55 @@ func TestSystemDETSUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestLogFileUnread: a directory in place of a replica's first segment
+// or of the snapshot it recovers from leaves what the log holds unknown,
+// not gone. Q2's qq4 with 00000001.segment unread gave no-snapshot-base
+// "the log starts at index 2048 and no valid snapshot or checkpoint
+// covers the entries before it"; Q1's qq1 with its snapshot.dat unread
+// gave snapshot-bad "does not decode (... is a directory)", log-gap
+// "index 1 is in no WAL or segment" and no-snapshot-base. Now the file is
+// unreadable (exit 3), the queue's next start unknown, a log-unknown or
+// snapshot-unknown warning waits on it, and everything else concluded is
+// what the undamaged copy gives.
+func TestLogFileUnread(t *testing.T) {
+	qq := qqDatasets(t)
+	for _, c := range []struct {
+		name  string
+		ds    dataset
+		glob  string // the file, relative to the node dir
+		code  string // the unknown finding
+		queue string
+	}{
+		{"first segment", qq[1], "quorum/rmq40@localhost/2F_QQ4ZGQKO1W4CDKH/00000001.segment", quorum.CodeLogUnknown, "qq4"},
+		{"snapshot", qq[0], "quorum/rmq40@localhost/2F_QQ109LB4B9AV3QD/snapshots/*/snapshot.dat", quorum.CodeSnapshotUnknown, "qq1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := concluded(verifyDir(t, c.ds.node))
+			node := testutil.CopyTree(t, c.ds.node)
+			m, _ := filepath.Glob(filepath.Join(node, c.glob))
+			if len(m) != 1 {
+				t.Fatalf("%s: %v", c.glob, m)
+			}
+			rel, _ := filepath.Rel(node, m[0])
+			rel = filepath.ToSlash(rel)
+			dirInPlace(t, node, rel)
+			res := scanAll(t, node)
+			wantUnread(t, res, quorum.CodeUnreadable, rel)
+			if got := concluded(res); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("concluded with %s unread:\n%s\nundamaged:\n%s", rel, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			q := queueLine(t, res, c.queue)
+			un := findings(res, c.code)
+			if len(un) != 1 || un[0].Path != q.Dir || un[0].Severity != scan.Warning {
+				t.Fatalf("%s: %+v", c.code, un)
+			}
+			if w, _ := un[0].Details["waits_on"].([]string); len(w) != 1 || w[0] != rel {
+				t.Fatalf("%s waits_on %v, want [%s]", c.code, un[0].Details["waits_on"], rel)
+			}
+			if q.NextStart.State != quorum.StartNotRead || !strings.Contains(q.NextStart.Reason, rel) {
+				t.Fatalf("%s: %+v", c.queue, q.NextStart)
+			}
+		})
+	}
+}
