@@ -13,18 +13,19 @@ import (
 
 // TestNothingDrawnFromAFileNotRead: for every store file of a fixture in
 // turn, a directory in its place (a file storectl cannot read) may make
-// verify name the file unreadable and make what rests on it unknown, but
-// may not give any other warning or error that the undamaged fixture does
-// not give: nothing is concluded from the absence of what was not read.
-// A finding that names what it waits on (details.waits_on) is an unknown
-// and allowed; so is one the undamaged run gives too (its severity may
-// move). Each case this audit found when it was written was a wrong
-// verdict: consume queue units into an unread commitlog file called bad,
-// a delay offset above the max of a queue not read, an index header
-// checked against the entries it could follow, ref counts compared with
-// the references of the queues that could be read, a dir without a
-// readable .queue_name called an orphan. Quorum and stream dirs are
-// audited by their own tests.
+// scan and verify name the file unreadable and make what rests on it
+// unknown, but may not give any other warning or error that the
+// undamaged fixture does not give: nothing is concluded from the absence
+// of what was not read. A finding that names what it waits on
+// (details.waits_on) is an unknown and allowed; so is one the undamaged
+// run gives too (its severity may move). Each case this audit found when
+// it was written was a wrong verdict: consume queue units into an unread
+// commitlog file called bad, a delay offset above the max of a queue not
+// read, an index header checked against the entries it could follow, ref
+// counts compared with the references of the queues that could be read,
+// the clean index checked against an unread .rdq (scan and verify), a
+// dir without a readable .queue_name called an orphan. Quorum and stream
+// dirs are audited by their own tests.
 func TestNothingDrawnFromAFileNotRead(t *testing.T) {
 	for _, c := range []struct {
 		dir, tarball, sub string
@@ -46,11 +47,16 @@ func TestNothingDrawnFromAFileNotRead(t *testing.T) {
 		t.Run(c.dir+"/"+c.tarball, func(t *testing.T) {
 			t.Parallel()
 			root := filepath.Join(testutil.Untar(t, testutil.Testdata(c.dir, filepath.FromSlash(c.tarball))), c.sub)
-			verify := func() []map[string]any {
-				_, out, _ := runCLI(t, "verify", root, "-o", "jsonl")
-				return jsonlObjects(t, out)
+			verify := func() []map[string]any { // scan's findings, then verify's
+				_, out, _ := runCLI(t, "scan", root, "-o", "jsonl")
+				objs := jsonlObjects(t, out)
+				for _, o := range objs {
+					o["command"] = "scan"
+				}
+				_, out, _ = runCLI(t, "verify", root, "-o", "jsonl")
+				return append(objs, jsonlObjects(t, out)...)
 			}
-			key := func(o map[string]any) string { return fmt.Sprint(o["code"], " @ ", o["path"]) }
+			key := func(o map[string]any) string { return fmt.Sprint(o["command"], " ", o["code"], " @ ", o["path"]) }
 			before := map[string]bool{}
 			for _, o := range verify() {
 				if o["type"] == "finding" {

@@ -9,12 +9,12 @@ import (
 	"github.com/storectl/storectl/internal/testutil"
 )
 
-// TestRabbitCleanDumpsAgainstUnread: after a clean shutdown verify checks
+// TestRabbitCleanDumpsAgainstUnread: after a clean shutdown scan and verify check
 // msg_store_index.ets and file_summary.ets against the .rdq files and
 // the queue indexes; what it could not read it cannot check them
 // against. On clean-shutdown (no index finding undamaged):
 //   - 10.rdq a directory: its index entries were "offset/size does not
-//     hold its record" and its summary "valid total size ..., but the
+//     hold its record" (scan: "does not point at its record") and its summary "valid total size ..., but the
 //     records queues reference add up to 0";
 //   - a queue's 0.idx a directory: every entry's ref count was compared
 //     with the references of the queues that could be read ("ref count 2,
@@ -29,11 +29,15 @@ func TestRabbitCleanDumpsAgainstUnread(t *testing.T) {
 		return filepath.Join(testutil.Untar(t, testutil.Testdata("rabbitmq", "datasets", "clean-shutdown.tar.gz")), "rmqfix@localhost")
 	}
 	verify := func(t *testing.T, n string, want int) []map[string]any {
-		code, out, errOut := runCLI(t, "verify", n, "-o", "jsonl")
-		if code != want {
-			t.Fatalf("verify: exit %d, want %d\n%s\n%s", code, want, out, errOut)
+		var objs []map[string]any
+		for _, cmd := range []string{"scan", "verify"} {
+			code, out, errOut := runCLI(t, cmd, n, "-o", "jsonl")
+			if code != want {
+				t.Fatalf("%s: exit %d, want %d\n%s\n%s", cmd, code, want, out, errOut)
+			}
+			objs = append(objs, jsonlObjects(t, out)...)
 		}
-		return jsonlObjects(t, out)
+		return objs
 	}
 	for _, o := range verify(t, node(t), exitOK) {
 		if c, _ := o["code"].(string); strings.HasPrefix(c, "rabbitmq.index.") || c == "rabbitmq.queue.orphan" {

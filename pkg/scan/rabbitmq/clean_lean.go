@@ -207,9 +207,10 @@ func (li *leanIndex) join(fs *FileScan) {
 // not hold its record, in the dump's order.
 func (li *leanIndex) findings(v *VHostScan) []scan.Finding {
 	ents := li.ents.Slice()
+	unread := unreadFileNums(v) // what such a file holds is unknown
 	var bad []int32
 	for i := range ents {
-		if ents[i].place != placeMatch {
+		if ents[i].place != placeMatch && !unread[li.vals(&ents[i]).file] {
 			bad = append(bad, int32(i))
 		}
 	}
