@@ -514,11 +514,13 @@ func (jp *joinPart) keepRef(id *[16]byte, first, set int32) {
 	if jp.idsW == nil {
 		return
 	}
-	var b [refIDSize]byte
-	copy(b[:], id[:])
-	binary.LittleEndian.PutUint32(b[16:], uint32(first))
-	binary.LittleEndian.PutUint32(b[20:], uint32(set))
-	jp.idsW.Write(b[:]) // its error stays in idsW, returned by Flush
+	// Encoded in the writer's own buffer (a local array passed to Write
+	// escaped: a heap object a referenced id).
+	b := jp.idsW.AvailableBuffer()
+	b = append(b, id[:]...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(first))
+	b = binary.LittleEndian.AppendUint32(b, uint32(set))
+	jp.idsW.Write(b) // its error stays in idsW, returned by Flush
 	jp.idsN++
 }
 

@@ -248,11 +248,11 @@ func mixID(h uint64, id *[16]byte) uint64 {
 // order the prediction asks them (leanPredict.queue: segment by segment;
 // a queue whose segments overlap again whole, in seq order). A read
 // error ends the questions: the prediction reports it.
-func askQueue(ctx context.Context, dir string, segEntries int, fn func(id *[16]byte)) {
+func askQueue(ctx context.Context, dir string, segEntries int, fn func(id [16]byte)) {
 	each := func(es []QueueEntry) {
 		for i := range es {
 			if id, ok := askedID(es[i]); ok {
-				fn(&id)
+				fn(id) // by value: a pointer made each id a heap object
 			}
 		}
 	}
@@ -332,13 +332,13 @@ func buildVerifySpill(ctx context.Context, v *VHostScan, ver brokerVersion, s *s
 		}
 		var k uint32
 		var h uint64
-		askQueue(ctx, vq.Queues[qi].Dir, vq.SegmentEntryCount, func(id *[16]byte) {
+		askQueue(ctx, vq.Queues[qi].Dir, vq.SegmentEntryCount, func(id [16]byte) {
 			if k == ^uint32(0) {
 				return // past 4 billion questions: the prediction's count disagrees (an error)
 			}
-			batch = append(batch, askKey{id: *id, q: uint32(qi), k: k})
+			batch = append(batch, askKey{id: id, q: uint32(qi), k: k})
 			k++
-			h = mixID(h, id)
+			h = mixID(h, &id)
 			if len(batch) == askBatch {
 				flush()
 			}
