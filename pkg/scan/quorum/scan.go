@@ -959,6 +959,30 @@ func (r *Replica) base() *SnapshotFile {
 	return best
 }
 
+// unreadBaseAbove is the highest index (from the dir name) of the
+// snapshots and checkpoints that could not be read and that ra may
+// recover from instead of the base (-1 for none), and their paths.
+func (r *Replica) unreadBaseAbove() (int64, []string) {
+	base := r.base()
+	at := int64(-1)
+	for _, set := range [][]*SnapshotFile{r.Snapshots, r.Checkpoints} {
+		for _, s := range set {
+			if s.Valid() {
+				break
+			}
+			if s.Unread && (base == nil || s.Index > base.Meta.Index) {
+				at = max(at, int64(s.Index))
+			}
+		}
+	}
+	return at, r.baseWaitsOn(base)
+}
+
+// maybeBelow says that an entry's damage waits on unread snapshots.
+func maybeBelow(waits []string) string {
+	return fmt.Sprintf(", but it is at or below the index of %s, which could not be read: whether ra reads it (and the member crash-loops) is unknown", strings.Join(waits, ", "))
+}
+
 // baseWaitsOn are the snapshots and checkpoints that could not be read
 // and that ra may take before base (the one it recovers from, nil for
 // none): one ra tries before the first valid one of its kind, with a
@@ -1135,6 +1159,7 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		trimmed[i] = true
 	}
 	snap := r.snapshotIndex()
+	unreadBase, unreadWaits := r.unreadBaseAbove()
 	var logFile uint32
 	if r.Log != nil {
 		logFile = r.Log.file(p, sf.Rel)
@@ -1146,6 +1171,12 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 		*loc = EntryLoc{Path: p, Rel: sf.Rel, Offset: int64(sl.Offset), Length: sl.Length, Record: sl.Pos, Index: sl.Index, Term: sl.Term, Slot: sl.Slot}
 		live := !trimmed[i]
 		needed := live && (snap < 0 || int64(sl.Index) > snap)
+		// at or below an unread snapshot's index ra may not need it: a
+		// damaged entry there is no crash (unknown, waiting on it)
+		maybe := needed && int64(sl.Index) <= unreadBase
+		if maybe {
+			needed = false
+		}
 		if err != nil {
 			var ce *format.CorruptError
 			if !errors.As(err, &ce) {
@@ -1157,9 +1188,14 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 				sev = scan.Error
 				r.markDown(loc)
 			}
+			d := map[string]any{"index": sl.Index, "slot": sl.Slot, "offset": sl.Offset, "length": sl.Length}
+			msg := fmt.Sprintf("%s: entry %d (slot %d) runs past the end of the file: reading it exits ra_log_segment_unexpected_eof", r.Name(), sl.Index, sl.Slot)
+			if maybe {
+				d["waits_on"] = unreadWaits
+				msg += maybeBelow(unreadWaits)
+			}
 			sc.add(scan.Finding{Code: sc.code(CodeSegmentShort), Severity: sev, Path: sf.Rel, Offset: sl.Pos, Length: int64(sl.Length),
-				Message: fmt.Sprintf("%s: entry %d (slot %d) runs past the end of the file: reading it exits ra_log_segment_unexpected_eof", r.Name(), sl.Index, sl.Slot),
-				Details: map[string]any{"index": sl.Index, "slot": sl.Slot, "offset": sl.Offset, "length": sl.Length}})
+				Message: msg, Details: d})
 			file.End, file.ValidEnd = scan.EndTorn, int64(sl.Offset)
 			continue
 		}
@@ -1173,10 +1209,15 @@ func (sc *scanner) scanSegment(r *Replica, name string) {
 				consequence = "reading it exits ra_log_segment_crc_check_failure: the queue crash-loops at the next start and delivers nothing"
 				r.markDown(loc)
 			}
+			d := map[string]any{"uid": r.UID, "queue": r.Name(), "index": sl.Index, "term": sl.Term, "slot": sl.Slot, "slot_offset": sl.Pos}
+			if maybe {
+				consequence = "reading it exits ra_log_segment_crc_check_failure" + maybeBelow(unreadWaits)
+				d["waits_on"] = unreadWaits
+			}
 			sc.add(scan.Finding{Code: sc.code(CodeSegmentCRC), Severity: sev, Path: sf.Rel, Offset: int64(sl.Offset), Length: int64(sl.Length),
 				Expected: fmt.Sprint(sl.CRC), Actual: fmt.Sprint(crc32(data)),
 				Message: fmt.Sprintf("%s: entry %d (slot %d) fails its CRC-32: %s", r.Name(), sl.Index, sl.Slot, consequence),
-				Details: map[string]any{"uid": r.UID, "queue": r.Name(), "index": sl.Index, "term": sl.Term, "slot": sl.Slot, "slot_offset": sl.Pos}})
+				Details: d})
 		} else if sl.CRC == 0 && !etf.IsExactTerm(data) {
 			// (an entry whose CRC was computed and holds is the bytes ra
 			// wrote, term_to_binary's: the term check is for the others)

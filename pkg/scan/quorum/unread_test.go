@@ -183,3 +183,51 @@ func TestLogFileUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestDamageBelowUnreadSnapshot: an entry at or below the index of a
+// snapshot that could not be read may be one ra never reads: its failed
+// CRC is no crash-loop. Q1's qq1 with an entry below its snapshot's index
+// 0x2EE7 flipped gives a segment-crc warning ("ra does not read it"); with
+// the snapshot.dat a dir as well it was an error "the queue crash-loops at
+// the next start" and the entry was listed as damaged. Now it is the
+// warning, waiting on the snapshot.
+func TestDamageBelowUnreadSnapshot(t *testing.T) {
+	ds := qqDatasets(t)[0]
+	const uid = "2F_QQ109LB4B9AV3QD"
+	var e *oracleRec
+	for _, r := range testutil.ReadJSONL[oracleRec](t, filepath.Join(ds.results, "oracle", "quorum", uid, "00000006.segment.jsonl.gz")) {
+		if r.Kind == "segment_entry" && r.Length > 100 && r.Index < 0x2EE7 {
+			e = &r
+			break
+		}
+	}
+	if e == nil {
+		t.Fatal("no entry below the snapshot in 00000006.segment")
+	}
+	seg := "quorum/rmq40@localhost/" + uid + "/00000006.segment"
+	snaps, _ := filepath.Glob(filepath.Join(ds.node, "quorum/rmq40@localhost", uid, "snapshots", "*", "snapshot.dat"))
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots: %v", snaps)
+	}
+	snapRel, _ := filepath.Rel(ds.node, snaps[0])
+	snapRel = filepath.ToSlash(snapRel)
+	for _, unread := range []bool{false, true} {
+		node := testutil.CopyTree(t, ds.node)
+		flip(t, filepath.Join(node, seg), e.Offset+e.Length-20)
+		if unread {
+			dirInPlace(t, node, snapRel)
+		}
+		res := scanAll(t, node)
+		fs := findings(res, quorum.CodeSegmentCRC)
+		if len(fs) != 1 || fs[0].Path != seg || fs[0].Severity != scan.Warning || fs[0].Details["index"] != e.Index {
+			t.Fatalf("snapshot unread %v: segment-crc %+v", unread, fs)
+		}
+		q := queueLine(t, res, "qq1")
+		if len(q.Damaged) != 0 || q.NextStart.State == quorum.StartCrashLoop || len(findings(res, quorum.CodeQueueDown)) != 0 {
+			t.Fatalf("snapshot unread %v: qq1 %+v damaged %+v", unread, q.NextStart, q.Damaged)
+		}
+		if w, _ := fs[0].Details["waits_on"].([]string); unread && (len(w) != 1 || w[0] != snapRel) {
+			t.Fatalf("waits_on %v, want [%s]", fs[0].Details["waits_on"], snapRel)
+		}
+	}
+}
