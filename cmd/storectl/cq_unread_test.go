@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -31,12 +30,7 @@ func TestWhatRestsOnAnUnreadQueueFile(t *testing.T) {
 	}
 	dirFor := func(t *testing.T, store, rel string) {
 		p := filepath.Join(store, filepath.FromSlash(rel))
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		dirInPlace(t, p)
 	}
 	run := func(t *testing.T, want int, args ...string) map[string][]map[string]any {
 		code, out, errOut := runCLI(t, append(args, "-o", "jsonl")...)

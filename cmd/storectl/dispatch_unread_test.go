@@ -62,14 +62,6 @@ func TestDispatchFromUnread(t *testing.T) {
 		}
 		return store, newest, other
 	}
-	unreadable := func(t *testing.T, path string) {
-		if err := os.Remove(path); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(path, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// verify's finding for the record of the zeroed unit, the recovery
 	// plan's details and the layout.
 	run := func(t *testing.T, store string, phy int64, wantCode int) (missing, plan, layout map[string]any) {
@@ -128,7 +120,7 @@ func TestDispatchFromUnread(t *testing.T) {
 	})
 	t.Run("unread", func(t *testing.T) {
 		store, newest, other := setup(t)
-		unreadable(t, other)
+		dirInPlace(t, other)
 		m, plan, layout := run(t, store, newest.phy, exitIncomplete)
 		d := m["details"].(map[string]any)
 		want := []string{rel(t, store, other)}
@@ -145,7 +137,7 @@ func TestDispatchFromUnread(t *testing.T) {
 	})
 	t.Run("unread-abort", func(t *testing.T) {
 		store, newest, other := setup(t)
-		unreadable(t, other)
+		dirInPlace(t, other)
 		if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -19,12 +19,7 @@ func TestDLedgerOrderAcrossUnread(t *testing.T) {
 	setup := func(t *testing.T) string {
 		store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq-5x", "rmq533-dl2-kill.tar.gz")), "store")
 		p := filepath.Join(store, "dledger-n0", "data", "00000000000000262144")
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		dirInPlace(t, p)
 		return store
 	}
 	order := func(t *testing.T, store string) []map[string]any {

@@ -134,6 +134,18 @@ func fixture(t *testing.T, tarball string) string {
 }
 
 // mkfifo replaces path by a named pipe nobody writes to.
+// dirInPlace puts an empty directory where the file at path was: a store
+// file storectl cannot read.
+func dirInPlace(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mkfifo(t *testing.T, path string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -64,12 +64,7 @@ func TestRabbitCleanDumpsAgainstUnread(t *testing.T) {
 			n := node(t)
 			rel := c.rel(t, n)
 			p := filepath.Join(n, filepath.FromSlash(rel))
-			if err := os.Remove(p); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Mkdir(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			dirInPlace(t, p)
 			named := false
 			for _, o := range verify(t, n, exitIncomplete) {
 				code, _ := o["code"].(string)

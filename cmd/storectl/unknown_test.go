@@ -443,12 +443,7 @@ func TestUnreadTimerlogFile(t *testing.T) {
 			case "fifo":
 				mkfifo(t, p)
 			case "dir":
-				if err := os.Remove(p); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Mkdir(p, 0o755); err != nil {
-					t.Fatal(err)
-				}
+				dirInPlace(t, p)
 			case "permission":
 				if err := os.Chmod(p, 0); err != nil {
 					t.Fatal(err)

@@ -60,12 +60,7 @@ func TestUnreadBeforeRecoveryStart(t *testing.T) {
 	if into == 0 {
 		t.Fatal("fixture: no consume queue unit points into the first commitlog file")
 	}
-	if err := os.Remove(first); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(first, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dirInPlace(t, first)
 	objs, sum := verify(t, store, exitIncomplete)
 	if sum["recovery_end"] != wantEnd {
 		t.Fatalf("recovery end %v, want %v as without the damage (recovery never reads file 0)", sum["recovery_end"], wantEnd)

@@ -79,12 +79,7 @@ func TestNotAFileIsUnread(t *testing.T) {
 				if how == "fifo" {
 					mkfifo(t, p)
 				} else {
-					if err := os.Remove(p); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.Mkdir(p, 0o755); err != nil {
-						t.Fatal(err)
-					}
+					dirInPlace(t, p)
 				}
 				for _, cmd := range c.cmds {
 					code, out, errOut := sub{}.run(t, cmdArgs(t, cmd, filepath.Join(dir, c.data))...)

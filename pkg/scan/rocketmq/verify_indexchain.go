@@ -174,23 +174,13 @@ func (o *orderedFindings) add(phase int, idx int64, sub int, f scan.Finding) {
 // (entries later than all of o's): the first keep of both together are
 // among the first keep of each.
 func (o *orderedFindings) absorb(o2 *orderedFindings) {
-	out := slices.Clone([]keyedFinding(o2.h))
-	slices.SortFunc(out, func(a, b keyedFinding) int {
-		if later(a, b) {
-			return 1
-		}
-		if later(b, a) {
-			return -1
-		}
-		return 0
-	})
-	for _, k := range out {
+	for _, k := range o2.inOrder() {
 		o.add(k.phase, k.idx, k.sub, k.f)
 	}
 }
 
-// flush adds the kept findings in walk order.
-func (o *orderedFindings) flush(v *verifier, key string) {
+// inOrder is a copy of the kept findings in walk order.
+func (o *orderedFindings) inOrder() []keyedFinding {
 	out := slices.Clone([]keyedFinding(o.h))
 	slices.SortFunc(out, func(a, b keyedFinding) int {
 		if later(a, b) {
@@ -201,7 +191,12 @@ func (o *orderedFindings) flush(v *verifier, key string) {
 		}
 		return 0
 	})
-	for _, k := range out {
+	return out
+}
+
+// flush adds the kept findings in walk order.
+func (o *orderedFindings) flush(v *verifier, key string) {
+	for _, k := range o.inOrder() {
 		v.add(key, k.f)
 	}
 	o.h = nil
