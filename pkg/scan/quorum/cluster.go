@@ -35,8 +35,13 @@ type ReplicaView struct {
 	Messages  int    `json:"messages"`
 	Damaged   int    `json:"damaged"` // entries it cannot read
 	// Behind is how many log entries this replica lacks against the most
-	// complete one (0 for that one).
+	// complete one (0 for that one, and for one whose WaitsOn is set).
 	Behind uint64 `json:"behind"`
+	// WaitsOn are this node's files of the replica (WAL, segment, replica
+	// dir, snapshot) that could not be read: its last index and term are
+	// then only what the files read hold, so it is neither chosen as the
+	// most complete nor called behind.
+	WaitsOn []string `json:"waits_on,omitempty"`
 }
 
 // ClusterQueue compares the replicas of one quorum queue across the
@@ -100,7 +105,7 @@ func CompareReplicas(nodes []NodeScan) []ClusterQueue {
 				cq.Replicas = append(cq.Replicas, ReplicaView{Node: s.Node, DataDir: n.DataDir, Dir: r.Rel, UID: r.UID,
 					FirstIndex: q.FirstIndex, LastIndex: q.LastIndex, LastTerm: q.LastTerm, SnapshotIndex: q.SnapshotIndex,
 					CommittedAtLeast: q.Commit.AtLeast, CurrentTerm: q.Commit.CurrentTerm, NextStart: q.NextStart.State,
-					Messages: q.Keep, Damaged: len(q.Damaged)})
+					Messages: q.Keep, Damaged: len(q.Damaged), WaitsOn: r.waitsOn()})
 			}
 		}
 	}
@@ -128,6 +133,16 @@ func CompareReplicas(nodes []NodeScan) []ClusterQueue {
 		return out[i].Queue < out[j].Queue
 	})
 	return out
+}
+
+// waitsOn are the files of r that could not be read (its log's and the
+// snapshots' ra may recover from), nil for none.
+func (r *Replica) waitsOn() []string {
+	w := append(r.LogWaitsOn(), r.baseWaitsOn(r.base())...)
+	if len(w) == 0 {
+		return nil
+	}
+	return w
 }
 
 // memberNodes are the nodes of the replica's members: the cluster of
@@ -165,7 +180,7 @@ func upToDate(a, b ReplicaView) bool {
 // rank sorts cq's replicas most complete first and fills the verdict.
 func rank(cq *ClusterQueue) {
 	rs := cq.Replicas
-	usable := func(r ReplicaView) bool { return r.NextStart == StartOK }
+	usable := func(r ReplicaView) bool { return r.NextStart == StartOK && len(r.WaitsOn) == 0 }
 	sort.SliceStable(rs, func(i, j int) bool {
 		if usable(rs[i]) != usable(rs[j]) {
 			return usable(rs[i])
@@ -179,12 +194,17 @@ func rank(cq *ClusterQueue) {
 	cq.MostComplete = best.Node
 	cq.Agree = true
 	holding := 0
+	var unread []string
 	for i := range rs {
 		r := &rs[i]
-		if r.LastIndex != best.LastIndex || r.LastTerm != best.LastTerm {
+		if r.LastIndex != best.LastIndex || r.LastTerm != best.LastTerm || len(r.WaitsOn) > 0 {
 			cq.Agree = false
 		}
-		if r.LastIndex < best.LastIndex {
+		if len(r.WaitsOn) > 0 {
+			unread = append(unread, r.Node)
+			continue
+		}
+		if r.LastIndex < best.LastIndex && len(best.WaitsOn) == 0 {
 			r.Behind = best.LastIndex - r.LastIndex
 		}
 		if r.LastIndex >= best.LastIndex && r.LastTerm == best.LastTerm {
@@ -215,6 +235,9 @@ func rank(cq *ClusterQueue) {
 			}
 		}
 	}
+	if len(unread) > 0 {
+		why = append(why, fmt.Sprintf("the replica files of %s could not all be read: where their logs end is unknown", strings.Join(unread, ", ")))
+	}
 	if !cq.Majority && len(rs) > 1 {
 		why = append(why, fmt.Sprintf("only %d of %d members hold index %d: entries above what a majority holds may be uncommitted", holding, n, best.LastIndex))
 	}
@@ -237,17 +260,25 @@ func ClusterFindings(qs []ClusterQueue, root string) []scan.Finding {
 			continue
 		}
 		best := q.Replicas[0]
-		for _, r := range q.Replicas[1:] {
-			if r.LastIndex == best.LastIndex && r.LastTerm == best.LastTerm {
+		for i, r := range q.Replicas {
+			path := r.Dir
+			if r.DataDir != root {
+				path = r.Node + ":" + r.Dir
+			}
+			if len(r.WaitsOn) > 0 {
+				out = append(out, scan.Finding{Code: CodeReplicaUnknown, Severity: scan.Warning, Path: path, Repair: scan.RepairNone,
+					Message: fmt.Sprintf("%s: the replica on %s has files that could not be read (%s): its log ends at index %d term %d or later, unknown, so it is not compared with the other replicas",
+						q.Queue, r.Node, strings.Join(r.WaitsOn, ", "), r.LastIndex, r.LastTerm),
+					Details: map[string]any{"queue": q.Queue, "vhost": q.VHost, "node": r.Node, "last_index_at_least": r.LastIndex,
+						"last_term_at_least": r.LastTerm, "waits_on": r.WaitsOn}})
+				continue
+			}
+			if i == 0 || len(best.WaitsOn) > 0 || r.LastIndex == best.LastIndex && r.LastTerm == best.LastTerm {
 				continue
 			}
 			sev := scan.Info
 			if !q.Majority {
 				sev = scan.Warning
-			}
-			path := r.Dir
-			if r.DataDir != root {
-				path = r.Node + ":" + r.Dir
 			}
 			out = append(out, scan.Finding{Code: CodeReplicaBehind, Severity: sev, Path: path, Repair: scan.RepairNone,
 				Message: fmt.Sprintf("%s: the replica on %s ends at index %d term %d, %d entries behind the most complete one on %s (index %d term %d, snapshot %d); %s",

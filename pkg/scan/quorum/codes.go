@@ -142,6 +142,10 @@ const (
 	// CodeReplicaBehind: with several nodes' data, a replica with a lower
 	// last index or term than the most complete one.
 	CodeReplicaBehind = "rabbitmq.quorum.replica-behind"
+	// CodeReplicaUnknown: with several nodes' data, a replica some of
+	// whose files could not be read: where its log ends is unknown, so it
+	// is not compared (no replica-behind); details.waits_on.
+	CodeReplicaUnknown = "rabbitmq.quorum.replica-unknown"
 )
 
 // Code returns the code for system ("quorum" or "coordination"): the

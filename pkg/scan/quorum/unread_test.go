@@ -231,3 +231,52 @@ func TestDamageBelowUnreadSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterReplicaUnread: a replica some of whose files could not be
+// read ends at an index only known from below, so the comparison of a
+// cluster's replicas neither chooses it nor calls it behind. C1 with
+// node a's WAL a dir called a's replicas replica-behind b's (their
+// newest entries are in that WAL); now each of a's is replica-unknown
+// waiting on the WAL, and the others are compared as with a not given:
+// c behind b.
+func TestClusterReplicaUnread(t *testing.T) {
+	d := testutil.SharedUntar(t, testutil.Testdata("rabbitmq-3.10-qq", "datasets", "C1.tar.gz"))
+	const wal = "quorum/rmq310a@localhost/00000006.wal"
+	var nodes, notA []quorum.NodeScan
+	for _, n := range c1Nodes {
+		dir := filepath.Join(d, n)
+		if n == "rmq310a@localhost" {
+			dir = testutil.CopyTree(t, dir)
+			dirInPlace(t, dir, wal)
+			res := scanAll(t, dir)
+			wantUnread(t, res, quorum.CodeUnreadable, wal)
+			nodes = append(nodes, quorum.NodeScan{DataDir: dir, Result: res})
+			continue
+		}
+		ns := quorum.NodeScan{DataDir: dir, Result: verifyDir(t, dir)}
+		nodes, notA = append(nodes, ns), append(notA, ns)
+	}
+	var got, want []string
+	unknown := 0
+	for _, f := range quorum.ClusterFindings(quorum.CompareReplicas(nodes), nodes[1].DataDir) {
+		if f.Code == quorum.CodeReplicaUnknown {
+			unknown++
+			if w, _ := f.Details["waits_on"].([]string); f.Details["node"] != "rmq310a@localhost" || len(w) != 1 || w[0] != wal {
+				t.Fatalf("replica-unknown: %+v", f)
+			}
+			continue
+		}
+		got = append(got, f.Code+"@"+f.Path)
+	}
+	for _, f := range quorum.ClusterFindings(quorum.CompareReplicas(notA), nodes[1].DataDir) {
+		want = append(want, f.Code+"@"+f.Path)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if unknown != 3 {
+		t.Errorf("%d replica-unknown findings, want one for each of a's 3 replicas", unknown)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) == 0 {
+		t.Fatalf("with a's WAL unread:\n%s\nwithout a:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
