@@ -285,6 +285,16 @@ func raSystems(d string) []string {
 			out = append(out, s)
 		}
 	}
+	// a FIFO, socket or device there is in the place of a node's system
+	// dir: that dir, unreadable (the quorum scanner says so), not nothing
+	if ents, err := storefile.ReadDir(d); err == nil {
+		for _, e := range ents {
+			if e.Type()&(os.ModeNamedPipe|os.ModeSocket|os.ModeDevice|os.ModeCharDevice) != 0 {
+				out = append(out, filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

@@ -44,7 +44,11 @@ func FindSystems(path string) ([]SystemDir, error) {
 		}
 		for _, e := range ents {
 			p := filepath.Join(parent, e.Name())
-			if e.IsDir() && isSystemDir(p) {
+			// a FIFO, socket or device in quorum/ or coordination/ is in
+			// the place of a node's system dir: that dir, unreadable
+			// (scanSystem never opens it), not nothing
+			odd := e.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0
+			if odd || e.IsDir() && isSystemDir(p) {
 				out = append(out, SystemDir{System: system, Path: p, Node: e.Name()})
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/storectl/storectl/internal/fileview"
+	"github.com/storectl/storectl/internal/storefile"
 	"github.com/storectl/storectl/pkg/format"
 	"github.com/storectl/storectl/pkg/format/etf"
 	"github.com/storectl/storectl/pkg/format/ra"
@@ -359,9 +360,18 @@ func (sc *scanner) logUnreadable(r *Replica, p string, err error) {
 
 func (sc *scanner) scanSystem() error {
 	s := sc.sys
+	if st, err := os.Lstat(s.Path); err != nil || !st.IsDir() {
+		if err == nil {
+			err = &storefile.NotRegularError{Path: s.Path, Mode: st.Mode().Type(), Want: "directory"}
+		}
+		// what the system's WALs and replicas hold is unknown
+		sc.unreadable(s.Path, err)
+		return nil
+	}
 	l, err := listSystem(s.Path)
 	if err != nil {
-		return err
+		sc.unreadable(s.Path, err)
+		return nil
 	}
 	// names.dets or meta.dets there but not readable (a dir, FIFO,
 	// permission, I/O error) is unreadable, not absent: no replica is

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -278,5 +279,53 @@ func TestClusterReplicaUnread(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) == 0 {
 		t.Fatalf("with a's WAL unread:\n%s\nwithout a:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSystemDirNotADir: a FIFO in the place of a node's ra system dir
+// (quorum/<node>) is that dir, unreadable (exit 3), never opened: Q1 with
+// quorum/rmq40@localhost a FIFO was "problems found" (exit 1), the quorum
+// system not detected, its queues not mentioned. Detection (scan.Detect)
+// and the scanner's own search (FindSystems) both give it; the
+// coordination system is read as usual.
+func TestSystemDirNotADir(t *testing.T) {
+	ds := qqDatasets(t)[0]
+	node := testutil.CopyTree(t, ds.node)
+	const rel = "quorum/rmq40@localhost"
+	if err := os.RemoveAll(filepath.Join(node, rel)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(node, rel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := scan.Detect(node, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var systems []quorum.SystemDir
+	for _, d := range tg.RaDirs {
+		sys := quorum.SystemQuorum
+		if filepath.Base(filepath.Dir(d)) == quorum.SystemCoordination {
+			sys = quorum.SystemCoordination
+		}
+		systems = append(systems, quorum.SystemDir{System: sys, Path: d, Node: filepath.Base(d)})
+	}
+	for name, cfg := range map[string]quorum.Config{
+		"detect":      {Root: node, Replay: true, Systems: systems},
+		"FindSystems": {Root: node, Replay: true},
+	} {
+		res, err := quorum.Scan(context.Background(), cfg, scan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantUnread(t, res, quorum.CodeUnreadable, rel)
+		coord := false
+		for _, s := range res.Systems {
+			coord = coord || s.System == quorum.SystemCoordination && len(s.Replicas) > 0
+		}
+		if !coord {
+			t.Fatalf("%s: the coordination system was not read", name)
+		}
+		res.Close()
 	}
 }
