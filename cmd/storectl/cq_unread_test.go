@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/storectl/storectl/internal/testutil"
@@ -92,6 +93,11 @@ func TestWhatRestsOnAnUnreadQueueFile(t *testing.T) {
 		u := by["rocketmq.config.offset-unknown"]
 		if len(u) != 1 || u[0]["path"] != "config/delayOffset.json" || !slices.Equal(waits(u[0]), []string{rel}) {
 			t.Fatalf("offset-unknown: %v", u)
+		}
+		// truncate's offset cap would cap nothing there and say so
+		// by silence: it refuses to plan.
+		if code, _, errOut := runCLI(t, "truncate", store); code != exitIncomplete || !strings.Contains(errOut, "refusing to plan the offset cap") {
+			t.Fatalf("truncate: exit %d, %s", code, errOut)
 		}
 	})
 	t.Run("index-header", func(t *testing.T) {

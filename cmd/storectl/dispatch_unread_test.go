@@ -135,6 +135,58 @@ func TestDispatchFromUnread(t *testing.T) {
 			t.Fatalf("layout: %v", layout)
 		}
 	})
+	t.Run("abort-checkpoint-unread", func(t *testing.T) {
+		// The last unit of the queue whose last unit is the second newest
+		// zeroed: its record is behind where the queues end, so only
+		// recoverAbnormally's re-dispatch from its start file gives it a
+		// unit. With the checkpoint read that start is known and before
+		// the record (info); with the checkpoint a directory the start is
+		// unknown (it may be the last file): a warning waiting on it.
+		for _, cpUnread := range []bool{false, true} {
+			store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
+			last := map[string]unitAt{} // per queue dir, its newest unit
+			_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
+				if err != nil || !info.Mode().IsRegular() {
+					return err
+				}
+				b, _ := os.ReadFile(p)
+				for i := 0; i+20 <= len(b); i += 20 {
+					off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:]))
+					if u, ok := last[filepath.Dir(p)]; size > 0 && (!ok || off > u.phy) {
+						last[filepath.Dir(p)] = unitAt{p, i, off}
+					}
+				}
+				return nil
+			})
+			var byPhy []unitAt
+			for _, u := range last {
+				byPhy = append(byPhy, u)
+			}
+			slices.SortFunc(byPhy, func(a, b unitAt) int { return int(b.phy - a.phy) })
+			second := byPhy[1]
+			b, _ := os.ReadFile(second.file)
+			clear(b[second.at : second.at+20])
+			if err := os.WriteFile(second.file, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := exitOK
+			if cpUnread {
+				dirInPlace(t, filepath.Join(store, "checkpoint"))
+				want = exitIncomplete
+			}
+			m, _, _ := run(t, store, second.phy, want)
+			d := m["details"].(map[string]any)
+			switch {
+			case !cpUnread && (m["severity"] != "info" || d["waits_on"] != nil):
+				t.Fatalf("after a crash, the checkpoint read: %v", m)
+			case cpUnread && (m["severity"] != "warning" || !slices.Equal(waitsOn(d["waits_on"]), []string{"checkpoint"})):
+				t.Fatalf("after a crash with the checkpoint unread: %v", m)
+			}
+		}
+	})
 	t.Run("unread-abort", func(t *testing.T) {
 		store, newest, other := setup(t)
 		dirInPlace(t, other)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // undamaged fixture does not give: nothing is concluded from the absence
 // of what was not read. A finding that names what it waits on
 // (details.waits_on) is an unknown and allowed; so is one the undamaged
-// run gives too (its severity may move). Each case this audit found when
+// run gives too, at the same severity. A run that exits 3 names the file. Each case this audit found when
 // it was written was a wrong verdict: consume queue units into an unread
 // commitlog file called bad, a delay offset above the max of a queue not
 // read, an index header checked against the entries it could follow, ref
@@ -47,18 +48,32 @@ func TestNothingDrawnFromAFileNotRead(t *testing.T) {
 		t.Run(c.dir+"/"+c.tarball, func(t *testing.T) {
 			t.Parallel()
 			root := filepath.Join(testutil.Untar(t, testutil.Testdata(c.dir, filepath.FromSlash(c.tarball))), c.sub)
-			verify := func() []map[string]any { // scan's findings, then verify's
-				_, out, _ := runCLI(t, "scan", root, "-o", "jsonl")
-				objs := jsonlObjects(t, out)
-				for _, o := range objs {
-					o["command"] = "scan"
+			// scan's findings, then verify's, and whether a run exited 3
+			// (incomplete) without naming rel: a file it did not read and
+			// kept quiet about.
+			verify := func(rel string) (objs []map[string]any, silent []string) {
+				for _, cmd := range []string{"scan", "verify"} {
+					code, out, errOut := runCLI(t, cmd, root, "-o", "jsonl")
+					named := strings.Contains(errOut, rel)
+					for _, o := range jsonlObjects(t, out) {
+						o["command"] = cmd
+						objs = append(objs, o)
+						d, _ := o["details"].(map[string]any)
+						w, _ := d["waits_on"].([]any)
+						named = named || o["path"] == rel || slices.Contains(w, any(rel))
+					}
+					if rel != "" && code == exitIncomplete && !named {
+						silent = append(silent, cmd)
+					}
 				}
-				_, out, _ = runCLI(t, "verify", root, "-o", "jsonl")
-				return append(objs, jsonlObjects(t, out)...)
+				return objs, silent
 			}
-			key := func(o map[string]any) string { return fmt.Sprint(o["command"], " ", o["code"], " @ ", o["path"]) }
+			key := func(o map[string]any) string {
+				return fmt.Sprint(o["command"], " ", o["severity"], " ", o["code"], " @ ", o["path"])
+			}
 			before := map[string]bool{}
-			for _, o := range verify() {
+			objs, _ := verify("")
+			for _, o := range objs {
 				if o["type"] == "finding" {
 					before[key(o)] = true
 				}
@@ -87,7 +102,11 @@ func TestNothingDrawnFromAFileNotRead(t *testing.T) {
 				if err := os.Mkdir(p, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				for _, o := range verify() {
+				objs, silent := verify(rel)
+				if len(silent) > 0 {
+					t.Errorf("%s a directory: %v exit 3 without naming it", rel, silent)
+				}
+				for _, o := range objs {
 					sev, _ := o["severity"].(string)
 					code, _ := o["code"].(string)
 					d, _ := o["details"].(map[string]any)

@@ -116,9 +116,16 @@ func PlanOffsetCap(plan *repair.Plan, root string, end int64) (*OffsetCap, error
 		rel    string
 		decode func([]byte) (rmqOffsetTable, error)
 	}{{consumerOffsetFile, decodeConsumer}, {lmqOffsetFile, decodeConsumer}, {delayOffsetFile, decodeDelay}} {
-		above, _, _, err := rmqconfig.AboveMax(root, t.rel, end, t.decode)
+		above, unknown, _, err := rmqconfig.AboveMax(root, t.rel, end, t.decode)
 		if err != nil {
 			return nil, err
+		}
+		if len(unknown) > 0 {
+			// Whether these are above their queue's max is not known: a
+			// cap planned without them would read as "nothing else to
+			// cap".
+			return nil, fmt.Errorf("%s: %d offset(s) of %s could not be compared with their queue's max (%s could not be read), refusing to plan the offset cap",
+				t.rel, len(unknown), unknown[0].Topic, unknown[0].WaitsOn)
 		}
 		if len(above) == 0 {
 			continue

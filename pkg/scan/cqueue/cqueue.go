@@ -191,13 +191,13 @@ func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 	idx := q.MinIndex()
 	if len(q.Irregular) > 0 && (len(q.Files) == 0 || q.Irregular[0].Base < q.Files[0].Base) {
 		f := q.Irregular[0]
-		return f.Base / rmq.CQUnitSize, &UnreadError{Rel: f.Rel, Err: notRegular(f.Path)}
+		return f.Base / rmq.CQUnitSize, &UnreadError{Rel: f.Rel, Err: NotRegular(f.Path)}
 	}
 	buf := make([]byte, 1<<16/rmq.CQUnitSize*rmq.CQUnitSize)
 	for i, f := range q.Files {
 		if i > 0 && f.Base != q.Files[i-1].Base+q.Files[i-1].Size {
 			if g, ok := q.irregularAt(q.Files[i-1].Base + q.Files[i-1].Size); ok {
-				return idx, &UnreadError{Rel: g.Rel, Err: notRegular(g.Path)}
+				return idx, &UnreadError{Rel: g.Rel, Err: NotRegular(g.Path)}
 			}
 			return idx, nil // a gap: the broker's checkSelf fails; stop here
 		}
@@ -228,7 +228,7 @@ func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 	}
 	if n := len(q.Files); n > 0 {
 		if g, ok := q.irregularAt(q.Files[n-1].Base + q.Files[n-1].Size); ok {
-			return idx, &UnreadError{Rel: g.Rel, Err: notRegular(g.Path)} // the walk goes on into it
+			return idx, &UnreadError{Rel: g.Rel, Err: NotRegular(g.Path)} // the walk goes on into it
 		}
 	}
 	return idx, nil
@@ -244,13 +244,13 @@ func (q *Queue) irregularAt(base int64) (File, bool) {
 	return File{}, false
 }
 
-// notRegular is the error of opening the irregular file at path: why it
-// is not read.
-func notRegular(path string) error {
+// NotRegular is the error of opening the irregular file at path: why it
+// is not read (never nil, even if the file became regular since).
+func NotRegular(path string) error {
 	fh, err := storefile.Open(path)
 	if err == nil {
 		fh.Close()
-		return errors.New("not a regular file")
+		return errors.New("not a regular file when listed")
 	}
 	return err
 }

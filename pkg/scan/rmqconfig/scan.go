@@ -238,9 +238,9 @@ func unknownFindings(rel string, unknown []Offset) []scan.Finding {
 
 // AboveMax returns the offsets of the offset table rel (as the broker
 // loads it: the file or its .bak) that are above their queue's max
-// offset after a recovery to end, those whose queue could not be read
-// to its end (unknown: WaitsOn names the file), and how many offsets the
-// table has.
+// offset after a recovery to end, those above what could be read of a
+// queue whose walk reached a file it could not read (unknown: WaitsOn
+// names the file), and how many offsets the table has.
 func AboveMax(root, rel string, end int64, decode func([]byte) (rmq.OffsetTable, error)) (above, unknown []Offset, n int, err error) {
 	var tab rmq.OffsetTable
 	b, from, _, err := Load(root, rel, func(b []byte) error {
@@ -284,9 +284,13 @@ func AboveMax(root, rel string, end int64, decode func([]byte) (rmq.OffsetTable,
 		}
 		off := Offset{File: from, Key: o.Key, Topic: topic, Group: o.Group, QueueID: o.QueueID, Committed: o.Offset, Max: m.max, Start: o.Start, End: o.End}
 		switch {
-		case m.waits != "":
+		case m.waits != "" && o.Offset > m.max:
+			// m.max is what the walk read before the unread file: a
+			// lower bound of the max, so only an offset above it is in
+			// doubt.
 			off.Max, off.WaitsOn = -1, m.waits
 			unknown = append(unknown, off)
+		case m.waits != "":
 		case o.Offset > m.max:
 			above = append(above, off)
 		}

@@ -243,8 +243,7 @@ func cqMaxPhy(root string) (mx int64, waits string, err error) {
 			// A dir or FIFO under a file's name: what the queue ends
 			// with is unknown (the broker's load of it fails, too).
 			f := q.Irregular[n-1]
-			_, err := storefile.Open(f.Path)
-			return 0, f.Rel, err
+			return 0, f.Rel, &cqueue.UnreadError{Rel: f.Rel, Err: cqueue.NotRegular(f.Path)}
 		}
 		last := int64(-1) // ConsumeQueue.maxPhysicOffset: set, unit by unit
 	files:

@@ -80,12 +80,7 @@ func (v *verifier) startWaitsOn() string {
 		}
 		return ""
 	}
-	unread := map[string]bool{}
-	for _, f := range v.res.Files {
-		if f.Kind == "commitlog" && f.End == "" {
-			unread[f.Path] = true
-		}
-	}
+	unread := unreadCommitlogFiles(v.res)
 	if len(unread) == 0 {
 		return ""
 	}

@@ -97,8 +97,6 @@ func (v *verifier) unitAt(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit, 
 			"unit points at or past the commitlog recovery end; recovery truncates it", map[string]string{"below_recovery_end": "fail"})
 		fd.Expected, fd.Actual = "< "+fmtInt(v.recoveryEnd), fmtInt(u.CommitLogOffset)
 		v.add(q.rel, fd)
-	case len(v.unreadSpans) > 0 && v.unreadAt(u.CommitLogOffset) != "":
-		us.spanUnknown.add(v.unreadAt(u.CommitLogOffset), f.rel, pos)
 	case claimed:
 		v.unitsLinked++
 		return true
@@ -113,6 +111,12 @@ func (v *verifier) unitAt(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit, 
 func (v *verifier) linkUnit(us *unitScan, f cqFile, pos, idx int64, u rmq.CQUnit) {
 	q := us.q
 	ri, rv := v.recAtRec(u.CommitLogOffset)
+	if ri < 0 && len(v.unreadSpans) > 0 {
+		if rel := v.unreadAt(u.CommitLogOffset); rel != "" {
+			us.spanUnknown.add(rel, f.rel, pos) // no record read there: unknown
+			return
+		}
+	}
 	if ri < 0 {
 		v.add(q.rel, v.unitFinding(f, pos, idx, u, CodeCQBadUnit, scan.Error, scan.RepairRebuildIndex,
 			"unit "+v.whatIsAt(u.CommitLogOffset), map[string]string{"record_start": "fail"}))

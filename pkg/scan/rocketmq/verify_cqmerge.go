@@ -240,8 +240,7 @@ func (v *verifier) scanQueues(qs []*queueState, files [][]cqFile, fileSize int64
 			f := c.files[min(c.fi, len(c.files)-1)]
 			c.q.unreadFile, c.q.unreadFrom = f.rel, f.base/rmq.CQUnitSize
 			v.dispatchWaits = append(v.dispatchWaits, f.rel)
-			v.res.Add(scan.Unreadable(f.rel, c.err))
-			v.res.Fail(fmt.Errorf("%s: %w", c.q.rel, c.err))
+			v.res.Unread(f.rel, c.err)
 		} else {
 			v.finishQueue(c.us, c.files)
 		}

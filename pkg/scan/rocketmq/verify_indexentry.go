@@ -162,11 +162,18 @@ func (v *verifier) indexEntrySummary(w *indexWalk) {
 	lay := w.lay
 	if w.beyond > 0 {
 		f := w.f
-		v.res.Add(scan.Finding{Code: CodeIndexBeyondEnd, Severity: w.beyondSev, Path: f.rel, Offset: lay.EntryOffset(1),
+		fd := scan.Finding{Code: CodeIndexBeyondEnd, Severity: w.beyondSev, Path: f.rel, Offset: lay.EntryOffset(1),
 			Repair: scan.RepairRebuildIndex, Evidence: map[string]string{"below_recovery_end": "fail"},
 			Details: map[string]any{"entries": w.beyond, "recovery_end": v.recoveryEnd},
 			Message: fmt.Sprintf("%d index entries point at or past the commitlog recovery end (messages recovery drops)%s", w.beyond,
-				map[bool]string{true: "; the broker deletes this index file at load after the unclean shutdown", false: ""}[w.beyondSev == scan.Info])})
+				map[bool]string{true: "; the broker deletes this index file at load after the unclean shutdown", false: ""}[w.beyondSev == scan.Info])}
+		if v.abort && v.cpUnread {
+			// Whether the broker deletes the file at load compares its
+			// end time with the checkpoint's index time.
+			fd.Details["waits_on"] = []string{"checkpoint"}
+			fd.Message += "; whether the broker deletes this index file at load waits on the checkpoint, which could not be read"
+		}
+		v.res.Add(fd)
 	}
 	if w.unknown > 0 {
 		v.res.Add(scan.Finding{Code: CodeIndexUnknown, Severity: scan.Warning, Path: w.f.rel, Offset: lay.EntryOffset(1),
@@ -261,11 +268,14 @@ func (v *verifier) indexEntryRecord(w *indexWalk, n int64, e rmq.IndexEntry) {
 	case e.PhyOffset >= v.recoveryEnd:
 		w.beyond++
 		return
-	case len(v.unreadSpans) > 0 && v.unreadAt(e.PhyOffset) != "":
-		w.spanUnknown.add(v.unreadAt(e.PhyOffset), w.f.rel, 0)
-		return
 	}
 	ri, r := v.cur.find(v.tab, e.PhyOffset, v.nrecs, v.recAt)
+	if ri < 0 && len(v.unreadSpans) > 0 {
+		if rel := v.unreadAt(e.PhyOffset); rel != "" {
+			w.spanUnknown.add(rel, w.f.rel, 0) // no record read there: unknown
+			return
+		}
+	}
 	if ri < 0 {
 		bad(CodeIndexBadEntry, v.whatIsAt(e.PhyOffset), map[string]string{"record_start": "fail"}, "", fmtInt(e.PhyOffset))
 		return

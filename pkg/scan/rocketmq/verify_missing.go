@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
@@ -18,19 +19,44 @@ type missingQueue struct {
 }
 
 // sureFrom is where a record without a unit is sure to be dispatched
-// again at the next start. It is redispatchFrom, unless a consume queue
-// file could not be read (dispatchWaits): the broker's dispatch then
-// resumes at or after dispatchFrom, not known where, and only a record
-// recoverAbnormally re-dispatches from its start file is sure to get a
-// unit. A record in [redispatchFrom, sureFrom) may or may not.
+// again at the next start; a record in [redispatchFrom, sureFrom) may or
+// may not be. redispatchFrom is where the consume queues end
+// (dispatchFrom) or, after an unclean shutdown, the start file
+// recoverAbnormally re-dispatches from if earlier: each can be a guess.
+// A consume queue file that could not be read (dispatchWaits) makes
+// dispatchFrom a lower bound; an unread checkpoint makes the start file
+// unknown, and a later file whose first bytes could not be read
+// (startWaitsOn) may be the start. Only what every possible start and end
+// dispatches is sure.
 func (v *verifier) sureFrom() int64 {
-	switch {
-	case len(v.dispatchWaits) == 0:
-		return v.redispatchFrom
-	case v.abort:
-		return v.abnormalStart()
+	end := v.dispatchFrom
+	if len(v.dispatchWaits) > 0 {
+		end = math.MaxInt64
 	}
-	return math.MaxInt64
+	if !v.abort {
+		return end
+	}
+	start := v.abnormalStart()
+	switch {
+	case v.cpUnread:
+		start = math.MaxInt64
+	case v.startWaitsOn() != "":
+		start = v.segBase(v.startWaitsOn()) // the latest start there may be
+	}
+	return min(end, start)
+}
+
+// redispatchWaits is what the records in [redispatchFrom, sureFrom) wait
+// on, sorted, for a finding's waits_on.
+func (v *verifier) redispatchWaits() []string {
+	w := slices.Clone(v.dispatchWaits)
+	if v.abort && v.cpUnread {
+		w = append(w, "checkpoint")
+	} else if f := v.startWaitsOn(); v.abort && f != "" {
+		w = append(w, f)
+	}
+	slices.Sort(w)
+	return slices.Compact(w)
 }
 
 // dispatchWaitsOn is dispatchWaits sorted, for a finding's waits_on.
@@ -38,6 +64,16 @@ func (v *verifier) dispatchWaitsOn() []string {
 	w := slices.Clone(v.dispatchWaits)
 	slices.Sort(w)
 	return slices.Compact(w)
+}
+
+// segBase is the base of the commitlog file rel (MaxInt64 if none).
+func (v *verifier) segBase(rel string) int64 {
+	for _, s := range v.store.lay.segs {
+		if s.rel == rel {
+			return s.base
+		}
+	}
+	return math.MaxInt64
 }
 
 // checkMissing reports dispatched records (NOT_TYPE or COMMIT) below the
@@ -55,6 +91,11 @@ func (v *verifier) checkMissing(fileSize int64) {
 	lost := 0
 	v.startSummary()
 	sure := v.sureFrom()
+	var waitsOn []string // what the records in [redispatchFrom, sure) wait on
+	if sure > v.redispatchFrom {
+		waitsOn = v.redispatchWaits()
+	}
+	waitMsg := strings.Join(waitsOn, ", ")
 	// Matched records add nothing to the summary: read only the unmatched.
 	v.eachUnmatched(func(i int, r *vrec) {
 		v.summarize(i, r)
@@ -94,7 +135,7 @@ func (v *verifier) checkMissing(fileSize int64) {
 		waits := false
 		switch {
 		case qo >= q.units && unknown:
-			state, sev, waits, msg = "not-dispatched", scan.Warning, true, "message is after the queue's last unit; whether the next start dispatches it is not known: the broker dispatches from where the consume queues end, and a consume queue file that could not be read may end after it"
+			state, sev, waits, msg = "not-dispatched", scan.Warning, true, "message is after the queue's last unit; whether the next start dispatches it is not known: where it dispatches from waits on "+waitMsg+", which could not be read"
 		case qo >= q.units && redispatch:
 			state, sev, msg = "not-dispatched", scan.Info, "message is not dispatched yet (after the queue's last unit); the broker dispatches it at the next start, by itself"
 		case qo >= q.units:
@@ -117,14 +158,14 @@ func (v *verifier) checkMissing(fileSize int64) {
 			"topic": k.topic, "queue_id": k.queueID, "queue_max_offset": q.units, "redispatch_from": v.redispatchFrom}
 		if waits {
 			delete(det, "redispatch_from")
-			det["redispatch_from_at_least"], det["waits_on"] = v.redispatchFrom, v.dispatchWaitsOn()
+			det["redispatch_from_at_least"], det["waits_on"] = v.redispatchFrom, waitsOn
 		}
 		v.add(q.rel+":missing", scan.Finding{Code: CodeCQMissing, Severity: sev, Path: path, Offset: off, Length: rmq.CQUnitSize,
 			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"unit": "fail"}, Details: det})
 	})
 	v.sum.done = true
 	v.unreadQueues(unread)
-	v.missingQueueDirs(noDir)
+	v.missingQueueDirs(noDir, waitsOn)
 	v.lostCount = lost
 	if skipped > 0 {
 		v.res.Add(scan.Finding{Code: CodeCQNotChecked, Severity: scan.Info, Path: "consumequeue", Repair: scan.RepairNone,
@@ -172,7 +213,7 @@ func (v *verifier) missingFile(q *queueState, path string, base int64) {
 		Message: "consume queue file is missing although the commitlog still holds messages whose units belong in it"})
 }
 
-func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
+func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue, waitsOn []string) {
 	keys := make([]queueKey, 0, len(noDir))
 	for k := range noDir {
 		keys = append(keys, k)
@@ -193,7 +234,7 @@ func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
 			msg += "; the broker dispatches them at the next start"
 		case mq.redispatched+mq.unknown == mq.n:
 			sev, state = scan.Warning, "not-dispatched"
-			msg += fmt.Sprintf("; whether the next start dispatches %d of them is not known (a consume queue file that could not be read may end after them)", mq.unknown)
+			msg += fmt.Sprintf("; whether the next start dispatches %d of them is not known (where it dispatches from waits on %s, which could not be read)", mq.unknown, strings.Join(waitsOn, ", "))
 		default:
 			v.lostCount += mq.n - mq.redispatched - mq.unknown
 			msg += "; the next start will not dispatch them all"
@@ -201,7 +242,7 @@ func (v *verifier) missingQueueDirs(noDir map[queueKey]*missingQueue) {
 		det := map[string]any{"state": state, "records": mq.n, "first_phy_offset": mq.first, "last_phy_offset": mq.last,
 			"redispatched": mq.redispatched, "topic": k.topic, "queue_id": k.queueID}
 		if mq.unknown > 0 {
-			det["redispatch_unknown"], det["waits_on"] = mq.unknown, v.dispatchWaitsOn()
+			det["redispatch_unknown"], det["waits_on"] = mq.unknown, waitsOn
 		}
 		v.res.Add(scan.Finding{Code: CodeCQMissing, Severity: sev, Path: fmt.Sprintf("consumequeue/%s/%d", k.topic, k.queueID),
 			Repair: scan.RepairRebuildIndex, Message: msg, Evidence: map[string]string{"queue_dir": "fail"}, Details: det})

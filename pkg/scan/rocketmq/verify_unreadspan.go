@@ -3,49 +3,58 @@ package rocketmq
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/storectl/storectl/pkg/scan"
 )
 
-// unreadSpan is a range of commitlog offsets the scan could not read: a
-// file it could not open (a directory or FIFO in its place, permission
-// denied) from its start, or one whose read failed from where it failed,
-// to the file's end. Records there are unknown, so a consume queue unit
-// or index entry below the recovery end pointing into one points at what
-// the store kept there, not at nothing (an unreadable file before the
-// file recovery starts from is never read by the broker's walk either,
-// and past the recovery end verifier.unread already rules).
+// unreadSpan is a commitlog file the scan could not read to its end (a
+// file it could not open: a directory or FIFO in its place, permission
+// denied; or one whose read failed part way), as the range of offsets it
+// holds. A consume queue unit or index entry below the recovery end that
+// points where the record table has no record, inside one, points at
+// what the store kept there: unknown, not at nothing (such a file before
+// the file recovery starts from is never read by the broker's walk
+// either, and past the recovery end verifier.unread already rules). The
+// records the scan did read there are in the table and matched as usual.
 type unreadSpan struct {
 	from, to int64
 	rel      string
 }
 
-// findUnreadSpans sets v.unreadSpans from the commitlog scan's files
-// that it could not read to their end (no End: session.result reports
-// each as unreadable), from where it stopped.
-func (v *verifier) findUnreadSpans() {
-	at := map[string]int64{}
-	for _, f := range v.res.Files {
-		if f.End == "" {
-			at[f.Path] = f.BytesScanned
+// unreadCommitlogFiles are the commitlog files of the scan's result that
+// it could not read to their end (no End: session.result reports each as
+// unreadable), by path.
+func unreadCommitlogFiles(res *scan.Result) map[string]bool {
+	var m map[string]bool
+	for _, f := range res.Files {
+		if f.Kind == "commitlog" && f.End == "" {
+			if m == nil {
+				m = map[string]bool{}
+			}
+			m[f.Path] = true
 		}
 	}
-	if len(at) == 0 {
+	return m
+}
+
+// findUnreadSpans sets v.unreadSpans from unreadCommitlogFiles.
+func (v *verifier) findUnreadSpans() {
+	unread := unreadCommitlogFiles(v.res)
+	if len(unread) == 0 {
 		return
 	}
 	lay := v.store.lay
 	for i, s := range lay.segs {
-		o, ok := at[s.rel]
-		if !ok {
+		if !unread[s.rel] {
 			continue
 		}
 		end := s.base + max(s.size, lay.mapped)
 		if i+1 < len(lay.segs) {
 			end = max(end, lay.segs[i+1].base) // up to the next file: nothing else holds those offsets
 		}
-		v.unreadSpans = append(v.unreadSpans, unreadSpan{from: s.base + o, to: end, rel: s.rel})
+		v.unreadSpans = append(v.unreadSpans, unreadSpan{from: s.base, to: end, rel: s.rel})
 	}
-	sort.Slice(v.unreadSpans, func(i, j int) bool { return v.unreadSpans[i].from < v.unreadSpans[j].from })
 }
 
 // unreadAt is the file of the unread span holding commitlog offset phy,
