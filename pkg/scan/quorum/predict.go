@@ -420,7 +420,10 @@ func predict(r *Replica) *Prediction {
 		}
 		p.Queue.Damaged = append(p.Queue.Damaged, dm)
 	}
-	if r.Config == nil {
+	switch {
+	case r.configUnread != "":
+		f.State, f.Reason = StartNotRead, fmt.Sprintf("%s could not be read: whether ra can start the member is unknown", r.configUnread)
+	case r.Config == nil:
 		f.State, f.Reason = StartNoConfig, "the replica's config file is missing or does not parse"
 	}
 	base := r.base()
@@ -563,6 +566,10 @@ func predict(r *Replica) *Prediction {
 	}
 	// bounds
 	f.Inexact, f.Notes, f.IdentityUncertain = m.Inexact, m.Notes, m.Uncertain
+	if r.configUnread != "" {
+		// the machine config (delivery limit, overflow, TTL) is in it
+		f.Inexact = append(f.Inexact, fmt.Sprintf("the queue's machine config is in %s, which could not be read; replayed without it", r.configUnread))
+	}
 	f.Exact = len(f.Inexact) == 0 && replayErr == ""
 	f.Min, f.Max = f.Messages, f.Messages
 	if !f.Exact {

@@ -160,6 +160,9 @@ type Replica struct {
 	prediction   *Prediction
 	// logUnread are its segments (or its dir) that could not be read.
 	logUnread []string
+	// configUnread is its config's path when it is there and could not
+	// be read (whether ra can start the member is unknown).
+	configUnread string
 	// MovedFrom is the data dir the config pins when the replica is not
 	// there (ra < 2.4.2 reads the log from it).
 	MovedFrom string
@@ -565,7 +568,7 @@ func (sc *scanner) openReplica(name string) {
 	}
 	switch {
 	case unread:
-		r.ConfigErr = err
+		r.ConfigErr, r.configUnread = err, rel(sc.root, cp)
 		sc.unreadable(cp, err)
 	case err != nil:
 		r.ConfigErr = err

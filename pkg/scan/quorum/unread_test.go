@@ -329,3 +329,38 @@ func TestSystemDirNotADir(t *testing.T) {
 		res.Close()
 	}
 }
+
+// TestConfigUnreadIsNotNoConfig: a replica whose config is a dir is not
+// "no-config" (Q1's qq2 said next_start no-config, "the replica's config
+// file is missing or does not parse"): its next start is unknown, the
+// reason naming the config; the config deleted is still no-config.
+func TestConfigUnreadIsNotNoConfig(t *testing.T) {
+	ds := qqDatasets(t)[0]
+	const rel = "quorum/rmq40@localhost/2F_QQ2Q5L9DBJGSLBP/config"
+	for _, how := range []string{"directory", "deleted"} {
+		node := testutil.CopyTree(t, ds.node)
+		if how == "directory" {
+			dirInPlace(t, node, rel)
+		} else if err := os.Remove(filepath.Join(node, rel)); err != nil {
+			t.Fatal(err)
+		}
+		res := scanAll(t, node)
+		var q *quorum.Queue
+		for i := range res.Queues {
+			if res.Queues[i].UID == "2F_QQ2Q5L9DBJGSLBP" {
+				q = &res.Queues[i]
+			}
+		}
+		if q == nil {
+			t.Fatalf("%s: no queue line for 2F_QQ2Q5L9DBJGSLBP", how)
+		}
+		switch {
+		case how == "directory" && (q.NextStart.State != quorum.StartNotRead || !strings.Contains(q.NextStart.Reason, rel) || q.NextStart.Exact):
+			t.Fatalf("config a dir: %+v", q.NextStart)
+		case how == "directory":
+			wantUnread(t, res, quorum.CodeUnreadable, rel)
+		case q.NextStart.State != quorum.StartNoConfig:
+			t.Fatalf("config deleted: %+v", q.NextStart)
+		}
+	}
+}
