@@ -47,9 +47,12 @@ const (
 // file_summary.ets).
 const (
 	CodeIndexMismatch = "rabbitmq.index.mismatch"
-	CodeFileSummary   = "rabbitmq.index.file-summary"        // file_summary.ets disagrees with the files
-	CodeIndexUnread   = "rabbitmq.index.unreadable"          // a clean-shutdown file that does not parse
-	CodeCleanPart     = "rabbitmq.index.partial-clean-state" // only some clean-shutdown files exist
+	// CodeIndexUnknown: checks of the clean-shutdown dumps not made for
+	// want of a file that could not be read (waits_on).
+	CodeIndexUnknown = "rabbitmq.index.unknown"
+	CodeFileSummary  = "rabbitmq.index.file-summary"        // file_summary.ets disagrees with the files
+	CodeIndexUnread  = "rabbitmq.index.unreadable"          // a clean-shutdown file that does not parse
+	CodeCleanPart    = "rabbitmq.index.partial-clean-state" // only some clean-shutdown files exist
 	// CodeSummaryMismatch is the reason of a rebuild-index action for a
 	// file_summary.ets that is missing, unreadable or says other than the
 	// files (valid or file size).

@@ -92,6 +92,40 @@ func indexLacksFinding(path, id string, n int, queues []string) scan.Finding {
 		Message: fmt.Sprintf("queues %v reference %s, which msg_store_index.ets does not hold: after a clean start reading it fails", queues, id)}
 }
 
+// cleanChecksUnknown is the finding that says which checks of the
+// clean-shutdown dumps were not made for want of a file that could not be
+// read (none when every file was read): ref counts and valid sizes need
+// every queue index, an entry or summary of an .rdq needs that file.
+func cleanChecksUnknown(root string, v *VHostScan, cs *cleanState) []scan.Finding {
+	var waits, what []string
+	if v.Queues != nil && len(v.Queues.Unreadable) > 0 {
+		for _, u := range v.Queues.Unreadable {
+			waits = append(waits, scan.Rel(root, u.Path))
+		}
+		what = append(what, "ref counts and valid total sizes against the queue indexes")
+	}
+	n := len(waits)
+	for _, f := range v.Files {
+		if f.Err != nil && !f.Transient && f.Number >= 0 {
+			waits = append(waits, f.Path)
+		}
+	}
+	if len(waits) > n {
+		what = append(what, "the entries and summaries of the .rdq files")
+	}
+	if len(waits) == 0 {
+		return nil
+	}
+	path := cs.indexPath
+	if path == "" {
+		path = cs.summaryPath
+	}
+	sort.Strings(waits)
+	return []scan.Finding{{Code: CodeIndexUnknown, Severity: scan.Warning, Path: path, Repair: scan.RepairNone,
+		Details: map[string]any{"waits_on": waits},
+		Message: fmt.Sprintf("clean-shutdown dumps not checked for %s: %s could not be read", strings.Join(what, " and "), strings.Join(waits, ", "))}}
+}
+
 // fileSummaryFindings checks file_summary.ets: one object per .rdq and
 // back, ValidTotalSize equal to the bytes of the records queues reference
 // (invariant 4, from the scan), and FileSize covering every live record

@@ -105,6 +105,9 @@ func verifyVHost(ctx context.Context, root, vhostDir string, o VHostOptions) (*v
 	if cs.summary != nil {
 		vv.Findings = append(vv.Findings, fileSummaryFindings(v, cs)...)
 	}
+	if cs.leanIndex || cs.summary != nil {
+		vv.Findings = append(vv.Findings, cleanChecksUnknown(root, v, cs)...)
+	}
 	for _, qf := range unreadQueueFates(root, v) {
 		if err := keep(qf); err != nil {
 			return nil, err
