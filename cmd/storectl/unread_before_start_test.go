@@ -16,7 +16,8 @@ import (
 // into it is unknown, not damaged. With b-abnormal's first file a
 // directory, verify called the 82 consume queue units and 152 index
 // entries pointing into it bad-unit/bad-entry ("points at an offset no
-// commitlog file holds", 4680 bytes of damaged regions).
+// commitlog file holds", 4680 bytes of damaged regions). A unit damaged
+// in a file that was read is still bad-unit.
 func TestUnreadBeforeRecoveryStart(t *testing.T) {
 	fresh := func(t *testing.T) string {
 		return filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-b-abnormal.tar.gz")), "store")
@@ -44,32 +45,55 @@ func TestUnreadBeforeRecoveryStart(t *testing.T) {
 	}
 	// The units that point into file 0, counted from the consume queue
 	// files themselves (20-byte units: offset, size, tags code).
+	// One unit into a file that is read (the recovery's start file) is
+	// moved a byte into its record: that one is still bad-unit.
 	into := 0
+	var tampered string
+	var tamperedAt int
+	var tamperedPhy int64
 	_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
 		if err != nil || !info.Mode().IsRegular() {
 			return err
 		}
 		b, _ := os.ReadFile(p)
 		for i := 0; i+20 <= len(b); i += 20 {
-			if off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:])); size > 0 && off < st.Size() {
+			off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:]))
+			switch {
+			case size > 0 && off < st.Size():
 				into++
+			case size > 0 && off >= 786432 && tampered == "":
+				binary.BigEndian.PutUint64(b[i:], uint64(off+1))
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				tampered, tamperedAt, tamperedPhy = p, i, off
 			}
 		}
 		return nil
 	})
-	if into == 0 {
-		t.Fatal("fixture: no consume queue unit points into the first commitlog file")
+	if into == 0 || tampered == "" {
+		t.Fatal("fixture: no consume queue unit points into the first commitlog file, or none into the start file")
 	}
+	tamperedRel, _ := filepath.Rel(store, tampered)
 	dirInPlace(t, first)
 	objs, sum := verify(t, store, exitIncomplete)
 	if sum["recovery_end"] != wantEnd {
 		t.Fatalf("recovery end %v, want %v as without the damage (recovery never reads file 0)", sum["recovery_end"], wantEnd)
 	}
-	units, entries := 0, 0
+	units, entries, bad := 0, 0, 0
 	for _, o := range objs {
 		d, _ := o["details"].(map[string]any)
 		switch o["code"] {
-		case "rocketmq.consumequeue.bad-unit", "rocketmq.index.bad-entry", "rocketmq.consumequeue.missing":
+		case "rocketmq.consumequeue.bad-unit":
+			if o["path"] != filepath.ToSlash(tamperedRel) || int(o["offset"].(float64)) != tamperedAt {
+				t.Fatalf("what points into the unread file called damaged: %v", o)
+			}
+			bad++
+		case "rocketmq.consumequeue.missing":
+			if int64(d["phy_offset"].(float64)) != tamperedPhy { // the moved unit's record has lost its unit
+				t.Fatalf("what points into the unread file called damaged: %v", o)
+			}
+		case "rocketmq.index.bad-entry":
 			t.Fatalf("what points into the unread file called damaged: %v", o)
 		case "rocketmq.consumequeue.unknown", "rocketmq.index.unknown":
 			w, _ := d["waits_on"].([]any)
@@ -82,6 +106,9 @@ func TestUnreadBeforeRecoveryStart(t *testing.T) {
 				entries += int(d["entries"].(float64))
 			}
 		}
+	}
+	if bad != 1 {
+		t.Fatalf("the unit moved into its record in a file that was read: %d bad-unit findings, want 1", bad)
 	}
 	if units != into || entries == 0 {
 		t.Fatalf("%d units and %d index entries unknown; %d units point into %s", units, entries, into, file0)
