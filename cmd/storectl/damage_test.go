@@ -59,6 +59,64 @@ func hasFinding(fs []finding, code, path string, off int64) bool {
 	return false
 }
 
+// cqUnit is one unit of a RocketMQ consume queue file as the tests read
+// it from the file itself (20 bytes: commitlog offset, size, tags code).
+type cqUnit struct {
+	file string // the consume queue file
+	at   int    // the unit's position in it
+	off  int64  // its commitlog offset
+	dir  string // its queue's dir
+}
+
+// cqUnits are the units with a size above 0 of every consume queue file
+// under store/consumequeue, in walk order.
+func cqUnits(t *testing.T, store string) []cqUnit {
+	t.Helper()
+	var out []cqUnit
+	err := filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
+		if err != nil || !info.Mode().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i := 0; i+20 <= len(b); i += 20 {
+			if int32(binary.BigEndian.Uint32(b[i+8:])) > 0 {
+				out = append(out, cqUnit{file: p, at: i, off: int64(binary.BigEndian.Uint64(b[i:])), dir: filepath.Dir(p)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// newestCQUnit is the unit with the highest commitlog offset (the last
+// record dispatched).
+func newestCQUnit(t *testing.T, store string) cqUnit {
+	t.Helper()
+	us := cqUnits(t, store)
+	if len(us) == 0 {
+		t.Fatal("fixture: no consume queue units")
+	}
+	n := us[0]
+	for _, u := range us {
+		if u.off > n.off {
+			n = u
+		}
+	}
+	return n
+}
+
+// clearCQUnit zeroes unit u in its file.
+func clearCQUnit(t *testing.T, u cqUnit) {
+	t.Helper()
+	patchFile(t, u.file, func(b []byte) []byte { clear(b[u.at : u.at+20]); return b })
+}
+
 func patchFile(t *testing.T, path string, f func([]byte) []byte) {
 	t.Helper()
 	b, err := os.ReadFile(path)

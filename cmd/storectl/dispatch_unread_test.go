@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/binary"
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,45 +21,19 @@ import (
 // as well, recoverAbnormally re-dispatches from its start file whatever
 // the queues hold: info again.
 func TestDispatchFromUnread(t *testing.T) {
-	type unitAt struct {
-		file string
-		at   int
-		phy  int64
-	}
-	setup := func(t *testing.T) (store string, newest unitAt, other string) {
+	setup := func(t *testing.T) (store string, newest cqUnit, other string) {
 		store = filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
-		newest.phy = -1
-		var files []string
-		_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
-			if err != nil || !info.Mode().IsRegular() {
-				return err
-			}
-			files = append(files, p)
-			b, _ := os.ReadFile(p)
-			for i := 0; i+20 <= len(b); i += 20 {
-				if off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:])); size > 0 && off > newest.phy {
-					newest = unitAt{p, i, off}
-				}
-			}
-			return nil
-		})
-		for _, f := range files {
-			if filepath.Dir(f) != filepath.Dir(newest.file) {
-				other = f
+		newest = newestCQUnit(t, store)
+		for _, u := range cqUnits(t, store) {
+			if u.dir != newest.dir {
+				other = u.file
 				break
 			}
 		}
-		if newest.phy < 0 || other == "" {
-			t.Fatalf("fixture: newest unit %+v, another queue's file %q", newest, other)
+		if other == "" {
+			t.Fatalf("fixture: no queue but the newest unit's %s", newest.dir)
 		}
-		b, err := os.ReadFile(newest.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clear(b[newest.at : newest.at+20])
-		if err := os.WriteFile(newest.file, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		clearCQUnit(t, newest)
 		return store, newest, other
 	}
 	// verify's finding for the record of the zeroed unit, the recovery
@@ -109,7 +83,7 @@ func TestDispatchFromUnread(t *testing.T) {
 
 	t.Run("read", func(t *testing.T) {
 		store, newest, _ := setup(t)
-		m, plan, layout := run(t, store, newest.phy, exitOK)
+		m, plan, layout := run(t, store, newest.off, exitOK)
 		d := m["details"].(map[string]any)
 		if m["severity"] != "info" || d["state"] != "not-dispatched" || d["redispatch_from"] == nil || d["waits_on"] != nil {
 			t.Fatalf("with every consume queue file read: %v", m)
@@ -121,7 +95,7 @@ func TestDispatchFromUnread(t *testing.T) {
 	t.Run("unread", func(t *testing.T) {
 		store, newest, other := setup(t)
 		dirInPlace(t, other)
-		m, plan, layout := run(t, store, newest.phy, exitIncomplete)
+		m, plan, layout := run(t, store, newest.off, exitIncomplete)
 		d := m["details"].(map[string]any)
 		want := []string{rel(t, store, other)}
 		if m["severity"] != "warning" || d["state"] != "not-dispatched" || d["redispatch_from"] != nil || d["redispatch_from_at_least"] == nil ||
@@ -144,31 +118,19 @@ func TestDispatchFromUnread(t *testing.T) {
 		// unknown (it may be the last file): a warning waiting on it.
 		for _, cpUnread := range []bool{false, true} {
 			store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
-			last := map[string]unitAt{} // per queue dir, its newest unit
-			_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
-				if err != nil || !info.Mode().IsRegular() {
-					return err
+			last := map[string]cqUnit{} // per queue dir, its newest unit
+			for _, u := range cqUnits(t, store) {
+				if l, ok := last[u.dir]; !ok || u.off > l.off {
+					last[u.dir] = u
 				}
-				b, _ := os.ReadFile(p)
-				for i := 0; i+20 <= len(b); i += 20 {
-					off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:]))
-					if u, ok := last[filepath.Dir(p)]; size > 0 && (!ok || off > u.phy) {
-						last[filepath.Dir(p)] = unitAt{p, i, off}
-					}
-				}
-				return nil
-			})
-			var byPhy []unitAt
+			}
+			var byPhy []cqUnit
 			for _, u := range last {
 				byPhy = append(byPhy, u)
 			}
-			slices.SortFunc(byPhy, func(a, b unitAt) int { return int(b.phy - a.phy) })
+			slices.SortFunc(byPhy, func(a, b cqUnit) int { return cmp.Compare(b.off, a.off) })
 			second := byPhy[1]
-			b, _ := os.ReadFile(second.file)
-			clear(b[second.at : second.at+20])
-			if err := os.WriteFile(second.file, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			clearCQUnit(t, second)
 			if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +139,7 @@ func TestDispatchFromUnread(t *testing.T) {
 				dirInPlace(t, filepath.Join(store, "checkpoint"))
 				want = exitIncomplete
 			}
-			m, _, _ := run(t, store, second.phy, want)
+			m, _, _ := run(t, store, second.off, want)
 			d := m["details"].(map[string]any)
 			switch {
 			case !cpUnread && (m["severity"] != "info" || d["waits_on"] != nil):
@@ -193,7 +155,7 @@ func TestDispatchFromUnread(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m, _, _ := run(t, store, newest.phy, exitIncomplete)
+		m, _, _ := run(t, store, newest.off, exitIncomplete)
 		if d := m["details"].(map[string]any); m["severity"] != "info" || d["state"] != "not-dispatched" || d["waits_on"] != nil {
 			t.Fatalf("after a crash, recoverAbnormally re-dispatches the record whatever %s holds: %v", other, m)
 		}

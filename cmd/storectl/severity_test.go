@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,29 +18,9 @@ import (
 func TestSeverityBrokerRepairs(t *testing.T) {
 	store := filepath.Join(testutil.Untar(t, testutil.Testdata("rocketmq", "rmq533-a-clean.tar.gz")), "store")
 	// The unit with the highest commitlog offset: the last record written.
-	var file string
-	var at int
-	var max int64 = -1
-	_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
-		if err != nil || !info.Mode().IsRegular() {
-			return err
-		}
-		b, _ := os.ReadFile(p)
-		for i := 0; i+20 <= len(b); i += 20 {
-			if off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:])); size > 0 && off > max {
-				file, at, max = p, i, off
-			}
-		}
-		return nil
-	})
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clear(b[at : at+20])
-	if err := os.WriteFile(file, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	newest := newestCQUnit(t, store)
+	clearCQUnit(t, newest)
+	max := newest.off
 	if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -181,22 +181,11 @@ func TestUnreadableCommitLogIsUnknown(t *testing.T) {
 	const file = "commitlog/00000000000000262144"
 	const base = 262144
 	want := 0
-	_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
-		if err != nil || !info.Mode().IsRegular() {
-			return err
+	for _, u := range cqUnits(t, store) {
+		if u.off >= base {
+			want++
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for i := 0; i+20 <= len(b); i += 20 {
-			off := int64(binary.BigEndian.Uint64(b[i:]))
-			if size := int32(binary.BigEndian.Uint32(b[i+8:])); size > 0 && off >= base {
-				want++
-			}
-		}
-		return nil
-	})
+	}
 	if want == 0 {
 		t.Fatal("no consume queue unit points past the file")
 	}

@@ -48,33 +48,21 @@ func TestUnreadBeforeRecoveryStart(t *testing.T) {
 	// One unit into a file that is read (the recovery's start file) is
 	// moved a byte into its record: that one is still bad-unit.
 	into := 0
-	var tampered string
-	var tamperedAt int
-	var tamperedPhy int64
-	_ = filepath.Walk(filepath.Join(store, "consumequeue"), func(p string, info os.FileInfo, err error) error {
-		if err != nil || !info.Mode().IsRegular() {
-			return err
+	var tampered *cqUnit
+	for _, u := range cqUnits(t, store) {
+		switch {
+		case u.off < st.Size():
+			into++
+		case u.off >= 786432 && tampered == nil:
+			tampered = &u
+			patchFile(t, u.file, func(b []byte) []byte { binary.BigEndian.PutUint64(b[u.at:], uint64(u.off+1)); return b })
 		}
-		b, _ := os.ReadFile(p)
-		for i := 0; i+20 <= len(b); i += 20 {
-			off, size := int64(binary.BigEndian.Uint64(b[i:])), int32(binary.BigEndian.Uint32(b[i+8:]))
-			switch {
-			case size > 0 && off < st.Size():
-				into++
-			case size > 0 && off >= 786432 && tampered == "":
-				binary.BigEndian.PutUint64(b[i:], uint64(off+1))
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				tampered, tamperedAt, tamperedPhy = p, i, off
-			}
-		}
-		return nil
-	})
-	if into == 0 || tampered == "" {
+	}
+	if into == 0 || tampered == nil {
 		t.Fatal("fixture: no consume queue unit points into the first commitlog file, or none into the start file")
 	}
-	tamperedRel, _ := filepath.Rel(store, tampered)
+	tamperedAt, tamperedPhy := tampered.at, tampered.off
+	tamperedRel, _ := filepath.Rel(store, tampered.file)
 	dirInPlace(t, first)
 	objs, sum := verify(t, store, exitIncomplete)
 	if sum["recovery_end"] != wantEnd {
