@@ -188,22 +188,60 @@ func (e *UnreadError) Unwrap() error { return e.Err }
 // *UnreadError: what the queue holds from there on is unknown, not its
 // end.
 func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
-	idx := q.MinIndex()
 	if len(q.Irregular) > 0 && (len(q.Files) == 0 || q.Irregular[0].Base < q.Files[0].Base) {
 		f := q.Irregular[0]
 		return f.Base / rmq.CQUnitSize, &UnreadError{Rel: f.Rel, Err: NotRegular(f.Path)}
 	}
+	idx, ended, err := q.walk(0, true, fn)
+	if n := len(q.Files); err == nil && !ended && n > 0 {
+		if g, ok := q.irregularAt(q.Files[n-1].Base + q.Files[n-1].Size); ok {
+			return idx, &UnreadError{Rel: g.Rel, Err: NotRegular(g.Path)} // the walk goes on into it
+		}
+	}
+	return idx, err
+}
+
+// RecoverMaxPhy is ConsumeQueue.recover's maxPhysicOffset (5.3.3): the
+// units from the third file from the last (the first with fewer) on,
+// until the first that is not valid, give the last valid one's offset +
+// size; -1 with none. It does not stop at a gap between files (recover
+// does not check them). A queue with a dir, FIFO, socket or device under
+// a file's name is an *UnreadError: what it ends with is unknown (the
+// broker's load of it fails, too), as is a file it cannot read.
+func (q *Queue) RecoverMaxPhy() (int64, error) {
+	if n := len(q.Irregular); n > 0 {
+		f := q.Irregular[n-1]
+		return 0, &UnreadError{Rel: f.Rel, Err: NotRegular(f.Path)}
+	}
+	last := int64(-1)
+	_, _, err := q.walk(max(len(q.Files)-3, 0), false, func(_ int64, u rmq.CQUnit) bool {
+		last = u.CommitLogOffset + int64(u.Size)
+		return true
+	})
+	return last, err
+}
+
+// walk calls fn for the units of Files[from:] in order until fn returns
+// false or a unit is not Valid (ended), or the files end; with gapStop a
+// gap between files ends it too (the broker's checkSelf fails), with an
+// *UnreadError when one of Irregular fills the gap. It returns the index
+// just past the last unit handed to fn.
+func (q *Queue) walk(from int, gapStop bool, fn func(idx int64, u rmq.CQUnit) bool) (idx int64, ended bool, err error) {
+	if from < len(q.Files) {
+		idx = q.Files[from].Base / rmq.CQUnitSize
+	}
 	buf := make([]byte, 1<<16/rmq.CQUnitSize*rmq.CQUnitSize)
-	for i, f := range q.Files {
-		if i > 0 && f.Base != q.Files[i-1].Base+q.Files[i-1].Size {
+	for i := from; i < len(q.Files); i++ {
+		f := q.Files[i]
+		if gapStop && i > from && f.Base != q.Files[i-1].Base+q.Files[i-1].Size {
 			if g, ok := q.irregularAt(q.Files[i-1].Base + q.Files[i-1].Size); ok {
-				return idx, &UnreadError{Rel: g.Rel, Err: NotRegular(g.Path)}
+				return idx, true, &UnreadError{Rel: g.Rel, Err: NotRegular(g.Path)}
 			}
-			return idx, nil // a gap: the broker's checkSelf fails; stop here
+			return idx, true, nil // a gap: the broker's checkSelf fails; stop here
 		}
 		fh, err := storefile.Open(f.Path)
 		if err != nil {
-			return idx, &UnreadError{Rel: f.Rel, Err: err}
+			return idx, true, &UnreadError{Rel: f.Rel, Err: err}
 		}
 		for pos := int64(0); pos+rmq.CQUnitSize <= f.Size; {
 			n, rerr := fh.ReadAt(buf[:min(int64(len(buf)), f.Size-pos)/rmq.CQUnitSize*rmq.CQUnitSize], pos)
@@ -211,14 +249,14 @@ func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 				u, _ := rmq.DecodeCQUnit(buf[k:], pos+int64(k))
 				if !u.Valid() || !fn(idx, u) {
 					fh.Close()
-					return idx, nil
+					return idx, true, nil
 				}
 				idx++
 			}
 			pos += int64(n)
 			if rerr != nil && !errors.Is(rerr, io.EOF) {
 				fh.Close()
-				return idx, &UnreadError{Rel: f.Rel, Err: fmt.Errorf("at %d: %w", pos, rerr)}
+				return idx, true, &UnreadError{Rel: f.Rel, Err: fmt.Errorf("at %d: %w", pos, rerr)}
 			}
 			if rerr != nil || n == 0 {
 				break
@@ -226,12 +264,7 @@ func (q *Queue) Each(fn func(idx int64, u rmq.CQUnit) bool) (int64, error) {
 		}
 		fh.Close()
 	}
-	if n := len(q.Files); n > 0 {
-		if g, ok := q.irregularAt(q.Files[n-1].Base + q.Files[n-1].Size); ok {
-			return idx, &UnreadError{Rel: g.Rel, Err: NotRegular(g.Path)} // the walk goes on into it
-		}
-	}
-	return idx, nil
+	return idx, false, nil
 }
 
 // irregularAt is the file of Irregular at stream offset base.

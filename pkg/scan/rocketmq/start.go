@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -218,11 +217,9 @@ func storeVersion5(cfg *Config, lay *layout) (bool, string) {
 }
 
 // cqMaxPhy is maxPhyOffsetOfConsumeQueue as DefaultMessageStore.recover
-// (5.3.3) gets it: per file consume queue, ConsumeQueue.recover walks
-// the units from the third file from its last (0 if fewer) until the
-// first that is not valid (offset >= 0 and size > 0), and its
-// maxPhysicOffset is the last valid one's offset + size; the max over all
-// queues, -1 with none. waits names what could not be read when err is
+// (5.3.3) gets it: the max over all file consume queues of
+// ConsumeQueue.recover's maxPhysicOffset (cqueue.Queue.RecoverMaxPhy),
+// -1 with none. waits names what could not be read when err is
 // set: a RocksDB consume queue, batch consume queues (not read here) or a
 // queue file.
 func cqMaxPhy(root string) (mx int64, waits string, err error) {
@@ -237,35 +234,13 @@ func cqMaxPhy(root string) (mx int64, waits string, err error) {
 		return 0, cqueue.Dir, err
 	}
 	mx = -1
-	var b [rmq.CQUnitSize]byte
 	for _, q := range qs {
-		if n := len(q.Irregular); n > 0 {
-			// A dir or FIFO under a file's name: what the queue ends
-			// with is unknown (the broker's load of it fails, too).
-			f := q.Irregular[n-1]
-			return 0, f.Rel, &cqueue.UnreadError{Rel: f.Rel, Err: cqueue.NotRegular(f.Path)}
+		last, err := q.RecoverMaxPhy()
+		if ue := (*cqueue.UnreadError)(nil); errors.As(err, &ue) {
+			return 0, ue.Rel, err
 		}
-		last := int64(-1) // ConsumeQueue.maxPhysicOffset: set, unit by unit
-	files:
-		for _, f := range q.Files[max(len(q.Files)-3, 0):] {
-			fh, err := storefile.Open(f.Path)
-			if err != nil {
-				return 0, f.Rel, err
-			}
-			r := bufio.NewReaderSize(io.NewSectionReader(fh, 0, f.Size), 1<<16)
-			for pos := int64(0); pos+rmq.CQUnitSize <= f.Size; pos += rmq.CQUnitSize {
-				if _, err := io.ReadFull(r, b[:]); err != nil {
-					fh.Close()
-					return 0, f.Rel, fmt.Errorf("%s at %d: %w", f.Rel, pos, err)
-				}
-				u, _ := rmq.DecodeCQUnit(b[:], pos)
-				if !u.Valid() {
-					fh.Close()
-					break files
-				}
-				last = u.CommitLogOffset + int64(u.Size)
-			}
-			fh.Close()
+		if err != nil {
+			return 0, q.Rel, err
 		}
 		mx = max(mx, last)
 	}
