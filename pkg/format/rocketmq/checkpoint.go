@@ -36,6 +36,10 @@ func (c Checkpoint) MinTimestamp() int64 {
 	return max(m, 0)
 }
 
+// Has5xFields reports whether the fields only 5.x writes (at 24 and 32)
+// are set: a trace of a 5.x store.
+func (c Checkpoint) Has5xFields() bool { return c.MasterFlushedOffset != 0 || c.ConfirmPhyOffset != 0 }
+
 // DecodeCheckpoint decodes the checkpoint at b[0].
 func DecodeCheckpoint(b []byte, off int64) (Checkpoint, error) {
 	c := format.Cursor{B: b}

@@ -64,7 +64,7 @@ func recoveryStart(cfg *Config, lay *layout) (st recStart, clean bool) {
 	if _, err := os.Stat(filepath.Join(cfg.Root, "abort")); err != nil {
 		return recStart{normal: true}, true
 	}
-	cp, cpErr := readCheckpointErr(cfg.Root)
+	cp, _, cpErr := readCheckpointErr(cfg.Root)
 	if cpErr != nil {
 		// The start depends on the checkpoint's min timestamp: walk from
 		// file 0, and the first stop gives only a lower bound.
@@ -93,26 +93,40 @@ func recoveryStart(cfg *Config, lay *layout) (st recStart, clean bool) {
 
 // readCheckpoint reads the checkpoint file; missing or short: zeros.
 func readCheckpoint(root string) rmq.Checkpoint {
-	cp, _ := readCheckpointErr(root)
+	cp, _, _ := readCheckpointErr(root)
 	return cp
 }
 
-// readCheckpointErr is readCheckpoint with the error of a checkpoint that
-// is there but cannot be read (permission, a dir or FIFO in its place):
-// nil when it was read, or is missing (the broker then starts from zeros).
-func readCheckpointErr(root string) (rmq.Checkpoint, error) {
-	var cp rmq.Checkpoint
+// readCheckpointErr is readCheckpoint with whether the file held a whole
+// checkpoint (present) and the error of one that is there but cannot be
+// read (permission, a dir or FIFO in its place): nil when it was read, or
+// is missing (the broker then starts from zeros). The scan's start rules
+// and verify's checks read it through here.
+func readCheckpointErr(root string) (cp rmq.Checkpoint, present bool, err error) {
 	b, err := storefile.ReadFile(filepath.Join(root, "checkpoint"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = nil
 		}
-		return cp, err
+		return cp, false, err
 	}
 	if len(b) >= rmq.CheckpointSize {
-		cp, _ = rmq.DecodeCheckpoint(b[:rmq.CheckpointSize], 0)
+		if c, derr := rmq.DecodeCheckpoint(b[:rmq.CheckpointSize], 0); derr == nil {
+			cp, present = c, true
+		}
 	}
-	return cp, nil
+	return cp, present, nil
+}
+
+// trace5xFile is a file or dir only a 5.x broker makes in its data dir
+// (DefaultMessageStore makes both at start), "" when neither is there.
+func trace5xFile(root string) string {
+	for _, p := range []string{"abort.bak", "compaction"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 // normalStart picks the file recoverNormally starts at after a clean
@@ -199,14 +213,11 @@ func normalStart(cfg *Config, lay *layout, results []*fileResult) recStart {
 // of a commitlog file. Verify's versionGuess also counts V2 records,
 // property CRCs and trailing separators inside files.
 func storeVersion5(cfg *Config, lay *layout) (bool, string) {
-	cp := readCheckpoint(cfg.Root)
-	if cp.MasterFlushedOffset != 0 || cp.ConfirmPhyOffset != 0 {
+	if readCheckpoint(cfg.Root).Has5xFields() {
 		return true, "checkpoint fields 24/32 set"
 	}
-	for _, p := range []string{"abort.bak", "compaction"} {
-		if _, err := os.Stat(filepath.Join(cfg.Root, p)); err == nil {
-			return true, p + " present"
-		}
+	if p := trace5xFile(cfg.Root); p != "" {
+		return true, p + " present"
 	}
 	for _, s := range lay.segs {
 		if magic, ok := firstMagic(s.path); ok && magic == rmq.MagicMessageV2 {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 
-	"github.com/storectl/storectl/internal/storefile"
 	rmq "github.com/storectl/storectl/pkg/format/rocketmq"
 	"github.com/storectl/storectl/pkg/scan"
 )
@@ -20,21 +17,15 @@ const maxRecoverySteps = 1 << 20
 // loadCheckpoint reads the checkpoint file (§6.1); a missing or short
 // file leaves cpPresent false (the broker then starts from zeros).
 func (v *verifier) loadCheckpoint() {
-	b, err := storefile.ReadFile(filepath.Join(v.cfg.Root, "checkpoint"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	cp, present, err := readCheckpointErr(v.cfg.Root)
+	if err != nil {
 		// There but not readable (permission, a dir or FIFO in its
 		// place): not "missing", and what depends on it is unknown.
 		v.cpUnread = true
 		v.res.Unread("checkpoint", err)
 		return
 	}
-	if err != nil || len(b) < rmq.CheckpointSize {
-		return
-	}
-	cp, err := rmq.DecodeCheckpoint(b[:rmq.CheckpointSize], 0)
-	if err == nil {
-		v.cp, v.cpPresent = cp, true
-	}
+	v.cp, v.cpPresent = cp, present
 }
 
 // abnormalStart is the base of the commitlog file recoverAbnormally starts

@@ -1,10 +1,5 @@
 package rocketmq
 
-import (
-	"os"
-	"path/filepath"
-)
-
 // versionGuess says which broker generation wrote the store: "5.x" when
 // any 5.x-only trace is present (V2 records, __CRC32# properties, a
 // trailing property separator, checkpoint fields 24/32, abort.bak or a
@@ -15,13 +10,8 @@ func (v *verifier) versionGuess() string {
 			return "5.x"
 		}
 	}
-	if v.cp.MasterFlushedOffset != 0 || v.cp.ConfirmPhyOffset != 0 {
+	if v.cp.Has5xFields() || trace5xFile(v.cfg.Root) != "" {
 		return "5.x"
-	}
-	for _, p := range []string{"abort.bak", "compaction"} {
-		if _, err := os.Stat(filepath.Join(v.cfg.Root, p)); err == nil {
-			return "5.x"
-		}
 	}
 	return "4.x"
 }
@@ -49,7 +39,7 @@ func (v *verifier) layout() {
 		l["dispatch_from_waits_on"] = v.dispatchWaitsOn()
 	}
 	l["cq_units_linked"], l["index_entries_linked"] = v.unitsLinked, v.entriesLinked
-	v.evidence["checkpoint_5x_fields"] = v.cp.MasterFlushedOffset != 0 || v.cp.ConfirmPhyOffset != 0
+	v.evidence["checkpoint_5x_fields"] = v.cp.Has5xFields()
 	l["store_version"] = v.versionGuess()
 	l["store_version_evidence"] = v.evidence
 }
