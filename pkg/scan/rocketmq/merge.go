@@ -156,11 +156,9 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
 			// here or where the walk from that start ends.
 			unread, why = st.waitsOn, st.unknown
 			if fr.file.End == scan.EndZero {
-				res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
-					Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
-					Evidence: map[string]string{"blank_record": "fail"},
-					Message:  fmt.Sprintf("file ends in zeros without a BLANK record: a recovery that starts at or before this file stops here, one that starts later keeps it; which one runs is unknown: %s", why),
-					Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos, "waits_on": []string{unread}}})
+				res.Add(earlyEnd(fr, scan.Warning, scan.RepairNone,
+					fmt.Sprintf("file ends in zeros without a BLANK record: a recovery that starts at or before this file stops here, one that starts later keeps it; which one runs is unknown: %s", why),
+					map[string]any{"waits_on": []string{unread}}))
 			}
 			continue
 		}
@@ -169,19 +167,14 @@ func merge(lay *layout, results []*fileResult, res *scan.Result, st recStart) {
 		}
 		switch data, unknown := laterData(results[i+1:]); {
 		case data:
-			res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Error, Path: fr.seg.rel, Offset: fr.failPos,
-				Length: fr.seg.size - fr.failPos, Repair: scan.RepairTruncate,
-				Evidence: map[string]string{"blank_record": "fail"},
-				Message:  "file ends in zeros without a BLANK record while later files hold data; recovery stops here and drops them",
-				Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos}})
+			res.Add(earlyEnd(fr, scan.Error, scan.RepairTruncate,
+				"file ends in zeros without a BLANK record while later files hold data; recovery stops here and drops them", nil))
 		case unknown != "":
 			// Recovery stops here whatever follows; whether it drops
 			// anything waits on the file not read.
-			res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
-				Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
-				Evidence: map[string]string{"blank_record": "fail"},
-				Message:  fmt.Sprintf("file ends in zeros without a BLANK record: a recovery that walks through it stops here; whether later files hold data it would drop is unknown: %s could not be read", unknown),
-				Details:  map[string]any{"phy_offset": fr.seg.base + fr.failPos, "waits_on": []string{unknown}}})
+			res.Add(earlyEnd(fr, scan.Warning, scan.RepairNone,
+				fmt.Sprintf("file ends in zeros without a BLANK record: a recovery that walks through it stops here; whether later files hold data it would drop is unknown: %s could not be read", unknown),
+				map[string]any{"waits_on": []string{unknown}}))
 		}
 	}
 	if unread != "" {
@@ -220,13 +213,23 @@ func beforeStart(fr *fileResult, startRel string, st recStart, res *scan.Result)
 		return
 	}
 	if fr.file.End == scan.EndZero {
-		res.Add(scan.Finding{Code: CodeEarlyEnd, Severity: scan.Warning, Path: fr.seg.rel, Offset: fr.failPos,
-			Length: fr.seg.size - fr.failPos, Repair: scan.RepairNone,
-			Evidence: map[string]string{"blank_record": "fail"},
-			Message: fmt.Sprintf("file ends in zeros without a BLANK record; %s starts at the later file %s%s and does not read this one: it keeps this file and the later ones as they are (nothing from %d on in this file can be read)",
+		res.Add(earlyEnd(fr, scan.Warning, scan.RepairNone,
+			fmt.Sprintf("file ends in zeros without a BLANK record; %s starts at the later file %s%s and does not read this one: it keeps this file and the later ones as they are (nothing from %d on in this file can be read)",
 				startDesc(st), startRel, orLater(st), fr.seg.base+fr.failPos),
-			Details: map[string]any{"phy_offset": fr.seg.base + fr.failPos, "recovery_start_file": startRel}})
+			map[string]any{"recovery_start_file": startRel}))
 	}
+}
+
+// earlyEnd is the CodeEarlyEnd finding of fr: its zero tail from the
+// walk's stop, with the stop's phy_offset added to details.
+func earlyEnd(fr *fileResult, sev scan.Severity, repair, msg string, details map[string]any) scan.Finding {
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["phy_offset"] = fr.seg.base + fr.failPos
+	return scan.Finding{Code: CodeEarlyEnd, Severity: sev, Path: fr.seg.rel, Offset: fr.failPos,
+		Length: fr.seg.size - fr.failPos, Repair: repair, Evidence: map[string]string{"blank_record": "fail"},
+		Message: msg, Details: details}
 }
 
 func startDesc(st recStart) string {
